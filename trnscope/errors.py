@@ -1,0 +1,27 @@
+"""Errors a user can meet, each with a one-line message meant to be printed as is."""
+
+from __future__ import annotations
+
+
+class TrnscopeError(Exception):
+    """A problem with the user's input or environment (not a bug in trnscope).
+
+    The CLI prints ``str(error)`` on one line and exits with status 2; the TUI shows it
+    on its error screen.
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(message.split()))
+
+
+class InputError(TrnscopeError):
+    """The file or directory given cannot be read as a profile."""
+
+
+class LoadCancelled(TrnscopeError):
+    """The user cancelled a load in progress."""
+
+    def __init__(self) -> None:
+        super().__init__("load cancelled")
