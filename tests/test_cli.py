@@ -1,0 +1,181 @@
+"""The ``trnscope`` command: output formats, the JSON contract, and clean errors."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import CORPUS, requires_corpus
+from trnscope.cli import main
+
+JSON_KEYS = {"source", "device_kind", "totals", "ops", "kernels", "link_coverage", "warnings"}
+OP_KEYS = {"name", "input_shapes", "stack", "calls", "self_cpu_us", "cpu_total_us", "self_device_us", "device_total_us"}
+KERNEL_KEYS = {"name", "calls", "total_us", "min_us", "max_us", "op"}
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_summary_json_contract(capsys, small_synthetic) -> None:
+    path, truth = small_synthetic
+    code, out, _ = run(capsys, "summary", str(path), "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc.keys() >= JSON_KEYS
+    assert set(doc["totals"]) == {"self_cpu_us", "self_device_us", "wall_us"}
+    assert all(op.keys() >= OP_KEYS for op in doc["ops"])
+    assert all(k.keys() >= KERNEL_KEYS for k in doc["kernels"])
+    ops = {op["name"]: op for op in doc["ops"]}
+    assert ops["aten::linear"]["calls"] == truth.ops["aten::linear"].calls
+    assert ops["aten::linear"]["self_cpu_us"] == pytest.approx(truth.ops["aten::linear"].self_cpu_ns / 1000, abs=1e-3)
+    assert doc["link_coverage"] == 1.0
+    kernel = next(k for k in doc["kernels"] if k["name"] == "ampere_sgemm_128x64_tn")
+    assert kernel["op"] == "aten::addmm"
+
+
+def test_summary_group_by_shape_json_lists(capsys, small_synthetic) -> None:
+    path, _ = small_synthetic
+    code, out, _ = run(capsys, "summary", str(path), "--format", "json", "--group-by", "shape")
+    assert code == 0
+    ops = json.loads(out)["ops"]
+    mm = [op for op in ops if op["name"] == "aten::mm"]
+    assert mm and mm[0]["input_shapes"] == [[64, 1024], [1024, 1024]]
+
+
+def test_summary_sort_limit_csv(capsys, small_synthetic) -> None:
+    path, _ = small_synthetic
+    code, out, _ = run(capsys, "summary", str(path), "--format", "csv", "--sort", "calls", "--limit", "3")
+    assert code == 0
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert len(rows) == 3
+    calls = [int(r["calls"]) for r in rows]
+    assert calls == sorted(calls, reverse=True)
+    code, out, _ = run(capsys, "summary", str(path), "--format", "csv", "--table", "kernels")
+    assert "ampere_sgemm_128x64_tn" in out
+
+
+def test_summary_table_and_hide(capsys, small_synthetic) -> None:
+    path, _ = small_synthetic
+    code, out, _ = run(capsys, "summary", str(path), "--hide", "python", "--limit", "50")
+    assert code == 0
+    assert "Self CPU time total" in out and "Self CUDA time total" in out
+    assert "nn.Module" not in out
+    assert "aten::addmm" in out
+
+
+def test_summary_step_selects_one_profiler_step(capsys, small_synthetic) -> None:
+    path, truth = small_synthetic
+    code, out, _ = run(capsys, "summary", str(path), "--format", "json", "--step", "1")
+    assert code == 0
+    ops = {op["name"]: op for op in json.loads(out)["ops"]}
+    assert ops["ProfilerStep*"]["calls"] == 1
+    steps = truth.ops["ProfilerStep*"].calls
+    assert ops["aten::linear"]["calls"] == truth.ops["aten::linear"].calls // steps
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "empty file"),
+        (b"hello world", "not JSON"),
+        (b'{"foo": 1}', "without a traceEvents array"),
+        (b'{"traceEvents": []}', "holds no events"),
+        (b'{"traceEvents": [1, 2]}', "not a list of event objects"),
+        (b"\x1f\x8b\x08\x00garbage", "gzip"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(capsys, tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    code, out, err = run(capsys, "summary", str(path))
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("trnscope: error:")
+    assert message in err
+    assert "Traceback" not in err + out
+
+
+def test_missing_path_and_empty_folder(capsys, tmp_path: Path) -> None:
+    code, _, err = run(capsys, "summary", str(tmp_path / "nope.json"))
+    assert code == 2 and "no such file" in err
+    code, _, err = run(capsys, "summary", str(tmp_path))
+    assert code == 2 and "no PyTorch profiler trace" in err
+
+
+def test_permission_denied(capsys, tmp_path: Path, small_synthetic, monkeypatch) -> None:
+    path = tmp_path / "locked.json"
+    path.write_bytes(small_synthetic[0].read_bytes())
+    path.chmod(0)
+    if os.geteuid() == 0:  # root reads anything: make the check see what a user would
+        import trnscope.load.source as source
+
+        monkeypatch.setattr(source.os, "access", lambda *_: False)
+    code, _, err = run(capsys, "summary", str(path), "--no-cache")
+    assert code == 2 and "permission denied" in err
+
+
+def test_fifo_is_refused(capsys, tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    code, _, err = run(capsys, "summary", str(fifo))
+    assert code == 2 and "FIFO" in err
+
+
+def test_device_file_is_refused(capsys) -> None:
+    code, _, err = run(capsys, "summary", "/dev/null")
+    assert code == 2 and "device" in err
+
+
+def test_bad_sort_column_is_a_clean_error(capsys, small_synthetic) -> None:
+    code, _, err = run(capsys, "summary", str(small_synthetic[0]), "--sort", "bogus")
+    assert code == 2 and "unknown sort column" in err
+
+
+def test_folder_with_several_traces_says_which(capsys, tmp_path: Path, small_synthetic) -> None:
+    for name in ("rank0.pt.trace.json", "rank1.pt.trace.json"):
+        (tmp_path / name).write_bytes(small_synthetic[0].read_bytes())
+    code, out, _ = run(capsys, "summary", str(tmp_path), "--format", "json", "--select", "rank1")
+    assert code == 0 and json.loads(out)["label"] == "rank1"
+    code, out, _ = run(capsys, "summary", str(tmp_path), "--format", "json")
+    assert any("holds 2 traces" in w for w in json.loads(out)["warnings"])
+
+
+def test_cache_info_and_clear(capsys, small_synthetic, isolated_cache: Path) -> None:
+    run(capsys, "summary", str(small_synthetic[0]), "--format", "json")
+    code, out, _ = run(capsys, "cache", "info")
+    assert code == 0 and str(isolated_cache) in out and " 0 files" not in out
+    code, out, _ = run(capsys, "cache", "clear")
+    assert code == 0 and "cleared" in out
+    assert not any(isolated_cache.rglob("*.idx"))
+
+
+def test_entry_point_runs_without_textual_import(small_synthetic, tmp_path: Path) -> None:
+    """summary must stay fast: it never imports Textual (nor torch)."""
+    code = (
+        "import sys; from trnscope.cli import main; rc = main(['summary', sys.argv[1], '--format', 'json']);"
+        "assert 'textual' not in sys.modules and 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith(('textual','torch')))[:5];"
+        "sys.exit(rc)"
+    )
+    env = {**os.environ, "TRNSCOPE_CACHE_DIR": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(small_synthetic[0])], capture_output=True, text=True, env=env
+    )
+    assert result.returncode == 0, result.stderr
+
+
+@requires_corpus
+def test_summary_on_every_corpus_file(capsys) -> None:
+    for path in sorted(CORPUS.glob("*.json.gz")):
+        code, out, err = run(capsys, "summary", str(path), "--format", "json", "--limit", "5")
+        assert code == 0, err
+        doc = json.loads(out)
+        assert doc["ops"], path

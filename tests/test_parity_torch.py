@@ -1,0 +1,121 @@
+"""Our op table reproduces PyTorch's key_averages() on real profiles, key by key.
+
+Each test runs a small workload under torch.profiler on the CPU, keeps
+prof.key_averages() from memory, exports the trace, loads it with trnscope and
+requires equal call counts and Self CPU / CPU total within 1 % or 2 µs for every key,
+with no key missing or extra.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from capture.reference import reference_rows  # noqa: E402
+from trnscope.analysis.analysis import Analysis  # noqa: E402
+from trnscope.analysis.parity import check_parity  # noqa: E402
+from trnscope.load import load_path  # noqa: E402
+
+pytestmark = pytest.mark.torch
+
+
+def _mlp_steps(steps: int = 3) -> None:
+    from torch.profiler import record_function
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(64, 128), torch.nn.GELU(), torch.nn.LayerNorm(128), torch.nn.Linear(128, 32)
+    )
+    x = torch.randn(16, 64)
+    for _ in range(steps):
+        with record_function("train_step"):
+            loss = model(x).relu().sum()
+            with record_function("backward"):
+                loss.backward()
+
+
+def _profile(tmp_path: Path, workload, **options):  # type: ignore[no-untyped-def]
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], **options) as prof:
+        workload()
+    trace = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(trace))
+    return prof, Analysis(load_path(trace))
+
+
+def _assert_parity(prof, analysis: Analysis, by_shape: bool) -> None:  # type: ignore[no-untyped-def]
+    reference = reference_rows(prof, group_by_input_shape=by_shape)
+    assert len(reference) > 10
+    problems = check_parity(analysis, reference, by_shape=by_shape, device=False)
+    assert not problems, "\n".join(map(str, problems[:20]))
+
+
+def test_parity_record_shapes_and_annotations(tmp_path: Path) -> None:
+    prof, analysis = _profile(tmp_path, _mlp_steps, record_shapes=True)
+    _assert_parity(prof, analysis, by_shape=False)
+    _assert_parity(prof, analysis, by_shape=True)
+    table = analysis.op_table()
+    assert table.is_annotation[table.find("train_step")]
+
+
+def test_parity_with_stack_python_frames(tmp_path: Path) -> None:
+    prof, analysis = _profile(tmp_path, _mlp_steps, with_stack=True, record_shapes=True)
+    _assert_parity(prof, analysis, by_shape=False)
+    # python_function frames are rows of key_averages too
+    assert any(analysis.op_table().kind(g) == "python" for g in range(len(analysis.op_table())))
+    # our stack grouping refines PyTorch's (whose stacks are empty): same totals per name
+    stacked = analysis.op_table("stack", stack_depth=3)
+    plain = analysis.op_table()
+    g = plain.find("aten::addmm")
+    assert sum(stacked.calls[k] for k in range(len(stacked)) if stacked.name[k] == "aten::addmm") == plain.calls[g]
+    assert len({stacked.stack[k] for k in range(len(stacked)) if stacked.name[k] == "aten::addmm"}) >= 1
+
+
+def test_parity_autograd_backward_and_memory(tmp_path: Path) -> None:
+    prof, analysis = _profile(tmp_path, _mlp_steps, record_shapes=True, profile_memory=True)
+    _assert_parity(prof, analysis, by_shape=False)
+    backward = analysis.op_table().find("autograd::engine::evaluate_function: AddmmBackward0")
+    assert backward >= 0
+
+
+def test_parity_multiple_threads(tmp_path: Path) -> None:
+    def workload() -> None:
+        def worker() -> None:
+            for _ in range(4):
+                a = torch.randn(48, 48)
+                (a @ a.t()).softmax(dim=-1).sum()
+
+        threads = [threading.Thread(target=worker) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        _mlp_steps(2)
+        for thread in threads:
+            thread.join()
+
+    from torch._C._profiler import _ExperimentalConfig
+
+    prof, analysis = _profile(
+        tmp_path, workload, record_shapes=True, experimental_config=_ExperimentalConfig(profile_all_threads=True)
+    )
+    _assert_parity(prof, analysis, by_shape=False)
+    _assert_parity(prof, analysis, by_shape=True)
+    table = analysis.op_table()
+    host_threads = {int(analysis.trace.events.thread[r]) for r in table.instances(table.find("aten::softmax"))}
+    assert len(host_threads) == 3
+
+
+def test_parity_after_gzip_export(tmp_path: Path) -> None:
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        _mlp_steps(2)
+    path = tmp_path / "trace.json.gz"
+    prof.export_chrome_trace(str(path))
+    analysis = Analysis(load_path(path))
+    assert analysis.trace.stats.compressed
+    _assert_parity(prof, analysis, by_shape=False)

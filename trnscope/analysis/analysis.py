@@ -1,0 +1,106 @@
+"""One trace plus everything derived from it, computed once and cached."""
+
+from __future__ import annotations
+
+import threading
+
+import msgspec
+import numpy as np
+
+from trnscope.analysis.optable import (
+    EventTimes,
+    GroupBy,
+    KernelTable,
+    OpTable,
+    build_kernel_table,
+    build_op_table,
+    event_times,
+)
+from trnscope.layers import Role
+from trnscope.link import LinkReport, Links, link
+from trnscope.load.events import PH_X
+from trnscope.model import Trace
+
+
+class Step(msgspec.Struct, frozen=True):
+    name: str
+    row: int
+    start: int
+    end: int
+
+
+class Analysis:
+    """Tables, steps and chains of one trace.  Thread-safe: the TUI builds tables in
+    worker threads while the UI reads finished ones."""
+
+    def __init__(self, trace: Trace, links: Links | None = None) -> None:
+        self.trace = trace
+        self.links = links if links is not None else link(trace)
+        self.times: EventTimes = event_times(trace, self.links)
+        self._lock = threading.Lock()
+        self._op_tables: dict[tuple[str, int, int], OpTable] = {}
+        self._kernel_tables: dict[int, KernelTable] = {}
+        self._steps: list[Step] | None = None
+        self.extra: dict[str, object] = {}  # readers attach format-specific results here
+
+    @property
+    def link_report(self) -> LinkReport:
+        return self.links.report
+
+    def steps(self) -> list[Step]:
+        """ProfilerStep#N ranges (or, failing those, top-level annotations)."""
+        if self._steps is None:
+            ev = self.trace.events
+            annotation = (ev.role == int(Role.ANNOTATION)) & (ev.ph == PH_X)
+            step_name = np.array([n.startswith("ProfilerStep#") for n in self.trace.names] or [False], dtype=bool)
+            rows = np.flatnonzero(annotation & step_name[ev.name])
+            rows = rows[np.argsort(ev.ts[rows], kind="stable")]
+            self._steps = [
+                Step(self.trace.names[int(ev.name[r])], int(r), int(ev.ts[r]), int(ev.ts[r] + max(ev.dur[r], 0)))
+                for r in rows.tolist()
+            ]
+        return self._steps
+
+    def window_mask(self, start: int, end: int) -> np.ndarray:
+        """Rows that belong to [start, end): host events by their start, device events
+        by the start of the op that launched them (or their own start if unlinked)."""
+        ev = self.trace.events
+        anchor = ev.ts.copy()
+        device = self.links.device_op >= 0
+        anchor[device] = ev.ts[self.links.device_op[device]]
+        return (anchor >= start) & (anchor < end)
+
+    def _step_mask(self, step: int) -> np.ndarray | None:
+        if step < 0:
+            return None
+        steps = self.steps()
+        if step >= len(steps):
+            raise IndexError(f"step {step} out of range (trace has {len(steps)} steps)")
+        chosen = steps[step]
+        return self.window_mask(chosen.start, chosen.end)
+
+    def op_table(self, group_by: GroupBy | str = GroupBy.OP, stack_depth: int = 5, step: int = -1) -> OpTable:
+        key = (str(GroupBy(group_by)), stack_depth if GroupBy(group_by) is GroupBy.STACK else 0, step)
+        with self._lock:
+            cached = self._op_tables.get(key)
+        if cached is not None:
+            return cached
+        table = build_op_table(self.trace, self.links, group_by, stack_depth, self._step_mask(step), self.times)
+        with self._lock:
+            self._op_tables[key] = table
+        return table
+
+    def kernel_table(self, step: int = -1) -> KernelTable:
+        with self._lock:
+            cached = self._kernel_tables.get(step)
+        if cached is not None:
+            return cached
+        table = build_kernel_table(self.trace, self.links, self._step_mask(step))
+        with self._lock:
+            self._kernel_tables[step] = table
+        return table
+
+    @property
+    def wall_ns(self) -> int:
+        start, end = self.trace.span_ns
+        return end - start

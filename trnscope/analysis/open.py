@@ -1,0 +1,40 @@
+"""From a source to an ``Analysis``, through the parsed-index cache."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from trnscope import index_cache
+from trnscope.analysis.analysis import Analysis
+from trnscope.load import SourceRef, load_source
+from trnscope.load.source import Progress
+
+
+def open_analysis(
+    source: SourceRef,
+    *,
+    progress: Progress | None = None,
+    cancelled: Callable[[], bool] | None = None,
+    skip: tuple[str, ...] = (),
+    use_cache: bool = True,
+    workers: int | None = None,
+) -> Analysis:
+    path = Path(source.path)
+    options = {"skip": sorted(skip), "kind": source.kind}
+    cacheable = use_cache and path.is_file() and source.kind == "kineto"
+    if cacheable:
+        started = time.perf_counter()
+        cached = index_cache.load(path, options)
+        if cached is not None:
+            trace, links, _extra = cached
+            trace.label = source.label
+            trace.synthetic = trace.synthetic or source.synthetic
+            trace.stats.seconds = time.perf_counter() - started
+            return Analysis(trace, links)
+    trace = load_source(source, progress=progress, cancelled=cancelled, skip=skip, use_cache=use_cache, workers=workers)
+    analysis = Analysis(trace)
+    if cacheable:
+        index_cache.store(path, options, trace, analysis.links)
+    return analysis

@@ -1,0 +1,235 @@
+"""Parsed-index cache: a loaded and linked trace, stored so the next open is instant.
+
+One file per (input file identity + content fingerprint + load options + format
+version) under ``<user cache>/index``.  Layout: magic, header length, a msgpack header
+(every non-array field, plus name/dtype/shape/offset of each array and a CRC-32 of
+the payload), then the arrays, 64-byte aligned.  Reading maps the file and builds
+numpy views on it without copying; a wrong magic, version, key, size or checksum
+means the file is ignored and rebuilt, never trusted.  Writes go through a
+temporary file and ``os.replace``, so concurrent openers see a whole file or none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mmap
+import os
+import struct
+import tempfile
+import zlib
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from trnscope.cachedir import fingerprint, writable_dir
+from trnscope.link import LinkReport, Links
+from trnscope.model import ChunkRef, EventColumns, LoadStats, ThreadInfo, Trace
+
+MAGIC = b"TRNSCOPE-INDEX\x00\x02"
+FORMAT_VERSION = 3
+_ALIGN = 64
+_LINK_ARRAYS = (
+    "in_tree",
+    "parent",
+    "raw_parent",
+    "depth",
+    "merged_into",
+    "device_op",
+    "device_launch",
+    "link_method",
+    "forward_of",
+)
+
+
+class ArraySpec(msgspec.Struct, array_like=True):
+    name: str
+    dtype: str
+    shape: list[int]
+    offset: int
+    nbytes: int
+
+
+class CacheHeader(msgspec.Struct):
+    version: int
+    key: str
+    payload_bytes: int
+    payload_crc: int
+    arrays: list[ArraySpec]
+    source: str
+    format: str
+    device_kind: str
+    device_name: str
+    names: list[str]
+    cats: list[str]
+    shapes: list[str]
+    stacks: list[str]
+    threads: list[ThreadInfo]
+    chunks: list[ChunkRef]
+    origin_ns: int
+    origin_is_unix: bool
+    stats: LoadStats
+    metadata: dict[str, Any]
+    warnings: list[str]
+    synthetic: bool
+    plain_path: str
+    link_report: LinkReport
+    extra: dict[str, Any] = {}
+
+
+def cache_key(path: Path, options: dict[str, Any]) -> str:
+    return f"v{FORMAT_VERSION}:{fingerprint(path)}:{msgspec.json.encode(options).decode()}"
+
+
+def _cache_file(key: str) -> Path | None:
+    folder = writable_dir("index")
+    if folder is None:
+        return None
+    return folder / (hashlib.blake2b(key.encode(), digest_size=16).hexdigest() + ".idx")
+
+
+def _arrays_of(trace: Trace, links: Links) -> dict[str, np.ndarray]:
+    arrays = {f"events.{f}": getattr(trace.events, f) for f in trace.events.__struct_fields__}
+    if trace.source_index is not None:
+        arrays["source_index"] = trace.source_index
+    for name in _LINK_ARRAYS:
+        arrays[f"links.{name}"] = getattr(links, name)
+    return arrays
+
+
+def store(
+    path: Path, options: dict[str, Any], trace: Trace, links: Links, extra: dict[str, Any] | None = None
+) -> Path | None:
+    """Write the cache entry for ``path``; returns where, or None if it could not."""
+    key = cache_key(path, options)
+    target = _cache_file(key)
+    if target is None:
+        return None
+    specs: list[ArraySpec] = []
+    blobs: list[bytes | memoryview] = []
+    offset = 0
+    crc = 0
+    for name, array in _arrays_of(trace, links).items():
+        data = np.ascontiguousarray(array)
+        raw = memoryview(data).cast("B") if data.size else memoryview(b"")
+        pad = (-offset) % _ALIGN
+        if pad:
+            blobs.append(b"\x00" * pad)
+            crc = zlib.crc32(b"\x00" * pad, crc)
+            offset += pad
+        specs.append(ArraySpec(name, data.dtype.str, list(data.shape), offset, data.nbytes))
+        blobs.append(raw)
+        crc = zlib.crc32(raw, crc)
+        offset += data.nbytes
+    header = CacheHeader(
+        version=FORMAT_VERSION,
+        key=key,
+        payload_bytes=offset,
+        payload_crc=crc,
+        arrays=specs,
+        source=trace.source,
+        format=trace.format,
+        device_kind=trace.device_kind,
+        device_name=trace.device_name,
+        names=trace.names,
+        cats=trace.cats,
+        shapes=trace.shapes,
+        stacks=trace.stacks,
+        threads=trace.threads,
+        chunks=trace.chunks,
+        origin_ns=trace.origin_ns,
+        origin_is_unix=trace.origin_is_unix,
+        stats=trace.stats,
+        metadata=trace.metadata,
+        warnings=trace.warnings,
+        synthetic=trace.synthetic,
+        plain_path=trace.plain_path,
+        link_report=links.report,
+        extra=extra or {},
+    )
+    try:
+        head = msgspec.msgpack.encode(header)
+    except (TypeError, msgspec.EncodeError):
+        return None
+    prefix = MAGIC + struct.pack("<Q", len(head)) + head
+    prefix += b"\x00" * ((-len(prefix)) % _ALIGN)
+    try:
+        handle, temp = tempfile.mkstemp(dir=target.parent, prefix=".idx-", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "wb") as fh:
+                fh.write(prefix)
+                for blob in blobs:
+                    fh.write(blob)
+            os.replace(temp, target)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+    except OSError:
+        return None
+    return target
+
+
+def load(path: Path, options: dict[str, Any]) -> tuple[Trace, Links, dict[str, Any]] | None:
+    """The cached trace and links for ``path``, or None when absent or not trustworthy."""
+    key = cache_key(path, options)
+    target = _cache_file(key)
+    if target is None or not target.exists():
+        return None
+    try:
+        with open(target, "rb") as fh:
+            buffer = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
+    try:
+        return _decode(buffer, key)
+    except (ValueError, KeyError, TypeError, struct.error, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def _decode(buffer: mmap.mmap, key: str) -> tuple[Trace, Links, dict[str, Any]] | None:
+    if buffer[: len(MAGIC)] != MAGIC:
+        return None
+    (head_len,) = struct.unpack_from("<Q", buffer, len(MAGIC))
+    start = len(MAGIC) + 8
+    header = msgspec.msgpack.decode(buffer[start : start + head_len], type=CacheHeader)
+    if header.version != FORMAT_VERSION or header.key != key:
+        return None
+    payload_start = start + head_len
+    payload_start += (-payload_start) % _ALIGN
+    if len(buffer) - payload_start != header.payload_bytes:
+        return None
+    payload = memoryview(buffer)[payload_start:]
+    if zlib.crc32(payload) != header.payload_crc:
+        return None
+    arrays: dict[str, np.ndarray] = {}
+    for spec in header.arrays:
+        count = int(np.prod(spec.shape)) if spec.shape else 1
+        arrays[spec.name] = np.frombuffer(payload, dtype=np.dtype(spec.dtype), count=count, offset=spec.offset).reshape(
+            spec.shape
+        )
+    events = EventColumns(**{f: arrays[f"events.{f}"] for f in EventColumns.__struct_fields__})
+    trace = Trace(
+        source=header.source,
+        format=header.format,
+        device_kind=header.device_kind,
+        device_name=header.device_name,
+        events=events,
+        names=header.names,
+        cats=header.cats,
+        shapes=header.shapes,
+        stacks=header.stacks,
+        threads=header.threads,
+        chunks=header.chunks,
+        origin_ns=header.origin_ns,
+        origin_is_unix=header.origin_is_unix,
+        stats=header.stats,
+        metadata=header.metadata,
+        warnings=header.warnings,
+        synthetic=header.synthetic,
+        plain_path=header.plain_path,
+        source_index=arrays.get("source_index"),
+    )
+    trace.stats.from_cache = True
+    links = Links(**{name: arrays[f"links.{name}"] for name in _LINK_ARRAYS}, report=header.link_report)
+    return trace, links, header.extra

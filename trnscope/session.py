@@ -1,0 +1,70 @@
+"""The capture-session manifest (``session.json``), shared by capture and viewer.
+
+Lives in the core so the viewer can read sessions without torch installed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+SESSION_FILE = "session.json"
+FORMAT_VERSION = 1
+
+
+class ReferenceRow(msgspec.Struct, omit_defaults=True):
+    """One row of PyTorch's own ``key_averages()``, kept to check our numbers against."""
+
+    name: str
+    calls: int
+    self_cpu_us: float
+    cpu_total_us: float
+    self_device_us: float = 0.0
+    device_total_us: float = 0.0
+    input_shapes: str = ""
+    is_annotation: bool = False
+    is_device: bool = False
+
+
+class VariantRecord(msgspec.Struct, omit_defaults=True):
+    label: str
+    description: str = ""
+    status: str = "ok"  # "ok" or "failed"
+    error: str = ""
+    trace: str = ""  # path relative to the session folder (a file, or a Neuron profile folder)
+    trace_format: str = "kineto"  # "kineto" or "neuron"
+    warmup: int = 0
+    steps: int = 0
+    input_shapes: list[list[int]] = []
+    result_max_abs_error: float | None = None  # vs the reference implementation
+    wall_ms: float = 0.0
+    reference: list[ReferenceRow] = []
+    reference_grouped_by_shape: list[ReferenceRow] = []
+
+
+class SessionManifest(msgspec.Struct, omit_defaults=True):
+    format_version: int = FORMAT_VERSION
+    created: str = ""
+    host: str = ""
+    device_kind: str = "cpu"
+    device_name: str = ""
+    torch_version: str = ""
+    torch_neuronx_version: str = ""
+    python_version: str = ""
+    command_line: list[str] = []
+    demo: str = ""
+    synthetic: bool = False
+    notes: str = ""
+    variants: list[VariantRecord] = []
+
+    def ok_variants(self) -> list[VariantRecord]:
+        return [v for v in self.variants if v.status == "ok"]
+
+
+def read_manifest(folder: Path) -> SessionManifest:
+    return msgspec.json.decode((folder / SESSION_FILE).read_bytes(), type=SessionManifest)
+
+
+def encode_manifest(manifest: SessionManifest) -> bytes:
+    return msgspec.json.format(msgspec.json.encode(manifest), indent=2) + b"\n"
