@@ -54,10 +54,17 @@ def atomic_write_bytes(target: Path, data: bytes) -> None:
     try:
         with os.fdopen(handle, "wb") as fh:
             fh.write(data)
+        os.chmod(temp, 0o666 & ~_umask())  # mkstemp makes 0600; give it the usual mode
         os.replace(temp, target)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
 
 
 def clear_cache() -> int:
