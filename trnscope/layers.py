@@ -35,6 +35,8 @@ class Role(IntEnum):
     FLOW = 11
     COUNTER = 12
     METADATA = 13
+    SYSTEM_RUNTIME = 14  # Neuron runtime events from the system profile (not part of the op tree)
+    SYSTEM_HARDWARE = 15  # device events from a system profile that do not count as op device time
 
 
 LAYER_OF_ROLE: dict[Role, Layer] = {
@@ -52,6 +54,8 @@ LAYER_OF_ROLE: dict[Role, Layer] = {
     Role.FLOW: Layer.FLOW,
     Role.COUNTER: Layer.COUNTER,
     Role.METADATA: Layer.METADATA,
+    Role.SYSTEM_RUNTIME: Layer.RUNTIME,
+    Role.SYSTEM_HARDWARE: Layer.DEVICE,
 }
 
 # Category (lower case) → role, for every era: 2021 (`Operator`, `Runtime`, `Kernel`…),
@@ -94,6 +98,7 @@ ROLE_OF_CATEGORY: dict[str, Role] = {
     "hardware_counters": Role.COUNTER,
     "mtia_counters": Role.COUNTER,
     "xpu_scope_profiler": Role.COUNTER,
+    "neuron_rt": Role.SYSTEM_RUNTIME,
 }
 
 HOST_ROLES = frozenset(

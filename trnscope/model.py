@@ -129,6 +129,7 @@ class Trace(msgspec.Struct):
     label: str = ""  # variant / rank label when part of a session
     source_index: np.ndarray | None = None  # int64: each row's position among the file's events
     buffer: Any = None  # the decompressed text when no cache file could hold it
+    neuron: Any = None  # trnscope.neuron.reader.NeuronData for Neuron profiles
 
     # -- convenience views ---------------------------------------------------
     def rows_with_role(self, *roles: Role) -> np.ndarray:

@@ -36,6 +36,11 @@ class Analysis:
     def __init__(self, trace: Trace, links: Links | None = None) -> None:
         self.trace = trace
         self.links = links if links is not None else link(trace)
+        self.neuron = None
+        if trace.neuron is not None:
+            from trnscope.neuron.link import link_neuron
+
+            self.neuron = link_neuron(trace, self.links)
         self.times: EventTimes = event_times(trace, self.links)
         self._lock = threading.Lock()
         self._op_tables: dict[tuple[str, int, int], OpTable] = {}
