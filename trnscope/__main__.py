@@ -1,0 +1,5 @@
+import sys
+
+from trnscope.cli import main
+
+sys.exit(main())

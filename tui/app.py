@@ -1,0 +1,221 @@
+"""The Textual app: loads profiles in a worker, then shows the explorer screens.
+
+The app is thin: it owns the loaded analyses and the loading/cancel flow; each screen
+(op table, drill-down, compare) is a module of its own and gets its data from the
+headless core.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Footer, Label, ProgressBar, Static
+
+from trnscope.analysis.analysis import Analysis
+from trnscope.errors import LoadCancelled, TrnscopeError
+from tui.messages import LoadFailed, LoadProgress, ProfileLoaded
+
+
+class LoadingScreen(Screen[None]):
+    """Progress of the first load; Esc cancels it."""
+
+    BINDINGS = [Binding("escape,c", "cancel", "Cancel load")]
+
+    def __init__(self, paths: list[str]) -> None:
+        super().__init__()
+        self.paths = paths
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="loading-box"):
+            yield Label(f"Opening {', '.join(Path(p).name for p in self.paths)}", id="loading-title")
+            yield ProgressBar(total=100, show_eta=False, id="loading-bar")
+            yield Label("", id="loading-status")
+        yield Footer()
+
+    def show(self, phase: str, done: int, total: int, label: str) -> None:
+        bar = self.query_one("#loading-bar", ProgressBar)
+        if total:
+            bar.update(total=total, progress=done)
+        words = {"decompress": "decompressing", "parse": "reading events", "link": "linking"}.get(phase, phase)
+        amount = f"{done / 1e6:,.1f} of {total / 1e6:,.1f} MB" if total else ""
+        self.query_one("#loading-status", Label).update(f"{label}: {words} {amount}")
+
+    def action_cancel(self) -> None:
+        self.app.cancel_load()  # type: ignore[attr-defined]
+
+
+class ErrorScreen(Screen[None]):
+    BINDINGS = [Binding("q,escape", "app.quit", "Quit")]
+
+    def __init__(self, message: str) -> None:
+        super().__init__()
+        self.message = message
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="error-box"):
+            yield Label("trnscope could not open this profile", id="error-title")
+            yield Static(self.message, id="error-message")
+            yield Label("Press q to quit.", id="error-hint")
+        yield Footer()
+
+
+HELP_TEXT = """\
+[b]Everywhere[/b]
+  q            quit                      ?      this help
+  ctrl+p       command palette (actions, search op names)
+  tab          next pane                 esc    back
+
+[b]Op table[/b]
+  j/k ↑/↓      move       g/G  top/bottom     pgup/pgdn  page
+  enter        drill into the op (instances and chain)
+  /            filter by name (regex; esc clears)
+  s / S        next / previous sort column    r   reverse sort
+  b            group by: op → input shape → stack
+  t            switch op table ↔ kernel (device event) table
+  p            hide/show python_function rows
+  a            hide/show annotations (record_function, ProfilerStep)
+  [ / ]        previous / next ProfilerStep (all steps first)
+  v            pick a variant / rank           c   compare variants
+
+[b]Drill-down[/b]
+  n / p        next / previous instance   s   sort instances by time/duration
+  enter        on a child op in the chain: drill into it
+  c            copy the chain as text (OSC 52; also saved to a file)
+
+[b]Compare[/b]
+  v            regions → ops → device work per region
+  1 2 3        the variant enter drills into
+  enter        drill into the op in that variant
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="help-box"):
+            yield Static(HELP_TEXT, id="help-text")
+
+
+class TrnscopeApp(App[None]):
+    TITLE = "trnscope"
+    CSS_PATH = "app.tcss"
+    BINDINGS = [
+        Binding("q", "quit", "Quit", priority=False),
+        Binding("question_mark", "help", "Help"),
+    ]
+
+    def __init__(
+        self,
+        paths: list[str],
+        *,
+        select: str | None = None,
+        skip: tuple[str, ...] = (),
+        use_cache: bool = True,
+        theme: str | None = None,
+        workers: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.paths = paths
+        self.select = select
+        self.skip = skip
+        self.use_cache = use_cache
+        self.load_workers = workers
+        self.requested_theme = theme
+        self._cancel = threading.Event()
+        self.ref: Any = None
+        self.analyses: dict[str, Analysis] = {}
+        self.labels: list[str] = []
+
+    def on_mount(self) -> None:
+        self.push_screen(LoadingScreen(self.paths))
+        if self.requested_theme:
+            name = {"ansi": "ansi-dark", "ansi-dark": "ansi-dark", "ansi-light": "ansi-light"}.get(
+                self.requested_theme, self.requested_theme
+            )
+            if name in self.available_themes:
+                self.theme = name
+            else:
+                self.notify(f"unknown theme {self.requested_theme!r}; using {self.theme}", severity="warning")
+        from tui.commands import TrnscopeCommands
+
+        self.COMMANDS = self.COMMANDS | {TrnscopeCommands}
+        self.run_worker(self._load_initial, thread=True, exclusive=True, group="load")
+
+    # -- loading ------------------------------------------------------------------
+    def cancel_load(self) -> None:
+        self._cancel.set()
+
+    def _progress(self, label: str) -> Any:
+        def report(phase: str, done: int, total: int) -> None:
+            self.post_message(LoadProgress(phase, done, total, label))
+
+        return report
+
+    def load_analysis(self, source: Any) -> Analysis:
+        """Load (or return the loaded) analysis of one source.  Runs in a worker."""
+        key = f"{source.path}::{source.label}"
+        if key in self.analyses:
+            return self.analyses[key]
+        from trnscope.analysis.open import open_analysis
+
+        analysis = open_analysis(
+            source,
+            progress=self._progress(source.label),
+            cancelled=self._cancel.is_set,
+            skip=self.skip,
+            use_cache=self.use_cache,
+            workers=self.load_workers,
+        )
+        analysis.op_table()  # the first table, built off the UI thread
+        self.analyses[key] = analysis
+        return analysis
+
+    def _load_initial(self) -> None:
+        from trnscope.load import discover
+
+        try:
+            refs = [discover(Path(p)) for p in self.paths]
+            if len(refs) > 1:
+                sources = [r.select(self.select) for r in refs]
+                analyses = [self.load_analysis(s) for s in sources]
+                self.post_message(ProfileLoaded(analyses, [s.label for s in sources], refs, compare=True))
+                return
+            ref = refs[0]
+            self.ref = ref
+            source = ref.select(self.select)
+            analysis = self.load_analysis(source)
+            self.post_message(ProfileLoaded([analysis], [source.label], [ref], compare=False))
+        except LoadCancelled:
+            self.call_from_thread(self.exit, None, 0, "load cancelled")
+        except TrnscopeError as error:
+            self.post_message(LoadFailed(str(error)))
+        except Exception as error:  # shown on the error screen, never a traceback
+            self.post_message(LoadFailed(f"internal error: {type(error).__name__}: {error}"))
+
+    def on_load_progress(self, message: LoadProgress) -> None:
+        if isinstance(self.screen, LoadingScreen):
+            self.screen.show(message.phase, message.done, message.total, message.label)
+
+    def on_profile_loaded(self, message: ProfileLoaded) -> None:
+        from tui.screen_compare import CompareScreen
+        from tui.screen_ops import OpsScreen
+
+        self.refs = message.ref
+        if message.compare:
+            self.switch_screen(CompareScreen(message.analyses, message.labels, root=True))
+        else:
+            self.switch_screen(OpsScreen(message.analyses[0], message.ref[0]))
+
+    def on_load_failed(self, message: LoadFailed) -> None:
+        self.switch_screen(ErrorScreen(message.error))
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())

@@ -1,0 +1,306 @@
+"""A virtual table: renders only the visible rows of columnar data.
+
+Textual's DataTable measures every cell and rebuilds row offsets on change, which
+stops scaling near 10^4 rows.  This widget draws each visible line on demand from
+a ``TableModel`` (rows addressed through an index permutation that sort/filter
+workers compute off the UI thread), caches the rendered strips, and refreshes only
+the two lines a cursor move touches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+
+@dataclass
+class Column:
+    key: str
+    title: str
+    width: int = 10  # fixed width; for the flex column, its minimum
+    align: str = "right"  # "left" | "right"
+    flex: bool = False
+
+
+@dataclass
+class TableModel:
+    """What the table shows.  ``cells(index)`` returns one string (or Text) per column
+    for data row ``index``; ``order`` maps display rows to data rows."""
+
+    columns: list[Column]
+    size: int
+    cells: Callable[[int], Sequence[str | Text]]
+    order: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    row_style: Callable[[int], str] | None = None  # extra style for a data row ("dim", "bold", …)
+    sort_key: str = ""
+    sort_descending: bool = True
+
+    def __post_init__(self) -> None:
+        if self.order.size == 0 and self.size:
+            self.order = np.arange(self.size, dtype=np.int64)
+
+    @property
+    def rows(self) -> int:
+        return int(self.order.size)
+
+
+class VirtualTable(ScrollView, can_focus=True):
+    """Keyboard-driven table over a ``TableModel``."""
+
+    BINDINGS = [
+        Binding("up,k", "cursor_up", "Up", show=False),
+        Binding("down,j", "cursor_down", "Down", show=False),
+        Binding("pageup,ctrl+b", "page_up", "Page up", show=False),
+        Binding("pagedown,ctrl+f,space", "page_down", "Page down", show=False),
+        Binding("home,g", "first", "Top", show=False),
+        Binding("end,G", "last", "Bottom", show=False),
+        Binding("enter", "select", "Open", show=True),
+    ]
+
+    COMPONENT_CLASSES = {"vtable--header", "vtable--cursor", "vtable--cursor-blur", "vtable--odd"}
+
+    DEFAULT_CSS = """
+    VirtualTable {
+        height: 1fr;
+        overflow-x: hidden;
+        background: $surface;
+        scrollbar-size-vertical: 1;
+    }
+    VirtualTable > .vtable--header {
+        text-style: bold;
+        background: $panel;
+        color: $text;
+    }
+    VirtualTable > .vtable--cursor {
+        background: $accent;
+        color: $text;
+    }
+    VirtualTable > .vtable--cursor-blur {
+        background: $panel-lighten-1;
+    }
+    VirtualTable > .vtable--odd {
+        background: $surface;
+    }
+    """
+
+    cursor: reactive[int] = reactive(0, init=False)
+
+    class CursorMoved(Message):
+        def __init__(self, table: VirtualTable, row: int, index: int) -> None:
+            super().__init__()
+            self.table = table
+            self.row = row  # display row
+            self.index = index  # data row (-1 when empty)
+
+        @property
+        def control(self) -> VirtualTable:
+            return self.table
+
+    class Selected(Message):
+        def __init__(self, table: VirtualTable, row: int, index: int) -> None:
+            super().__init__()
+            self.table = table
+            self.row = row
+            self.index = index
+
+        @property
+        def control(self) -> VirtualTable:
+            return self.table
+
+    def __init__(
+        self,
+        model: TableModel | None = None,
+        *,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.model = model or TableModel([], 0, lambda _: [])
+        self._cache: LRUCache[tuple[int, bool, bool, int, int], Strip] = LRUCache(512)
+        self._version = 0
+        self._widths: list[int] = []
+
+    # -- data ---------------------------------------------------------------------
+    def set_model(self, model: TableModel, keep_index: int | None = None) -> None:
+        """Show a new model; keep the cursor on data row ``keep_index`` if still shown."""
+        self.model = model
+        self._version += 1
+        self._cache.clear()
+        self._layout_columns()
+        target = 0
+        if keep_index is not None and model.rows:
+            hits = np.flatnonzero(model.order == keep_index)
+            target = int(hits[0]) if hits.size else 0
+        self.virtual_size = Size(self.size.width, model.rows + 1)
+        self.set_reactive(VirtualTable.cursor, min(target, max(model.rows - 1, 0)))
+        self._scroll_cursor_into_view(animate=False)
+        self.refresh()
+        self.post_message(self.CursorMoved(self, self.cursor, self.current_index))
+
+    def set_order(self, order: np.ndarray, keep_index: int | None = None) -> None:
+        self.model.order = order
+        self.set_model(self.model, keep_index)
+
+    @property
+    def current_index(self) -> int:
+        if not self.model.rows or self.cursor >= self.model.rows:
+            return -1
+        return int(self.model.order[self.cursor])
+
+    def refresh_rows(self) -> None:
+        self._version += 1
+        self._cache.clear()
+        self.refresh()
+
+    # -- layout -------------------------------------------------------------------
+    def _layout_columns(self) -> None:
+        width = max(self.size.width - 1, 10)
+        columns = self.model.columns
+        fixed = sum(c.width + 1 for c in columns if not c.flex)
+        flex = [c for c in columns if c.flex]
+        spare = max(width - fixed, 0)
+        widths = []
+        for c in columns:
+            if c.flex:
+                widths.append(max(c.width, spare // max(len(flex), 1) - 1))
+            else:
+                widths.append(c.width)
+        self._widths = widths
+
+    def on_resize(self) -> None:
+        self._layout_columns()
+        self._cache.clear()
+        self.virtual_size = Size(self.size.width, self.model.rows + 1)
+        self._scroll_cursor_into_view(animate=False)
+
+    # -- rendering ----------------------------------------------------------------
+    def _cell_text(self, value: str | Text, width: int, align: str) -> Text:
+        text = value if isinstance(value, Text) else Text(str(value))
+        text.truncate(width, overflow="ellipsis")
+        if align == "right":
+            text.align("right", width)
+        else:
+            text.pad_right(width - text.cell_len)
+        return text
+
+    def _render_cells(self, values: Sequence[str | Text], style: Style, over: Style | None = None) -> Strip:
+        line = Text(no_wrap=True, overflow="crop")
+        for value, column, width in zip(values, self.model.columns, self._widths):
+            line.append_text(self._cell_text(value, width, column.align))
+            line.append(" ")
+        line.truncate(self.size.width, pad=True)
+        line.stylize_before(style)  # the row style under the cells' own styles
+        if over is not None:
+            line.stylize(over)  # the cursor wins over cell colours, so it stays readable
+        segments = list(line.render(self.app.console))
+        return Strip(segments, self.size.width)
+
+    def _header(self) -> Strip:
+        style = self.get_component_rich_style("vtable--header")
+        titles: list[str | Text] = []
+        for column in self.model.columns:
+            title = column.title
+            if column.key == self.model.sort_key:
+                title = f"{title}{'▼' if self.model.sort_descending else '▲'}"
+            titles.append(title)
+        return self._render_cells(titles, style)
+
+    def render_line(self, y: int) -> Strip:
+        if not self._widths:
+            self._layout_columns()
+        if y == 0:
+            return self._header()
+        _, scroll_y = self.scroll_offset
+        row = scroll_y + y - 1
+        width = self.size.width
+        base = self.rich_style
+        if row >= self.model.rows:
+            return Strip([Segment(" " * width, base)], width)
+        is_cursor = row == self.cursor
+        key = (row, is_cursor, self.has_focus, width, self._version)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        index = int(self.model.order[row])
+        style = base
+        if self.model.row_style is not None:
+            extra = self.model.row_style(index)
+            if extra:
+                style = style + Style.parse(extra)
+        over = (
+            self.get_component_rich_style("vtable--cursor" if self.has_focus else "vtable--cursor-blur")
+            if is_cursor
+            else None
+        )
+        strip = self._render_cells(self.model.cells(index), style, over)
+        self._cache[key] = strip
+        return strip
+
+    # -- cursor -------------------------------------------------------------------
+    def _scroll_cursor_into_view(self, animate: bool = False) -> None:
+        height = max(self.size.height - 1, 1)
+        _, top = self.scroll_offset
+        if self.cursor < top:
+            self.scroll_to(y=self.cursor, animate=animate, immediate=True)
+        elif self.cursor >= top + height:
+            self.scroll_to(y=self.cursor - height + 1, animate=animate, immediate=True)
+
+    def watch_cursor(self, old: int, new: int) -> None:
+        _, top = self.scroll_offset
+        self._scroll_cursor_into_view()
+        _, new_top = self.scroll_offset
+        if new_top == top:
+            for row in (old, new):
+                self.refresh_line(row - top + 1)
+        self.post_message(self.CursorMoved(self, new, self.current_index))
+
+    def move_to(self, row: int) -> None:
+        if self.model.rows:
+            self.cursor = max(0, min(row, self.model.rows - 1))
+
+    def action_cursor_up(self) -> None:
+        self.move_to(self.cursor - 1)
+
+    def action_cursor_down(self) -> None:
+        self.move_to(self.cursor + 1)
+
+    def action_page_up(self) -> None:
+        self.move_to(self.cursor - max(self.size.height - 2, 1))
+
+    def action_page_down(self) -> None:
+        self.move_to(self.cursor + max(self.size.height - 2, 1))
+
+    def action_first(self) -> None:
+        self.move_to(0)
+
+    def action_last(self) -> None:
+        self.move_to(self.model.rows - 1)
+
+    def action_select(self) -> None:
+        if self.model.rows:
+            self.post_message(self.Selected(self, self.cursor, self.current_index))
+
+    def on_focus(self) -> None:
+        self.refresh_rows()
+
+    def on_blur(self) -> None:
+        self.refresh_rows()
+
+    async def on_click(self, event: object) -> None:
+        y = getattr(event, "y", 0)
+        if y >= 1:
+            _, top = self.scroll_offset
+            self.move_to(top + y - 1)
