@@ -37,7 +37,7 @@ LAYER_STYLE = {"framework": "", "runtime": "cyan", "device": "green"}
 
 def bar(fraction: float, width: int) -> str:
     fraction = max(0.0, min(1.0, fraction))
-    eighths = int(round(fraction * width * 8))
+    eighths = round(fraction * width * 8)
     full, part = divmod(eighths, 8)
     text = "█" * full + (BAR_CHARS[part] if part and full < width else "")
     return text.ljust(width)
