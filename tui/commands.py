@@ -47,11 +47,12 @@ class TrnscopeCommands(Provider):
             if name in seen or table.is_device[group]:
                 continue
             seen.add(name)
-            score = matcher.match(name)
+            title = f"Drill into {name}"
+            score = matcher.match(title)
             if score > 0:
                 yield Hit(
                     score,
-                    matcher.highlight(f"Drill into {name}"),
+                    matcher.highlight(title),
                     partial(self._open, group),
                     help=f"{int(table.calls[group]):,} calls",
                 )

@@ -17,8 +17,10 @@ def run_open(args: argparse.Namespace) -> int:
     for path in args.paths:
         if not Path(path).exists():
             raise TrnscopeError(f"no such file or directory: {path}")
+    from trnscope.load.kineto import start_worker_server
     from tui.app import TrnscopeApp
 
+    start_worker_server()
     app = TrnscopeApp(
         list(args.paths),
         select=args.select,

@@ -151,10 +151,10 @@ def op_model(table: OpTable, order: np.ndarray, state: OpViewState, width: int) 
     if wide:
         columns.append(Column("cpu_avg", "CPU avg", 8))
     if has_device:
-        columns.append(Column("self_device", f"Self {device[:4]}", 9))
+        columns.append(Column("self_device", f"Self {device[:4]}", 10))
         if wide:
             columns.append(Column("self_device_pct", f"{device[:4]} %", 6))
-        columns.append(Column("device_total", f"{device[:4]} tot", 9))
+        columns.append(Column("device_total", f"{device[:4]} tot", 10))
         if wide:
             columns.append(Column("device_avg", f"{device[:4]} avg", 9))
     share_column = (

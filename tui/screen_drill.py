@@ -70,7 +70,7 @@ class DrillScreen(Screen[None]):
         Binding("p", "instance(-1)", "Prev"),
         Binding("s", "sort_instances", "Sort"),
         Binding("c", "copy", "Copy"),
-        Binding("tab", "focus_next", "Pane", show=False),
+        Binding("tab", "app.focus_next", "Pane", show=False),
     ]
 
     def __init__(self, analysis: Analysis, table: Any, group: int, kind: str = "ops", row: int | None = None) -> None:

@@ -137,6 +137,22 @@ def _pool_context() -> Any:
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
+def start_worker_server() -> None:
+    """Start the fork server for parallel decoding now, while stdio is still the
+    process's own: a full-screen UI replaces stdout/stderr, and starting a server
+    process then fails.  Cheap when already running; harmless where unsupported."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return
+    try:
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["trnscope.load.kineto"])
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
+    except (OSError, ValueError):
+        pass
+
+
 def default_workers() -> int:
     return max(1, min(os.cpu_count() or 1, 8))
 
@@ -205,6 +221,24 @@ def _parallel_decode(
         if index + 1 < len(results) and result.report.stopped_at != starts[index + 1]:
             break
     return kept
+
+
+def _try_parallel(
+    source: PlainSource,
+    first: int,
+    workers: int,
+    progress: Progress | None,
+    cancelled: Callable[[], bool],
+    chunk_bytes: int,
+) -> list[RangeResult] | None:
+    """Parallel decoding, or None when worker processes cannot be started here (the
+    caller then decodes in this process)."""
+    try:
+        return _parallel_decode(source, first, workers, progress, cancelled, chunk_bytes)
+    except (OSError, ValueError, BrokenPipeError, RuntimeError) as error:
+        if isinstance(error, LoadCancelled):
+            raise
+        return None
 
 
 def _sequential_decode(
@@ -507,13 +541,14 @@ def load_kineto(
     if first == -3:
         raise InputError(f"{path}: traceEvents is not a list of event objects; not a PyTorch profiler trace")
     workers = default_workers() if workers is None else max(1, workers)
+    parallel = workers > 1 and bool(source.plain_path) and len(buf) >= PARALLEL_MIN_BYTES
     if first < 0:
         results = [RangeResult([], jsonscan.ScanReport(array_end=-1 if first == -2 else array_open + 1))]
         if first == -1:
             end = bytes(buf[array_open + 1 :]).find(b"]")
             results[0].report.array_end = array_open + 1 + end
-    elif workers > 1 and source.plain_path and len(buf) >= PARALLEL_MIN_BYTES:
-        results = _parallel_decode(source, first, workers, progress, is_cancelled, chunk_bytes)
+    elif parallel and (results := _try_parallel(source, first, workers, progress, is_cancelled, chunk_bytes)) is not None:
+        pass
     else:
         results = _sequential_decode(source, first, progress, is_cancelled, chunk_bytes)
         workers = 1

@@ -1,0 +1,35 @@
+"""Helpers shared by the Pilot and snapshot tests of the explorer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tui.app import LoadingScreen
+
+
+async def wait_loaded(pilot: Any, timeout: float = 60.0) -> None:
+    """Wait until the first screen after loading is up and its workers are done."""
+    app = pilot.app
+    waited = 0.0
+    while waited < timeout:
+        await pilot.pause(0.05)
+        waited += 0.05
+        if len(app.screen_stack) and not isinstance(app.screen, LoadingScreen) and app.screen.is_mounted:
+            break
+    await settle(pilot)
+
+
+async def settle(pilot: Any) -> None:
+    """Let thread workers finish and their results reach the screen."""
+    app = pilot.app
+    for _ in range(3):
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.05)
+    await pilot.wait_for_scheduled_animations()
+    await pilot.pause(0.05)
+
+
+async def press(pilot: Any, *keys: str) -> None:
+    for key in keys:
+        await pilot.press(key)
+        await settle(pilot)
