@@ -6,9 +6,9 @@ import time
 from pathlib import Path
 
 import pytest
+from tui_helpers import press, settle, wait_loaded
 
 from conftest import CORPUS, SAMPLES, requires_corpus
-from tui_helpers import press, settle, wait_loaded
 from trnscope.load.events import PH_X
 from tui.app import ErrorScreen, HelpScreen, LoadingScreen, TrnscopeApp
 from tui.screen_compare import CompareScreen

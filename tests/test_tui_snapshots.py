@@ -6,9 +6,9 @@ Update only after reading snapshot_report.html:  pytest tests/test_tui_snapshots
 from __future__ import annotations
 
 import pytest
+from tui_helpers import settle, wait_loaded
 
 from conftest import CORPUS, SAMPLES, requires_corpus
-from tui_helpers import settle, wait_loaded
 from tui.app import TrnscopeApp
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 48), id="160x48")]
@@ -80,4 +80,3 @@ def test_help_screen(snap_compare, size) -> None:
 @pytest.mark.parametrize("size", SIZES)
 def test_load_error_screen(snap_compare, size) -> None:
     assert snap_compare(make_app("tests/data/not_a_trace.json"), terminal_size=size, run_before=steps())
-

@@ -42,4 +42,6 @@ def cmd_chain(args: argparse.Namespace) -> int:
         sys.stdout.write(msgspec.json.format(msgspec.json.encode(out), indent=2).decode() + "\n")
     else:
         sys.stdout.write(render_chain_text(chain))
+    sys.stdout.flush()
+    analysis.finish()
     return 0

@@ -196,6 +196,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
     else:
         width = os.get_terminal_size().columns if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "160"))
         sys.stdout.write(render_table(summary, analysis, width=width, which=args.table))
+    sys.stdout.flush()
+    analysis.finish()
     return 0
 
 

@@ -199,4 +199,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     else:
         width = os.get_terminal_size().columns if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "160"))
         sys.stdout.write(render_table(comparison, limit, width))
+    sys.stdout.flush()
+    for analysis in analyses:
+        analysis.finish()
     return 0

@@ -193,12 +193,15 @@ class TrnscopeApp(App[None]):
                 sources = [r.select(self.select) for r in refs]
                 analyses = [self.load_analysis(s) for s in sources]
                 self.post_message(ProfileLoaded(analyses, [s.label for s in sources], refs, compare=True))
+                for analysis in analyses:
+                    analysis.finish()  # the index cache, once the first screen is up
                 return
             ref = refs[0]
             self.ref = ref
             source = ref.select(self.select)
             analysis = self.load_analysis(source)
             self.post_message(ProfileLoaded([analysis], [source.label], [ref], compare=False))
+            analysis.finish()  # the index cache, once the first screen is up
         except LoadCancelled:
             self.call_from_thread(self.exit, None, 0, "load cancelled")
         except TrnscopeError as error:

@@ -308,6 +308,7 @@ class OpsScreen(Screen[None]):
             self.app.call_from_thread(self.notify, f"cannot load {source.label}: {error}", severity="error")
             return
         self.app.call_from_thread(self._use_analysis, analysis)
+        analysis.finish()
 
     def _use_analysis(self, analysis: Analysis) -> None:
         self.analysis = analysis
@@ -333,6 +334,8 @@ class OpsScreen(Screen[None]):
         from tui.screen_compare import CompareScreen
 
         self.app.call_from_thread(self.app.push_screen, CompareScreen(analyses, [s.label for s in sources]))
+        for analysis in analyses:
+            analysis.finish()
 
 
 def _top_device_work(analysis: Analysis, rows: np.ndarray) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import msgspec
 import numpy as np
@@ -47,6 +48,12 @@ class Analysis:
         self._kernel_tables: dict[int, KernelTable] = {}
         self._steps: list[Step] | None = None
         self.extra: dict[str, object] = {}  # readers attach format-specific results here
+        self.pending: list[Callable[[], object]] = []  # deferred work, e.g. writing the index cache
+
+    def finish(self) -> None:
+        """Run deferred work (call once the first result has been shown)."""
+        while self.pending:
+            self.pending.pop(0)()
 
     @property
     def link_report(self) -> LinkReport:

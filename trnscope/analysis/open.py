@@ -36,5 +36,7 @@ def open_analysis(
     trace = load_source(source, progress=progress, cancelled=cancelled, skip=skip, use_cache=use_cache, workers=workers)
     analysis = Analysis(trace)
     if cacheable:
-        index_cache.store(path, options, trace, analysis.links)
+        # Written after the caller has shown its first result (``Analysis.finish``):
+        # the cache speeds up the next open and must not slow down this one.
+        analysis.pending.append(lambda: index_cache.store(path, options, trace, analysis.links))
     return analysis

@@ -259,6 +259,30 @@ def _nearest_python_ancestor(trace: Trace, links: Links) -> np.ndarray:
     return result
 
 
+def _group_keys(columns: list[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Unique key rows and each row's group.  Keys are packed into one int64 when they
+    fit (a 1-D unique is several times faster than ``np.unique(axis=0)``)."""
+    if n == 0:
+        return np.empty((0, len(columns)), dtype=np.int64), np.empty(0, dtype=np.int64)
+    name, device, annotation = columns[:3]
+    packed = (name << 2) | (device << 1) | annotation
+    if len(columns) == 3 or (int(packed.max()) < 2**30 and int(columns[3].max()) < 2**32 - 1):
+        if len(columns) == 4:
+            packed = (packed << 32) | (columns[3] + 1)
+        unique, inverse = np.unique(packed, return_inverse=True)
+        inverse = np.asarray(inverse).reshape(-1)
+        if len(columns) == 4:
+            extra = (unique & 0xFFFFFFFF) - 1
+            base = unique >> 32
+        else:
+            extra, base = None, unique
+        decoded = [base >> 2, (base >> 1) & 1, base & 1] + ([extra] if extra is not None else [])
+        return np.stack(decoded, axis=1), inverse
+    keys = np.stack(columns, axis=1)
+    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+    return unique, np.asarray(inverse).reshape(-1)
+
+
 def build_op_table(
     trace: Trace,
     links: Links,
@@ -284,12 +308,7 @@ def build_op_table(
     elif group_by is GroupBy.STACK:
         stack_id, stack_texts = python_stacks(trace, links, stack_depth)
         columns.append(stack_id[rows])
-    keys = np.stack(columns, axis=1) if rows.size else np.empty((0, len(columns)), dtype=np.int64)
-    if rows.size:
-        uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
-        inverse = np.asarray(inverse).reshape(-1)
-    else:
-        uniq, inverse = keys, np.empty(0, dtype=np.int64)
+    uniq, inverse = _group_keys(columns, rows.size)
     groups = uniq.shape[0]
 
     def total(values: np.ndarray) -> np.ndarray:

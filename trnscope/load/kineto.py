@@ -133,7 +133,12 @@ def _rekey_text_ids(chunks: list[DecodedChunk], text_ids: Interner) -> None:
 
 
 def _pool_context() -> Any:
+    """``fork`` when this process has no other thread (the CLI: children start instantly
+    with everything imported); otherwise the fork server (the TUI runs threads, and
+    forking a threaded process can deadlock a child); ``spawn`` where neither exists."""
     methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
@@ -547,7 +552,9 @@ def load_kineto(
         if first == -1:
             end = bytes(buf[array_open + 1 :]).find(b"]")
             results[0].report.array_end = array_open + 1 + end
-    elif parallel and (results := _try_parallel(source, first, workers, progress, is_cancelled, chunk_bytes)) is not None:
+    elif (
+        parallel and (results := _try_parallel(source, first, workers, progress, is_cancelled, chunk_bytes)) is not None
+    ):
         pass
     else:
         results = _sequential_decode(source, first, progress, is_cancelled, chunk_bytes)
