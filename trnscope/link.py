@@ -229,25 +229,37 @@ def _enclosing_op(parent: np.ndarray, role: np.ndarray, rows: np.ndarray) -> np.
     return result
 
 
-def _bind_points(trace: Trace, points: np.ndarray, candidates: np.ndarray, parent: np.ndarray | None) -> np.ndarray:
+class _PointIndex:
+    """X events of some kind sorted by (thread, start), to bind flow points to them."""
+
+    def __init__(self, trace: Trace, candidates: np.ndarray, low: int, span: int) -> None:
+        ev = trace.events
+        order = np.lexsort((-ev.dur[candidates], ev.ts[candidates], ev.thread[candidates]))
+        self.rows = candidates[order]
+        self.keys = ev.thread[self.rows].astype(np.int64) * span + (ev.ts[self.rows] - low)
+        self.low, self.span = low, span
+
+
+def _point_index(trace: Trace, candidates: np.ndarray) -> _PointIndex | None:
+    ev = trace.events
+    if candidates.size == 0:
+        return None
+    low = int(ev.ts.min())
+    span = int(ev.ts.max()) - low + 2
+    if (len(trace.threads) + 1) * span >= 2**62:
+        return None  # pathological clock range: flows stay unbound
+    return _PointIndex(trace, candidates, low, span)
+
+
+def _bind_points(trace: Trace, points: np.ndarray, index: _PointIndex | None, parent: np.ndarray | None) -> np.ndarray:
     """Bind flow points to the X event on the same thread that starts at the same time,
     else to the innermost one that encloses it.  -1 if none."""
     ev = trace.events
     bound = np.full(points.size, -1, dtype=np.int64)
-    if points.size == 0 or candidates.size == 0:
+    if points.size == 0 or index is None:
         return bound
-    order = np.lexsort((-ev.dur[candidates], ev.ts[candidates], ev.thread[candidates]))
-    cand = candidates[order]
-    c_thread = ev.thread[cand].astype(np.int64)
-    c_ts = ev.ts[cand]
-    p_thread = ev.thread[points].astype(np.int64)
-    p_ts = ev.ts[points]
-    span = int(max(c_ts.max(), p_ts.max()) - min(c_ts.min(), p_ts.min())) + 2
-    low = int(min(c_ts.min(), p_ts.min()))
-    if (int(max(c_thread.max(), p_thread.max())) + 1) * span >= 2**62:
-        return bound  # pathological clock range; leave flows unbound
-    c_key = c_thread * span + (c_ts - low)
-    p_key = p_thread * span + (p_ts - low)
+    cand, c_key = index.rows, index.keys
+    p_key = ev.thread[points].astype(np.int64) * index.span + (ev.ts[points] - index.low)
     exact = np.searchsorted(c_key, p_key, side="left")
     exact_c = np.minimum(exact, cand.size - 1)
     hit = c_key[exact_c] == p_key
@@ -339,16 +351,20 @@ def link(trace: Trace) -> Links:
     # B first for the launch row (so the drill-down can show it), then A for the op.
     launch = _lookup(corr_keys, corr_rows, np.where(d_corr != NONE_ID, d_corr, -(2**62)))
     # C: flows from a runtime call to this device event
+    # C: flows from a runtime call to a device event — only needed for device events
+    # the correlation did not already tie to their launch (flow ids are correlations).
     starts, ends = _flow_pairs(trace, FLOW_TO_DEVICE_CATEGORIES)
+    via_flow = np.full(device_rows.size, -1, dtype=np.int64)
     if starts.size:
-        s_bound = _bind_points(trace, starts, launch_rows, raw_parent)
-        e_bound = _bind_points(trace, ends, device_rows, None)
+        known = np.unique(d_corr[launch >= 0])
+        needed = ~np.isin(ev.flow_id[ends], known)
+        starts, ends = starts[needed], ends[needed]
+    if starts.size:
+        s_bound = _bind_points(trace, starts, _point_index(trace, launch_rows), raw_parent)
+        e_bound = _bind_points(trace, ends, _point_index(trace, device_rows), None)
         ok = (s_bound >= 0) & (e_bound >= 0)
-        flow_launch = np.full(n, -1, dtype=np.int64)
-        flow_launch[e_bound[ok]] = s_bound[ok]
-        via_flow = flow_launch[device_rows]
-    else:
-        via_flow = np.full(device_rows.size, -1, dtype=np.int64)
+        position = np.searchsorted(device_rows, e_bound[ok])
+        via_flow[position] = s_bound[ok]
 
     by_ext = _lookup(op_keys, op_rows, np.where((d_ext != NONE_ID) & (d_ext != d_corr), d_ext, -(2**62)))
     by_corr = np.where(launch >= 0, launch_op_full[np.maximum(launch, 0)], -1)
@@ -399,8 +415,9 @@ def _forward_backward(trace: Trace, op_mask: np.ndarray, raw_parent: np.ndarray)
     op_rows = np.flatnonzero(op_mask)
     starts, ends = _flow_pairs(trace, FLOW_FWDBWD_CATEGORIES)
     if starts.size:
-        fwd = _bind_points(trace, starts, op_rows, raw_parent)
-        bwd = _bind_points(trace, ends, op_rows, raw_parent)
+        ops = _point_index(trace, op_rows)
+        fwd = _bind_points(trace, starts, ops, raw_parent)
+        bwd = _bind_points(trace, ends, ops, raw_parent)
         ok = (fwd >= 0) & (bwd >= 0)
         forward_of[bwd[ok]] = fwd[ok]
     # Sequence numbers: backward ops are those inside the autograd engine's
