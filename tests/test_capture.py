@@ -1,0 +1,207 @@
+"""Capture: demos, script runs, sessions, failures, and the Neuron path (stand-in)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, SAMPLES
+from trnscope.analysis.analysis import Analysis
+from trnscope.analysis.parity import check_parity
+from trnscope.cli import main
+from trnscope.load import discover, load_source
+from trnscope.session import read_manifest
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
+
+STANDINS = Path(__file__).resolve().parent / "standins"
+
+
+def assert_session_parity(folder: Path) -> None:
+    """Every variant loads and reproduces PyTorch's stored key_averages() figures."""
+    manifest = read_manifest(folder)
+    ref = discover(folder)
+    for variant, source in zip(manifest.ok_variants(), ref.sources):
+        analysis = Analysis(load_source(source))
+        problems = check_parity(analysis, variant.reference)
+        assert not problems, (variant.label, [str(p) for p in problems[:10]])
+        if variant.reference_grouped_by_shape:
+            problems = check_parity(analysis, variant.reference_grouped_by_shape, by_shape=True)
+            assert not problems, (variant.label, [str(p) for p in problems[:10]])
+
+
+@pytest.mark.slow
+def test_demo_rmsnorm_cli(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "rms"
+    assert main(["capture", "--demo", "rmsnorm", "--out", str(out), "--steps", "3", "--warmup", "2"]) == 0
+    manifest = read_manifest(out)
+    assert [v.label for v in manifest.variants] == ["eager", "compiled", "fused"]
+    assert all(v.status == "ok" and v.steps == 3 and v.warmup == 2 for v in manifest.variants)
+    assert all(v.result_max_abs_error is not None and v.result_max_abs_error < 1e-3 for v in manifest.variants)
+    assert manifest.device_kind == "cpu" and manifest.torch_version.startswith("2.")
+    assert_session_parity(out)
+    # the three variants line up through their region in the comparison
+    capsys.readouterr()
+    assert main(["compare", str(out), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    region = next(r for r in doc["regions"] if r["key"] == "rmsnorm")
+    assert region["present_in"] == ["eager", "compiled", "fused"]
+
+
+def test_capture_run_script(tmp_path: Path) -> None:
+    out = tmp_path / "tiny"
+    code = main(["capture", "run", str(REPO / "examples" / "train_tiny.py"), "--iters", "12", "--steps", "3", "--warmup", "2", "--out", str(out)])
+    assert code == 0
+    manifest = read_manifest(out)
+    variant = manifest.variants[0]
+    assert variant.label == "train_tiny" and variant.steps == 3
+    assert_session_parity(out)
+    analysis = Analysis(load_source(discover(out).sources[0]))
+    assert len(analysis.steps()) == 3
+    assert analysis.op_table().find("Optimizer.step#SGD.step") >= 0
+
+
+def test_capture_run_too_few_steps_leaves_nothing(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "tiny"
+    code = main(["capture", "run", str(REPO / "examples" / "train_tiny.py"), "--iters", "3", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "made 3 optimizer steps" in err
+    assert not out.exists() and not list(tmp_path.glob(".tiny.partial-*"))
+
+
+def test_compare_records_failed_variants_and_keeps_others(tmp_path: Path) -> None:
+    from capture import CaptureOptions, compare
+
+    def good(x):  # type: ignore[no-untyped-def]
+        return x * 2
+
+    def wrong(x):  # type: ignore[no-untyped-def]
+        return x * 3
+
+    def broken(x):  # type: ignore[no-untyped-def]
+        raise RuntimeError("kernel exploded")
+
+    out = compare({"ref": good, "wrong": wrong, "broken": broken, "same": lambda x: x + x}, (torch.ones(8, 8),), out=tmp_path / "s", options=CaptureOptions(warmup=1, steps=2, region="double"))
+    manifest = read_manifest(out)
+    status = {v.label: (v.status, v.error) for v in manifest.variants}
+    assert status["ref"][0] == "ok" and status["same"][0] == "ok"
+    assert status["wrong"][0] == "failed" and "differs" in status["wrong"][1]
+    assert status["broken"] == ("failed", "RuntimeError: kernel exploded")
+    ref = discover(out)
+    assert [s.label for s in ref.sources] == ["ref", "same"]
+    assert any("broken" in note for note in ref.notes)
+    assert_session_parity(out)
+
+
+def test_record_failures_are_clean(tmp_path: Path) -> None:
+    from capture import CaptureOptions, record
+    from trnscope.errors import TrnscopeError
+
+    def broken() -> None:
+        raise ValueError("bad shape")
+
+    with pytest.raises(TrnscopeError, match="the workload raised ValueError: bad shape"):
+        record(broken, out=tmp_path / "x", options=CaptureOptions(warmup=0, steps=1))
+    assert not (tmp_path / "x").exists() and not list(tmp_path.glob(".x.partial-*"))
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "keep.txt").write_text("mine")
+    with pytest.raises(TrnscopeError, match="exists and is not empty"):
+        record(lambda: None, out=tmp_path / "full")
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(TrnscopeError, match="cannot create"):
+        record(lambda: None, out=tmp_path / "afile" / "session")
+
+
+def test_neuron_requested_without_torch_neuronx(capsys, tmp_path: Path) -> None:
+    code = main(["capture", "--demo", "rmsnorm", "--device", "neuron", "--out", str(tmp_path / "n")])
+    err = capsys.readouterr().err
+    assert code == 2 and "needs torch_neuronx" in err and err.count("\n") == 1
+
+
+DRIVER = """
+import json, sys
+import torch
+import torch.profiler as tp
+calls = []
+original = tp.profile
+class Recording(original):
+    def __init__(self, *args, **kwargs):
+        calls.append({
+            "activities": sorted("CPU" if a == tp.ProfilerActivity.CPU else "PrivateUse1" if a == tp.ProfilerActivity.PrivateUse1 else str(a) for a in kwargs.get("activities", [])),
+            "experimental_config": type(kwargs.get("experimental_config")).__name__,
+            "config_id": id(kwargs.get("experimental_config")),
+            "on_trace_ready": getattr(kwargs.get("on_trace_ready"), "__qualname__", None),
+            "on_trace_ready_owner": id(getattr(kwargs.get("on_trace_ready"), "__self__", None)),
+            "owner_config_id": id(getattr(getattr(kwargs.get("on_trace_ready"), "__self__", None), "config", None)),
+            "record_shapes": kwargs.get("record_shapes"), "with_stack": kwargs.get("with_stack"),
+        })
+        super().__init__(*args, **kwargs)
+tp.profile = Recording
+from capture import CaptureOptions, record
+from capture.device import NeuronOptions
+options = CaptureOptions(device="neuron", warmup=2, steps=3, neuron=NeuronOptions(capture_enabled_for_nc="0-1", max_events_per_nc=5000))
+x = torch.randn(32, 32)
+record(lambda a: (a @ a).relu(), (x,), out=sys.argv[1], label="probe", options=options)
+print(json.dumps(calls))
+"""
+
+
+@pytest.mark.parametrize("correlate", [True, False], ids=["with-correlate_device_time", "without"])
+def test_neuron_path_calls_the_documented_api(tmp_path: Path, correlate: bool) -> None:
+    log = tmp_path / "calls.jsonl"
+    out = tmp_path / "session"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(STANDINS), str(REPO)]),
+        "STANDIN_NEURON_LOG": str(log),
+        "STANDIN_NO_CORRELATE": "" if correlate else "1",
+        "TRNSCOPE_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    result = subprocess.run([sys.executable, "-c", DRIVER, str(out)], capture_output=True, text=True, env=env, cwd=str(REPO))
+    assert result.returncode == 0, result.stderr[-3000:]
+    profile_calls = json.loads(result.stdout.strip().splitlines()[-1])
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    configs = [e for e in events if e["event"] == "NeuronConfig"]
+    profilers = [e for e in events if e["event"] == "NeuronProfiler"]
+    exports = [e for e in events if e["event"] == "export_trace"]
+    syncs = [e for e in events if e["event"] == "torch.neuron.synchronize"]
+    assert len(configs) == 1 and len(profilers) == 1 and len(exports) == 1
+    config = configs[0]
+    assert config["modes"] == ["DEVICE", "RUNTIME"]
+    assert config["capture_enabled_for_nc"] == "0-1" and config["max_events_per_nc"] == 5000
+    assert Path(config["profile_output_dir"]).name == "probe"
+    assert config.get("correlate_device_time", False) is correlate
+    assert profilers[0]["config"] == config["id"]
+    assert exports[0]["profiler"] == profilers[0]["id"]
+    call = profile_calls[0]
+    assert call["activities"] == ["CPU", "PrivateUse1"]
+    assert call["experimental_config"] == "NeuronConfig" and call["config_id"] == config["id"]
+    assert call["on_trace_ready"] == "NeuronProfiler.export_trace" and call["on_trace_ready_owner"] == profilers[0]["id"]
+    assert call["owner_config_id"] == config["id"]
+    assert call["record_shapes"] and call["with_stack"]
+    # one synchronize after the warm-up, then one per profiled step (steps + the
+    # profiler's warm-up step); torch's profiler adds its own when it stops
+    assert len(syncs) >= 1 + 3 + 1
+    # the session is in the Neuron layout and reads back, with parity
+    manifest = read_manifest(out)
+    assert manifest.device_kind == "neuron" and manifest.torch_neuronx_version == "0.0+standin"
+    variant = manifest.variants[0]
+    assert variant.trace_format == "neuron" and variant.trace == "probe"
+    traces = list((out / "probe").rglob("trace.json"))
+    assert len(traces) == 1 and traces[0].parent.parent.name.startswith("i-0standin_pid_")
+    ref = discover(out)
+    analysis = Analysis(load_source(ref.sources[0]))
+    assert analysis.trace.device_kind == "neuron"
+    assert not check_parity(analysis, variant.reference)
+    assert any("neuron-explorer view" in w for w in analysis.trace.warnings)
+
+
+@pytest.mark.parametrize("name", ["cpu_rmsnorm_session", "cpu_attention_session", "cpu_train_tiny_session"])
+def test_bundled_samples_keep_parity(name: str) -> None:
+    assert_session_parity(SAMPLES / name)

@@ -1,0 +1,256 @@
+"""Neuron profiles (SYNTHETIC fixtures generated from the documented formats)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from trnscope.analysis.analysis import Analysis
+from trnscope.analysis.chain import chain_for
+from trnscope.cli import main
+from trnscope.load import discover, load_source
+from trnscope.neuron.reader import load_neuron
+from trnscope.testing.synth_neuron import (
+    BASE_TIME_NS,
+    write_multi_rank,
+    write_process_session,
+    write_raw_only,
+    write_synthetic_session,
+)
+
+pytest.importorskip("pyarrow")
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("trn") / "session"
+    truths = write_synthetic_session(root)
+    return root, truths
+
+
+def _check_truth(analysis: Analysis, truth) -> None:  # type: ignore[no-untyped-def]
+    table = analysis.op_table()
+    for name, expected in truth.ops.items():
+        group = table.find(name)
+        assert group >= 0, name
+        got = (table.calls[group], table.self_cpu[group], table.cpu_total[group], table.self_device[group], table.device_total[group])
+        assert got == (expected.calls, expected.self_cpu_ns, expected.cpu_total_ns, expected.self_device_ns, expected.device_total_ns), name
+
+
+@pytest.mark.parametrize("variant", ["eager", "compiled", "fused"])
+def test_device_time_per_op_equals_ground_truth(session, variant: str) -> None:
+    root, truths = session
+    ref = discover(root)
+    assert ref.kind == "session" and [s.label for s in ref.sources] == ["eager", "compiled", "fused"]
+    analysis = Analysis(load_source(ref.select(variant)))
+    assert analysis.trace.device_kind == "neuron" and analysis.trace.synthetic
+    _check_truth(analysis, truths[variant])
+    report = analysis.neuron.report
+    assert report.executions == len(truths[variant].executions) + truths[variant].unlinked_executions
+    assert report.linked == len(truths[variant].executions)
+    assert report.unlinked_executions == truths[variant].unlinked_executions == 1
+    assert report.instructions == truths[variant].instructions
+    assert report.instructions_outside_executions == 0
+
+
+def test_json_and_parquet_exports_read_the_same(tmp_path: Path) -> None:
+    truth = write_process_session(tmp_path / "p", "eager")
+    tables = {}
+    for prefer in ("json", "parquet"):
+        analysis = Analysis(load_neuron(tmp_path / "p", prefer=prefer))
+        assert analysis.trace.neuron.export_format == prefer
+        _check_truth(analysis, truth)
+        busy = analysis.neuron.engine_busy.sum(axis=0)
+        tables[prefer] = busy
+    assert (tables["json"] == tables["parquet"]).all()
+
+
+@pytest.mark.parametrize(
+    ("options", "method"),
+    [({}, "by_mapping"), ({"mapping": False}, "by_flow"), ({"mapping": False, "flows": False}, "by_time")],
+)
+def test_every_linking_strategy_alone(tmp_path: Path, options: dict, method: str) -> None:
+    truth = write_process_session(tmp_path / "p", "eager", **options)
+    analysis = Analysis(load_neuron(tmp_path / "p"))
+    assert getattr(analysis.neuron.report, method) == len(truth.executions)
+    _check_truth(analysis, truth)
+
+
+def test_correlate_device_time_activities_in_trace_json(tmp_path: Path) -> None:
+    """With device activities in trace.json (correlate_device_time), those give the
+    device time (as key_averages would) and the executions are shown, not recounted."""
+    truth = write_process_session(tmp_path / "p", "eager", device_in_trace=True)
+    analysis = Analysis(load_neuron(tmp_path / "p"))
+    assert analysis.trace.neuron.device_in_trace
+    _check_truth(analysis, truth)
+    assert analysis.link_report.by_external_id == len(truth.executions)
+
+
+def test_instructions_and_executions_align_with_the_host_clock(tmp_path: Path) -> None:
+    truth = write_process_session(tmp_path / "p", "fused")
+    analysis = Analysis(load_neuron(tmp_path / "p"))
+    data = analysis.trace.neuron
+    starts = {int(s): int(e) for s, e in zip(data.exec_host_start, data.exec_host_end)}
+    for execution in truth.executions:
+        assert starts[execution.host_start_ns] == execution.host_end_ns
+    assert data.alignment.aligned_by_sync_point == len(truth.executions)
+    assert data.alignment.max_disagreement_ns == 0
+    for index, execution in enumerate(truth.executions):
+        i = int(np.flatnonzero(data.exec_host_start == execution.host_start_ns)[0])
+        counts = analysis.neuron.engine_count[i].sum()
+        assert counts == execution.instructions, index
+
+
+def test_sync_point_formula_is_used_over_exported_timestamps(tmp_path: Path) -> None:
+    """Shift the exported nc_exec_running timestamps: the reader must still place the
+    executions by ``cpu + (device − device_sync)`` and warn about the disagreement."""
+    truth = write_process_session(tmp_path / "p", "eager", exports=("json",))
+    path = next((tmp_path / "p").rglob("system_profile.json"))
+    doc = json.loads(path.read_text())
+    for event in doc["trace_event"]:
+        if event["name"] == "nc_exec_running":
+            event["timestamp"] += 5_000
+    path.write_text(json.dumps(doc))
+    analysis = Analysis(load_neuron(tmp_path / "p"))
+    _check_truth(analysis, truth)
+    assert analysis.trace.neuron.alignment.max_disagreement_ns == 5_000
+    assert any("sync points differ" in w for w in analysis.trace.warnings)
+
+
+def test_chain_lists_every_hop_with_timings(session) -> None:
+    root, _ = session
+    analysis = Analysis(load_source(discover(root).select("eager")))
+    chain = chain_for(analysis, "aten::rsqrt", 2)
+    hops = {h.name: h for h in chain.hops}
+    for name in ("aten::rsqrt", "neuron::dispatch", "neuron::submit", "nrta_execute_schedule", "nrt_execute", "kbl_exec_pre", "kmgr_exec_core", "kbl_exec_wait", "kbl_exec_post"):
+        assert name in hops, name
+    execution = next(h for h in chain.hops if h.kind == "execution")
+    assert execution.details["linked by"] == "framework_mapping"
+    assert execution.start_us > hops["kmgr_exec_core"].start_us
+    engines = [h for h in chain.hops if h.kind == "engine"]
+    assert {h.name for h in engines} >= {"tensor engine", "vector engine"}
+    assert any(h.kind == "instruction" and h.name.startswith("%rsqrt") for h in chain.hops)
+    assert chain.gaps.device_us == execution.dur_us
+    assert chain.gaps.queue_us > 0 and chain.gaps.dispatch_us > 0
+
+
+def test_nki_source_locations_in_fused_chain(session) -> None:
+    root, _ = session
+    analysis = Analysis(load_source(discover(root).select("fused")))
+    chain = chain_for(analysis, "trnscope::nki_rms_norm")
+    assert any(h.kind == "instruction" and h.name.startswith("capture/nki_kernels.py:") for h in chain.hops)
+
+
+def test_summary_json_reports_ground_truth(session, capsys) -> None:
+    root, truths = session
+    code = main(["summary", str(root), "--select", "compiled", "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["device_kind"] == "neuron" and doc["synthetic"]
+    ops = {(op["name"], op["kind"]): op for op in doc["ops"]}
+    expected = truths["compiled"].ops["Torch-Compiled Region: 0/0"]
+    assert ops[("Torch-Compiled Region: 0/0", "op")]["self_device_us"] == pytest.approx(expected.self_device_ns / 1000)
+    assert doc["link"]["unlinkable"] == 1  # the stray execution is counted, not guessed
+    assert any("launched before the capture window" in w for w in doc["warnings"])
+
+
+def test_multi_rank_folder_lists_ranks(tmp_path: Path, capsys) -> None:
+    truths = write_multi_rank(tmp_path / "ranks", ranks=2)
+    ref = discover(tmp_path / "ranks")
+    assert ref.kind == "neuron" and [s.label for s in ref.sources] == ["pid 5000 @1778730986045717776", "pid 5001 @1778730986045717776"]
+    for rank, source in enumerate(ref.sources):
+        analysis = Analysis(load_source(source))
+        assert analysis.trace.neuron.export_format == ("parquet" if rank % 2 else "json")
+        _check_truth(analysis, truths[rank])
+    code = main(["summary", str(tmp_path / "ranks"), "--format", "json", "--select", "1"])
+    assert code == 0 and json.loads(capsys.readouterr().out)["label"].startswith("pid 5001")
+
+
+def test_raw_only_folder_loads_framework_trace_and_says_what_to_run(tmp_path: Path, monkeypatch) -> None:
+    write_raw_only(tmp_path / "raw")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    analysis = Analysis(load_source(discover(tmp_path / "raw").sources[0]))
+    assert analysis.trace.neuron.export_format == "none"
+    assert any("neuron-explorer view -d" in w for w in analysis.trace.warnings)
+    assert analysis.op_table().find("aten::mul") >= 0
+
+
+def _standin_explorer(bin_dir: Path) -> Path:
+    """A stand-in ``neuron-explorer`` that checks its arguments and writes Parquet the
+    way ``view --output-format parquet --output-file OUT`` does."""
+    bin_dir.mkdir()
+    script = bin_dir / "neuron-explorer"
+    script.write_text(
+        f"""#!{sys.executable}
+import sys, json, os
+from pathlib import Path
+args = sys.argv[1:]
+log = Path(os.environ["STANDIN_LOG"])
+log.write_text(json.dumps(args))
+assert args[0] == "view", args
+d = Path(args[args.index("-d") + 1])
+assert args[args.index("--output-format") + 1] == "parquet"
+out = Path(args[args.index("--output-file") + 1])
+assert (d / "ntrace.pb").exists()
+sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r})
+from trnscope.testing.synth_neuron import write_exports_for
+write_exports_for(out)
+"""
+    )
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return script
+
+
+def test_neuron_export_runs_standin_explorer_into_the_cache(tmp_path: Path, monkeypatch, capsys, isolated_cache: Path) -> None:
+    truth = write_raw_only(tmp_path / "raw")
+    _standin_explorer(tmp_path / "bin")
+    log = tmp_path / "explorer-args.json"
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("STANDIN_LOG", str(log))
+    before = sorted(p.name for p in (tmp_path / "raw").rglob("*"))
+    code = main(["neuron-export", str(tmp_path / "raw"), "--yes"])
+    assert code == 0
+    args = json.loads(log.read_text())
+    assert args[:2] == ["view", "-d"] and str(isolated_cache) in args[-1]
+    assert sorted(p.name for p in (tmp_path / "raw").rglob("*")) == before  # the capture is untouched
+    analysis = Analysis(load_source(discover(tmp_path / "raw").sources[0]))
+    assert analysis.trace.neuron.export_format == "parquet"
+    _check_truth(analysis, truth)
+
+
+def test_explorer_failure_is_one_line(tmp_path: Path, monkeypatch, capsys) -> None:
+    write_raw_only(tmp_path / "raw")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / "neuron-explorer"
+    script.write_text("#!/bin/sh\necho 'ERROR: NTFF version not supported' >&2\nexit 3\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    code = main(["neuron-export", str(tmp_path / "raw"), "--yes"])
+    err = capsys.readouterr().err
+    assert code == 2 and "status 3" in err and "NTFF version" in err and err.count("\n") == 1
+
+
+def test_system_profile_json_alone(tmp_path: Path) -> None:
+    """An env-var capture converted to JSON has no trace.json: ops come from Explorer's
+    framework events, executions and runtime events still load."""
+    write_process_session(tmp_path / "p", "eager", exports=("json",), framework_trace=False)
+    analysis = Analysis(load_neuron(tmp_path / "p"))
+    assert analysis.trace.neuron.exec_rows.size == 31
+    assert any("no framework trace" in w for w in analysis.trace.warnings)
+    kernels = analysis.kernel_table()
+    assert "MODULE_7001_pow" in kernels.name
+
+
+def test_times_are_unix_aligned(session) -> None:
+    root, truths = session
+    analysis = Analysis(load_source(discover(root).select("eager")))
+    trace = analysis.trace
+    row = int(trace.neuron.exec_rows[1])
+    assert trace.origin_ns + int(trace.events.ts[row]) == truths["eager"].executions[0].host_start_ns
+    assert trace.origin_ns > BASE_TIME_NS
