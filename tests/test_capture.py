@@ -56,7 +56,21 @@ def test_demo_rmsnorm_cli(tmp_path: Path, capsys) -> None:
 
 def test_capture_run_script(tmp_path: Path) -> None:
     out = tmp_path / "tiny"
-    code = main(["capture", "run", str(REPO / "examples" / "train_tiny.py"), "--iters", "12", "--steps", "3", "--warmup", "2", "--out", str(out)])
+    code = main(
+        [
+            "capture",
+            "run",
+            str(REPO / "examples" / "train_tiny.py"),
+            "--iters",
+            "12",
+            "--steps",
+            "3",
+            "--warmup",
+            "2",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     manifest = read_manifest(out)
     variant = manifest.variants[0]
@@ -87,7 +101,12 @@ def test_compare_records_failed_variants_and_keeps_others(tmp_path: Path) -> Non
     def broken(x):  # type: ignore[no-untyped-def]
         raise RuntimeError("kernel exploded")
 
-    out = compare({"ref": good, "wrong": wrong, "broken": broken, "same": lambda x: x + x}, (torch.ones(8, 8),), out=tmp_path / "s", options=CaptureOptions(warmup=1, steps=2, region="double"))
+    out = compare(
+        {"ref": good, "wrong": wrong, "broken": broken, "same": lambda x: x + x},
+        (torch.ones(8, 8),),
+        out=tmp_path / "s",
+        options=CaptureOptions(warmup=1, steps=2, region="double"),
+    )
     manifest = read_manifest(out)
     status = {v.label: (v.status, v.error) for v in manifest.variants}
     assert status["ref"][0] == "ok" and status["same"][0] == "ok"
@@ -163,7 +182,9 @@ def test_neuron_path_calls_the_documented_api(tmp_path: Path, correlate: bool) -
         "STANDIN_NO_CORRELATE": "" if correlate else "1",
         "TRNSCOPE_CACHE_DIR": str(tmp_path / "cache"),
     }
-    result = subprocess.run([sys.executable, "-c", DRIVER, str(out)], capture_output=True, text=True, env=env, cwd=str(REPO))
+    result = subprocess.run(
+        [sys.executable, "-c", DRIVER, str(out)], capture_output=True, text=True, env=env, cwd=str(REPO)
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     profile_calls = json.loads(result.stdout.strip().splitlines()[-1])
     events = [json.loads(line) for line in log.read_text().splitlines()]
@@ -182,7 +203,9 @@ def test_neuron_path_calls_the_documented_api(tmp_path: Path, correlate: bool) -
     call = profile_calls[0]
     assert call["activities"] == ["CPU", "PrivateUse1"]
     assert call["experimental_config"] == "NeuronConfig" and call["config_id"] == config["id"]
-    assert call["on_trace_ready"] == "NeuronProfiler.export_trace" and call["on_trace_ready_owner"] == profilers[0]["id"]
+    assert (
+        call["on_trace_ready"] == "NeuronProfiler.export_trace" and call["on_trace_ready_owner"] == profilers[0]["id"]
+    )
     assert call["owner_config_id"] == config["id"]
     assert call["record_shapes"] and call["with_stack"]
     # one synchronize after the warm-up, then one per profiled step (steps + the

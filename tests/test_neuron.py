@@ -39,8 +39,20 @@ def _check_truth(analysis: Analysis, truth) -> None:  # type: ignore[no-untyped-
     for name, expected in truth.ops.items():
         group = table.find(name)
         assert group >= 0, name
-        got = (table.calls[group], table.self_cpu[group], table.cpu_total[group], table.self_device[group], table.device_total[group])
-        assert got == (expected.calls, expected.self_cpu_ns, expected.cpu_total_ns, expected.self_device_ns, expected.device_total_ns), name
+        got = (
+            table.calls[group],
+            table.self_cpu[group],
+            table.cpu_total[group],
+            table.self_device[group],
+            table.device_total[group],
+        )
+        assert got == (
+            expected.calls,
+            expected.self_cpu_ns,
+            expected.cpu_total_ns,
+            expected.self_device_ns,
+            expected.device_total_ns,
+        ), name
 
 
 @pytest.mark.parametrize("variant", ["eager", "compiled", "fused"])
@@ -128,7 +140,17 @@ def test_chain_lists_every_hop_with_timings(session) -> None:
     analysis = Analysis(load_source(discover(root).select("eager")))
     chain = chain_for(analysis, "aten::rsqrt", 2)
     hops = {h.name: h for h in chain.hops}
-    for name in ("aten::rsqrt", "neuron::dispatch", "neuron::submit", "nrta_execute_schedule", "nrt_execute", "kbl_exec_pre", "kmgr_exec_core", "kbl_exec_wait", "kbl_exec_post"):
+    for name in (
+        "aten::rsqrt",
+        "neuron::dispatch",
+        "neuron::submit",
+        "nrta_execute_schedule",
+        "nrt_execute",
+        "kbl_exec_pre",
+        "kmgr_exec_core",
+        "kbl_exec_wait",
+        "kbl_exec_post",
+    ):
         assert name in hops, name
     execution = next(h for h in chain.hops if h.kind == "execution")
     assert execution.details["linked by"] == "framework_mapping"
@@ -162,7 +184,10 @@ def test_summary_json_reports_ground_truth(session, capsys) -> None:
 def test_multi_rank_folder_lists_ranks(tmp_path: Path, capsys) -> None:
     truths = write_multi_rank(tmp_path / "ranks", ranks=2)
     ref = discover(tmp_path / "ranks")
-    assert ref.kind == "neuron" and [s.label for s in ref.sources] == ["pid 5000 @1778730986045717776", "pid 5001 @1778730986045717776"]
+    assert ref.kind == "neuron" and [s.label for s in ref.sources] == [
+        "pid 5000 @1778730986045717776",
+        "pid 5001 @1778730986045717776",
+    ]
     for rank, source in enumerate(ref.sources):
         analysis = Analysis(load_source(source))
         assert analysis.trace.neuron.export_format == ("parquet" if rank % 2 else "json")
@@ -206,7 +231,9 @@ write_exports_for(out)
     return script
 
 
-def test_neuron_export_runs_standin_explorer_into_the_cache(tmp_path: Path, monkeypatch, capsys, isolated_cache: Path) -> None:
+def test_neuron_export_runs_standin_explorer_into_the_cache(
+    tmp_path: Path, monkeypatch, capsys, isolated_cache: Path
+) -> None:
     truth = write_raw_only(tmp_path / "raw")
     _standin_explorer(tmp_path / "bin")
     log = tmp_path / "explorer-args.json"

@@ -266,7 +266,9 @@ def columns_from_events(events: list[RawEvent], text_ids: Interner) -> ChunkColu
     dur_ns[dur_ok] = np.rint(dur_us[dur_ok] * 1000.0).astype(np.int64)
 
     is_x = ph == PH_X
-    valid = np.isfinite(ts_us) & (~is_x | (dur_ok & (dur_ns >= 0)))
+    # an event without a known phase, or without a start, cannot be placed; a complete
+    # event also needs a duration that is not negative
+    valid = np.isfinite(ts_us) & (ph != PH_OTHER) & (~is_x | (dur_ok & (dur_ns >= 0)))
 
     external = _fast_ids(events, _get_external, n, text_ids)
     cat_names = [c if isinstance(c, str) else "" for c in cats.values_in_order()]

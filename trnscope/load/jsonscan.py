@@ -255,9 +255,7 @@ def _piecewise(
             return position
         first = next_cut(buf, position + 1)
         if first is None:  # no end anywhere after this point: a truncated tail
-            report.lost_bytes += size - position
-            report.lost_events += 1
-            return -1
+            return _truncated_tail(buf, position, on_piece, report)
         cut = first
         decoded = None
         while True:
@@ -290,3 +288,30 @@ def _piecewise(
         report.lost_bytes += first.next_start - position
         position = first.next_start
     return position
+
+
+_TAIL_ATTEMPTS = 64
+
+
+def _truncated_tail(buf: Any, position: int, on_piece: Callable[[Piece], None], report: ScanReport) -> int:
+    """The input ends inside the array.  The last complete event(s) may be followed by
+    a comma and nothing else, so try the last closing braces as ends, latest first."""
+    size = len(buf)
+    close = size
+    for _ in range(_TAIL_ATTEMPTS):
+        close = buf.rfind(b"}", position, close)
+        if close < 0:
+            break
+        try:
+            events, lenient, repaired = decode_range(buf, position, close + 1)
+        except msgspec.DecodeError:
+            continue
+        report.lenient_chunks += int(lenient)
+        report.repaired_chunks += int(repaired)
+        on_piece(Piece(position, close + 1, events, repaired))
+        position = close + 1
+        break
+    report.lost_bytes += size - position
+    if buf[position:size].strip(b" \t\r\n,"):
+        report.lost_events += 1
+    return -1

@@ -42,20 +42,48 @@ if os.environ.get("STANDIN_NO_CORRELATE") == "1":
     class NeuronConfig(_ExperimentalConfig):
         """A NeuronConfig of a release without ``correlate_device_time``."""
 
-        def __init__(self, modes=None, profile_output_dir="./profile_output", max_events_per_nc=1_000_000, capture_enabled_for_nc=None, neff_cache_dir=None, precache_node_info=True):  # type: ignore[no-untyped-def]
+        def __init__(
+            self,
+            modes=None,
+            profile_output_dir="./profile_output",
+            max_events_per_nc=1_000_000,
+            capture_enabled_for_nc=None,
+            neff_cache_dir=None,
+            precache_node_info=True,
+        ):  # type: ignore[no-untyped-def]
             modes = modes if modes is not None else [ProfileMode.DEVICE, ProfileMode.RUNTIME]
             _check_common(modes, profile_output_dir, max_events_per_nc, capture_enabled_for_nc)
-            super().__init__(custom_profiler_config=_config_string(profile_output_dir, max_events_per_nc, capture_enabled_for_nc))
+            super().__init__(
+                custom_profiler_config=_config_string(profile_output_dir, max_events_per_nc, capture_enabled_for_nc)
+            )
             self.modes, self.profile_output_dir = modes, profile_output_dir
-            log("NeuronConfig", id=id(self), modes=[m.name for m in modes], profile_output_dir=profile_output_dir, max_events_per_nc=max_events_per_nc, capture_enabled_for_nc=capture_enabled_for_nc)
+            log(
+                "NeuronConfig",
+                id=id(self),
+                modes=[m.name for m in modes],
+                profile_output_dir=profile_output_dir,
+                max_events_per_nc=max_events_per_nc,
+                capture_enabled_for_nc=capture_enabled_for_nc,
+            )
 
 else:
 
     class NeuronConfig(_ExperimentalConfig):  # type: ignore[no-redef]
-        def __init__(self, modes=None, profile_output_dir="./profile_output", max_events_per_nc=1_000_000, capture_enabled_for_nc=None, neff_cache_dir=None, precache_node_info=True, correlate_device_time=False):  # type: ignore[no-untyped-def]
+        def __init__(
+            self,
+            modes=None,
+            profile_output_dir="./profile_output",
+            max_events_per_nc=1_000_000,
+            capture_enabled_for_nc=None,
+            neff_cache_dir=None,
+            precache_node_info=True,
+            correlate_device_time=False,
+        ):  # type: ignore[no-untyped-def]
             modes = modes if modes is not None else [ProfileMode.DEVICE, ProfileMode.RUNTIME]
             _check_common(modes, profile_output_dir, max_events_per_nc, capture_enabled_for_nc)
-            super().__init__(custom_profiler_config=_config_string(profile_output_dir, max_events_per_nc, capture_enabled_for_nc))
+            super().__init__(
+                custom_profiler_config=_config_string(profile_output_dir, max_events_per_nc, capture_enabled_for_nc)
+            )
             self.modes, self.profile_output_dir = modes, profile_output_dir
             log(
                 "NeuronConfig",
