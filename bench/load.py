@@ -77,7 +77,7 @@ def main() -> None:
         results["hta_trace_analysis"] = run_measured(HTA, str(trace))
     else:
         results["hta_trace_analysis"] = {"skipped": "HolisticTraceAnalysis is not installed"}
-    for key, value in results.items():
+    for value in results.values():
         if "seconds" in value:
             value["mb_per_s"] = round(size_mb / value["seconds"], 1)
     out = OUT / "load_results.json"

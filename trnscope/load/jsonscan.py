@@ -249,7 +249,6 @@ def _piecewise(
 ) -> int:
     """Decode event by event from ``position`` until past ``until``.  Returns where the
     normal scan resumes (a cut's next start), or -1 when the input has ended."""
-    size = len(buf)
     while 0 <= position < until:
         if stop_cut is not None and position == stop_cut.next_start:
             return position
