@@ -15,7 +15,6 @@ from textual.widgets.option_list import Option
 
 from trnscope.analysis.analysis import Analysis
 from trnscope.fmt import fmt_time_short
-from trnscope.layers import Role
 from tui.models import KERNEL_SORT_KEYS, OP_SORT_KEYS, OpViewState, kernel_model, kernel_order, op_model, op_order
 from tui.status import status_text
 from tui.vtable import VirtualTable
@@ -340,20 +339,10 @@ class OpsScreen(Screen[None]):
 
 def _top_device_work(analysis: Analysis, rows: np.ndarray) -> str:
     """The device events an op's instances launched (themselves or their children)."""
-    links = analysis.links
-    ev = analysis.trace.events
-    device = np.flatnonzero(links.device_op >= 0)
-    if device.size == 0 or rows.size == 0:
-        return ""
-    # device work launched by the op itself or by any op under it
-    owners = links.device_op[device]
-    mine = np.isin(owners, rows)
-    if not mine.any():
-        parents = links.raw_parent[owners]
-        mine = np.isin(parents, rows)
-    chosen = device[mine & np.isin(ev.role[device], [int(Role.KERNEL), int(Role.MEMORY)])]
+    chosen = analysis.device_work(rows)
     if chosen.size == 0:
         return ""
+    ev = analysis.trace.events
     names, inverse = np.unique(ev.name[chosen], return_inverse=True)
     totals = np.bincount(np.asarray(inverse).reshape(-1), weights=np.maximum(ev.dur[chosen], 0).astype(np.float64))
     order = np.argsort(-totals)[:3]

@@ -47,6 +47,7 @@ class Analysis:
         self._op_tables: dict[tuple[str, int, int], OpTable] = {}
         self._kernel_tables: dict[int, KernelTable] = {}
         self._steps: list[Step] | None = None
+        self._device_index: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self.extra: dict[str, object] = {}  # readers attach format-specific results here
         self.pending: list[Callable[[], object]] = []  # deferred work, e.g. writing the index cache
 
@@ -112,7 +113,36 @@ class Analysis:
             self._kernel_tables[step] = table
         return table
 
+    def device_work(self, op_rows: np.ndarray) -> np.ndarray:
+        """Kernel / copy rows launched by these op rows, or — for ops that launch nothing
+        themselves (aten::linear) — by their direct children."""
+        if self._device_index is None:
+            ev = self.trace.events
+            rows = np.flatnonzero((self.links.device_op >= 0) & np.isin(ev.role, [int(Role.KERNEL), int(Role.MEMORY)]))
+            owner = self.links.device_op[rows]
+            order = np.argsort(owner, kind="stable")
+            parent = self.links.raw_parent[owner]
+            parent_order = np.argsort(parent, kind="stable")
+            self._device_index = (owner[order], rows[order], parent[parent_order], rows[parent_order])
+        owners, by_owner, parents, by_parent = self._device_index
+        found = _gather(owners, by_owner, op_rows)
+        return found if found.size else _gather(parents, by_parent, op_rows)
+
     @property
     def wall_ns(self) -> int:
         start, end = self.trace.span_ns
         return end - start
+
+
+def _gather(sorted_keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """values whose key is in ``wanted`` (``sorted_keys`` ascending)."""
+    if sorted_keys.size == 0 or wanted.size == 0:
+        return np.empty(0, dtype=np.int64)
+    lo = np.searchsorted(sorted_keys, wanted, side="left")
+    hi = np.searchsorted(sorted_keys, wanted, side="right")
+    counts = hi - lo
+    if not counts.any():
+        return np.empty(0, dtype=np.int64)
+    starts = np.repeat(lo, counts)
+    offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    return values[starts + offsets]

@@ -222,23 +222,34 @@ def python_stacks(trace: Trace, links: Links, depth: int) -> tuple[np.ndarray, l
             frames = [f.strip() for f in trace.stacks[int(ev.stack[row])].split(";") if f.strip()]
             stack_id[row] = texts.setdefault(" ← ".join(frames[:depth]), len(texts))
     if (ev.role == int(Role.PYTHON)).any():
+        # Key each row by the *names* of its innermost frames, built level by level
+        # as (previous key, frame name) pairs packed into one int64.
         nearest_py = _nearest_python_ancestor(trace, links)
-        frames = np.full((n, depth), -1, dtype=np.int64)
-        current = nearest_py.copy()
-        for level in range(depth):
-            frames[:, level] = current
-            nxt = np.where(current >= 0, nearest_py[np.maximum(current, 0)], -1)
-            current = nxt
-        has = (frames[:, 0] >= 0) & (stack_id < 0)
-        rows = np.flatnonzero(has)
+        rows = np.flatnonzero((nearest_py >= 0) & (stack_id < 0))
         if rows.size:
-            uniq, inverse = np.unique(frames[rows], axis=0, return_inverse=True)
-            inverse = np.asarray(inverse).reshape(-1)
-            ids = np.empty(uniq.shape[0], dtype=np.int64)
-            for k, combo in enumerate(uniq):
-                text = " ← ".join(trace.names[int(ev.name[f])] for f in combo if f >= 0)
-                ids[k] = texts.setdefault(text, len(texts))
-            stack_id[rows] = ids[inverse]
+            current = nearest_py[rows]
+            key = np.full(rows.size, -1, dtype=np.int64)
+            levels: list[tuple[np.ndarray, np.ndarray]] = []  # per level: unique packed keys, parent key
+            for _ in range(depth):
+                present = current >= 0
+                frame_name = np.where(present, ev.name[np.maximum(current, 0)].astype(np.int64), -1)
+                packed = ((key + 1) << 32) | (frame_name + 1)
+                unique, key = np.unique(packed, return_inverse=True)
+                key = np.asarray(key).reshape(-1).astype(np.int64)
+                levels.append((unique, (unique >> 32) - 1))
+                current = np.where(present, nearest_py[np.maximum(current, 0)], -1)
+            final_unique = levels[-1][0]
+            ids = np.empty(final_unique.size, dtype=np.int64)
+            for k in range(final_unique.size):
+                names: list[str] = []
+                index = k
+                for unique, parents in reversed(levels):
+                    frame = int(unique[index] & 0xFFFFFFFF) - 1
+                    if frame >= 0:
+                        names.append(trace.names[frame])
+                    index = int(parents[index])
+                ids[k] = texts.setdefault(" ← ".join(reversed(names)), len(texts))
+            stack_id[rows] = ids[key]
     return stack_id, list(texts.keys())
 
 

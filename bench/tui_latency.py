@@ -1,0 +1,112 @@
+"""Key press → updated screen, on the benchmark trace (about 2-3 million events).
+
+    python bench/tui_latency.py [--bytes N]
+
+Times each press from the moment it is sent until the app is idle again (its thread
+workers finished and the screen refreshed), with Textual's headless Pilot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from common import OUT, TARGET_BYTES, ensure_trace
+
+
+async def measure(path: Path) -> dict:
+    from tui_helpers import settle, wait_loaded
+
+    from tui.app import TrnscopeApp
+
+    app = TrnscopeApp([str(path)])
+    results: dict[str, list[float]] = {}
+    cpu_ms: dict[str, list[float]] = {}
+
+    async def idle() -> None:
+        """Until every thread worker has finished and the screen has refreshed once."""
+        while any(not worker.is_finished for worker in app.workers):
+            await asyncio.sleep(0.0005)
+        await pilot.pause()
+
+    async def timed(label: str, *keys: str) -> None:
+        await settle(pilot)
+        started, cpu = time.perf_counter(), time.process_time()
+        for key in keys:
+            await pilot.press(key)
+        await idle()
+        results.setdefault(label, []).append((time.perf_counter() - started) * 1000)
+        cpu_ms.setdefault(label, []).append((time.process_time() - cpu) * 1000)
+
+    async with app.run_test(size=(160, 48)) as pilot:
+        started = time.perf_counter()
+        await wait_loaded(pilot, timeout=600)
+        load_s = time.perf_counter() - started
+        screen = app.screen
+        events = len(screen.analysis.trace.events)
+        for _ in range(20):
+            await timed("baseline: unbound key", "x")
+        await timed("group by stack (rebuild)", "b", "b")
+        rows = screen.query_one("#table").model.rows
+        for _ in range(60):
+            await timed("cursor move (op table)", "j")
+        for _ in range(6):
+            await timed("sort (op table)", "s")
+        await timed("filter: open", "slash")
+        for ch in "aten::a":
+            await timed("filter: keystroke", ch)
+        await timed("filter: close", "enter")
+        await timed("filter: clear", "escape")
+        await timed("group by op", "b")
+        # the op with the most instances: drill in, then walk its instances
+        table = screen._table
+        biggest = int(table.calls.argmax())
+        view = screen.query_one("#table")
+        view.move_to(int((view.model.order == biggest).nonzero()[0][0]))
+        await settle(pilot)
+        await timed("open drill-down", "enter")
+        instances = int(app.screen.rows.size)
+        for _ in range(40):
+            await timed("next instance (chain rebuilt)", "n")
+        for _ in range(3):
+            await timed("sort instances", "s")
+    def p95(values: list[float]) -> float:
+        return round(sorted(values)[max(0, -(-len(values) * 95 // 100) - 1)], 1)
+
+    summary = {
+        label: {
+            "n": len(values),
+            "median_ms": round(statistics.median(values), 1),
+            "p95_ms": p95(values),
+            "max_ms": round(max(values), 1),
+            "cpu_median_ms": round(statistics.median(cpu_ms[label]), 1),
+            "cpu_p95_ms": p95(cpu_ms[label]),
+        }
+        for label, values in results.items()
+    }
+    return {"events": events, "load_or_cache_s": round(load_s, 2), "op_table_rows_by_stack": rows, "drill_instances": instances, "latency": summary}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bytes", type=int, default=TARGET_BYTES)
+    args = parser.parse_args()
+    trace = ensure_trace(args.bytes, OUT / "bench_trace.json" if args.bytes == TARGET_BYTES else OUT / f"bench_trace_{args.bytes >> 20}MB.json")
+    from trnscope.load.kineto import start_worker_server
+
+    start_worker_server()
+    result = asyncio.run(measure(trace))
+    (OUT / "tui_latency.json").write_text(json.dumps(result, indent=2))
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
