@@ -18,7 +18,10 @@ def main() -> None:
     load = json.loads((OUT / "load_results.json").read_text())
     tui = json.loads((OUT / "tui_latency.json").read_text())
     lines = [f"Benchmark trace: {load['file']['mb']:.0f} MB, {load['trnscope_first_open']['events']:,} events.", ""]
-    lines += ["| load | seconds | MB/s | peak RSS (MB) | peak RSS of worker processes (MB) |", "|---|---:|---:|---:|---:|"]
+    lines += [
+        "| load | seconds | MB/s | peak RSS (MB) | peak RSS of worker processes (MB) |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for key, title in (
         ("trnscope_first_open", "trnscope, first open (file → op table)"),
         ("trnscope_one_process", "trnscope, one process, no cache"),
@@ -28,11 +31,20 @@ def main() -> None:
     ):
         r = load.get(key, {})
         if "seconds" in r:
-            lines.append(f"| {title} | {r['seconds']:.2f} | {r['mb_per_s']:.0f} | {r['peak_rss_mb']:.0f} | {r['peak_child_rss_mb']:.0f} |")
+            lines.append(
+                f"| {title} | {r['seconds']:.2f} | {r['mb_per_s']:.0f} | {r['peak_rss_mb']:.0f} | {r['peak_child_rss_mb']:.0f} |"
+            )
         elif r:
             lines.append(f"| {title} | — | — | — | {r.get('skipped', '')} |")
-    lines += ["", f"TUI on the same trace ({tui['events']:,} events; op table grouped by stack: {tui['op_table_rows_by_stack']} rows; drill-down into an op with {tui['drill_instances']:,} instances):", ""]
-    lines += ["| action | wall median (ms) | wall p95 (ms) | CPU median (ms) | CPU p95 (ms) |", "|---|---:|---:|---:|---:|"]
+    lines += [
+        "",
+        f"TUI on the same trace ({tui['events']:,} events; op table grouped by stack: {tui['op_table_rows_by_stack']} rows; drill-down into an op with {tui['drill_instances']:,} instances):",
+        "",
+    ]
+    lines += [
+        "| action | wall median (ms) | wall p95 (ms) | CPU median (ms) | CPU p95 (ms) |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for label, v in tui["latency"].items():
         lines.append(f"| {label} | {v['median_ms']} | {v['p95_ms']} | {v['cpu_median_ms']} | {v['cpu_p95_ms']} |")
     text = "\n".join(lines) + "\n"

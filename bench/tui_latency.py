@@ -78,6 +78,7 @@ async def measure(path: Path) -> dict:
             await timed("next instance (chain rebuilt)", "n")
         for _ in range(3):
             await timed("sort instances", "s")
+
     def p95(values: list[float]) -> float:
         return round(sorted(values)[max(0, -(-len(values) * 95 // 100) - 1)], 1)
 
@@ -92,14 +93,23 @@ async def measure(path: Path) -> dict:
         }
         for label, values in results.items()
     }
-    return {"events": events, "load_or_cache_s": round(load_s, 2), "op_table_rows_by_stack": rows, "drill_instances": instances, "latency": summary}
+    return {
+        "events": events,
+        "load_or_cache_s": round(load_s, 2),
+        "op_table_rows_by_stack": rows,
+        "drill_instances": instances,
+        "latency": summary,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--bytes", type=int, default=TARGET_BYTES)
     args = parser.parse_args()
-    trace = ensure_trace(args.bytes, OUT / "bench_trace.json" if args.bytes == TARGET_BYTES else OUT / f"bench_trace_{args.bytes >> 20}MB.json")
+    trace = ensure_trace(
+        args.bytes,
+        OUT / "bench_trace.json" if args.bytes == TARGET_BYTES else OUT / f"bench_trace_{args.bytes >> 20}MB.json",
+    )
     from trnscope.load.kineto import start_worker_server
 
     start_worker_server()

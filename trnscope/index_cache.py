@@ -23,12 +23,13 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from trnscope.analysis.optable import EventTimes
 from trnscope.cachedir import fingerprint, writable_dir
 from trnscope.link import LinkReport, Links
 from trnscope.model import ChunkRef, EventColumns, LoadStats, ThreadInfo, Trace
 
 MAGIC = b"TRNSCOPE-INDEX\x00\x02"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 _ALIGN = 64
 _LINK_ARRAYS = (
     "in_tree",
@@ -89,17 +90,25 @@ def _cache_file(key: str) -> Path | None:
     return folder / (hashlib.blake2b(key.encode(), digest_size=16).hexdigest() + ".idx")
 
 
-def _arrays_of(trace: Trace, links: Links) -> dict[str, np.ndarray]:
+def _arrays_of(trace: Trace, links: Links, times: EventTimes | None) -> dict[str, np.ndarray]:
     arrays = {f"events.{f}": getattr(trace.events, f) for f in trace.events.__struct_fields__}
     if trace.source_index is not None:
         arrays["source_index"] = trace.source_index
     for name in _LINK_ARRAYS:
         arrays[f"links.{name}"] = getattr(links, name)
+    if times is not None:
+        for name in EventTimes.__struct_fields__:
+            arrays[f"times.{name}"] = getattr(times, name)
     return arrays
 
 
 def store(
-    path: Path, options: dict[str, Any], trace: Trace, links: Links, extra: dict[str, Any] | None = None
+    path: Path,
+    options: dict[str, Any],
+    trace: Trace,
+    links: Links,
+    times: EventTimes | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> Path | None:
     """Write the cache entry for ``path``; returns where, or None if it could not."""
     key = cache_key(path, options)
@@ -110,7 +119,7 @@ def store(
     blobs: list[bytes | memoryview] = []
     offset = 0
     crc = 0
-    for name, array in _arrays_of(trace, links).items():
+    for name, array in _arrays_of(trace, links, times).items():
         data = np.ascontiguousarray(array)
         raw = memoryview(data).cast("B") if data.size else memoryview(b"")
         pad = (-offset) % _ALIGN
@@ -170,7 +179,7 @@ def store(
     return target
 
 
-def load(path: Path, options: dict[str, Any]) -> tuple[Trace, Links, dict[str, Any]] | None:
+def load(path: Path, options: dict[str, Any]) -> tuple[Trace, Links, EventTimes | None, dict[str, Any]] | None:
     """The cached trace and links for ``path``, or None when absent or not trustworthy."""
     key = cache_key(path, options)
     target = _cache_file(key)
@@ -187,7 +196,7 @@ def load(path: Path, options: dict[str, Any]) -> tuple[Trace, Links, dict[str, A
         return None
 
 
-def _decode(buffer: mmap.mmap, key: str) -> tuple[Trace, Links, dict[str, Any]] | None:
+def _decode(buffer: mmap.mmap, key: str) -> tuple[Trace, Links, EventTimes | None, dict[str, Any]] | None:
     if buffer[: len(MAGIC)] != MAGIC:
         return None
     (head_len,) = struct.unpack_from("<Q", buffer, len(MAGIC))
@@ -232,4 +241,7 @@ def _decode(buffer: mmap.mmap, key: str) -> tuple[Trace, Links, dict[str, Any]] 
     )
     trace.stats.from_cache = True
     links = Links(**{name: arrays[f"links.{name}"] for name in _LINK_ARRAYS}, report=header.link_report)
-    return trace, links, header.extra
+    times = None
+    if all(f"times.{name}" in arrays for name in EventTimes.__struct_fields__):
+        times = EventTimes(**{name: arrays[f"times.{name}"] for name in EventTimes.__struct_fields__})
+    return trace, links, times, header.extra

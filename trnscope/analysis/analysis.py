@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 
@@ -34,7 +35,7 @@ class Analysis:
     """Tables, steps and chains of one trace.  Thread-safe: the TUI builds tables in
     worker threads while the UI reads finished ones."""
 
-    def __init__(self, trace: Trace, links: Links | None = None) -> None:
+    def __init__(self, trace: Trace, links: Links | None = None, times: EventTimes | None = None) -> None:
         self.trace = trace
         self.links = links if links is not None else link(trace)
         self.neuron = None
@@ -42,7 +43,7 @@ class Analysis:
             from trnscope.neuron.link import link_neuron
 
             self.neuron = link_neuron(trace, self.links)
-        self.times: EventTimes = event_times(trace, self.links)
+        self.times: EventTimes = times if times is not None else event_times(trace, self.links)
         self._lock = threading.Lock()
         self._op_tables: dict[tuple[str, int, int], OpTable] = {}
         self._kernel_tables: dict[int, KernelTable] = {}
@@ -52,9 +53,15 @@ class Analysis:
         self.pending: list[Callable[[], object]] = []  # deferred work, e.g. writing the index cache
 
     def finish(self) -> None:
-        """Run deferred work (call once the first result has been shown)."""
+        """Run deferred work (call once the first result has been shown).  It only
+        speeds up later opens, so a failure here never fails the command."""
         while self.pending:
-            self.pending.pop(0)()
+            task = self.pending.pop(0)
+            try:
+                task()
+            except Exception:
+                if os.environ.get("TRNSCOPE_DEBUG") == "1":
+                    raise
 
     @property
     def link_report(self) -> LinkReport:

@@ -28,15 +28,15 @@ def open_analysis(
         started = time.perf_counter()
         cached = index_cache.load(path, options)
         if cached is not None:
-            trace, links, _extra = cached
+            trace, links, times, _extra = cached
             trace.label = source.label
             trace.synthetic = trace.synthetic or source.synthetic
             trace.stats.seconds = time.perf_counter() - started
-            return Analysis(trace, links)
+            return Analysis(trace, links, times)
     trace = load_source(source, progress=progress, cancelled=cancelled, skip=skip, use_cache=use_cache, workers=workers)
     analysis = Analysis(trace)
     if cacheable:
         # Written after the caller has shown its first result (``Analysis.finish``):
         # the cache speeds up the next open and must not slow down this one.
-        analysis.pending.append(lambda: index_cache.store(path, options, trace, analysis.links))
+        analysis.pending.append(lambda: index_cache.store(path, options, trace, analysis.links, analysis.times))
     return analysis

@@ -15,6 +15,8 @@ truncated file) stops the scan with the number of bytes that could not be read.
 
 from __future__ import annotations
 
+import contextlib
+import mmap
 import re
 from collections.abc import Callable
 from typing import Any
@@ -233,10 +235,26 @@ def scan(
         report.lenient_chunks += int(lenient)
         report.repaired_chunks += int(repaired)
         on_piece(Piece(position, cut.end, events, repaired))
+        release(buf, position, cut.end)
         if cut.next_start < 0:
             report.array_end = cut.array_end
             return
         position = cut.next_start
+
+
+def release(buf: Any, start: int, end: int) -> None:
+    """Let the kernel drop the pages of a mapped file region we are done with, so the
+    whole file never sits in this process's resident memory (they are clean file pages:
+    dropping them costs nothing, touching them again re-reads from the page cache)."""
+    madvise = getattr(buf, "madvise", None)
+    if madvise is None:
+        return
+    page = mmap.PAGESIZE
+    lo = (start // page) * page
+    hi = (end // page) * page
+    if hi > lo:
+        with contextlib.suppress(OSError, ValueError):
+            madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
 
 def _piecewise(

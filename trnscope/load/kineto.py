@@ -240,9 +240,7 @@ def _try_parallel(
     caller then decodes in this process)."""
     try:
         return _parallel_decode(source, first, workers, progress, cancelled, chunk_bytes)
-    except (OSError, ValueError, BrokenPipeError, RuntimeError) as error:
-        if isinstance(error, LoadCancelled):
-            raise
+    except (OSError, ValueError, RuntimeError):  # BrokenPipeError is an OSError
         return None
 
 

@@ -69,10 +69,6 @@ class NeuronLinks(msgspec.Struct):
     engine_count: np.ndarray  # int64 [executions, len(ENGINES)]
     report: NeuronLinkReport
 
-    def execution_of_row(self, data: NeuronData, row: int) -> int:
-        hits = np.flatnonzero(data.exec_rows == row)
-        return int(hits[0]) if hits.size else -1
-
 
 def _request_of_exec(data: NeuronData) -> np.ndarray:
     system = data.system

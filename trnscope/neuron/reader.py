@@ -29,7 +29,6 @@ from trnscope.neuron import device as device_mod
 from trnscope.neuron.discover import NeuronFiles, classify
 from trnscope.neuron.mapping import FrameworkOp, read_mappings
 from trnscope.neuron.system import (
-    SOURCE_FRAMEWORK,
     SOURCE_HARDWARE,
     SOURCE_RUNTIME,
     SystemEvents,
@@ -397,6 +396,3 @@ def _merge(
         alignment=stats,
         files=files,
     )
-
-
-SOURCES = {SOURCE_RUNTIME: "neuron_rt", SOURCE_HARDWARE: "neuron_hw", SOURCE_FRAMEWORK: "framework"}
