@@ -179,3 +179,46 @@ def test_summary_on_every_corpus_file(capsys) -> None:
         assert code == 0, err
         doc = json.loads(out)
         assert doc["ops"], path
+
+
+def test_merge_sums_every_trace_of_a_folder(capsys, tmp_path: Path, small_synthetic) -> None:
+    path, truth = small_synthetic
+    for name in ("rank0.pt.trace.json", "rank1.pt.trace.json"):
+        (tmp_path / name).write_bytes(path.read_bytes())
+    code, out, _ = run(capsys, "summary", str(tmp_path), "--merge", "--format", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["merged"] == ["rank0", "rank1"]
+    ops = {op["name"]: op for op in doc["ops"] if op["kind"] == "op"}
+    assert ops["aten::linear"]["calls"] == 2 * truth.ops["aten::linear"].calls
+    kernel = next(k for k in doc["kernels"] if k["name"] == "ampere_sgemm_128x64_tn")
+    assert kernel["calls"] == 2 * truth.kernels["ampere_sgemm_128x64_tn"].calls
+    code, out, _ = run(capsys, "summary", str(tmp_path), "--merge", "--limit", "5")
+    assert code == 0 and "2 traces merged" in out
+
+
+def test_serve_builds_the_textual_serve_command(monkeypatch, small_synthetic) -> None:
+    pytest.importorskip("textual_serve")
+    import textual_serve.server as server
+
+    seen = {}
+
+    class FakeServer:
+        def __init__(self, command: str, host: str, port: int) -> None:
+            seen.update(command=command, host=host, port=port)
+
+        def serve(self) -> None:
+            seen["served"] = True
+
+    monkeypatch.setattr(server, "Server", FakeServer)
+    assert main(["serve", str(small_synthetic[0]), "--port", "8123"]) == 0
+    assert seen["host"] == "localhost" and seen["port"] == 8123 and seen["served"]
+    assert "-m trnscope open" in seen["command"] and str(small_synthetic[0]) in seen["command"]
+
+
+def test_progress_reports_bytes_and_events(tmp_path: Path, small_synthetic) -> None:
+    from trnscope.load.kineto import load_kineto
+
+    seen: list[tuple] = []
+    load_kineto(small_synthetic[0], progress=lambda *a: seen.append(a), workers=1, chunk_bytes=64 << 10)
+    parse = [s for s in seen if s[0] == "parse"]
+    assert parse and parse[-1][3] > 0 and parse[-1][1] <= parse[-1][2]

@@ -281,3 +281,15 @@ def test_times_are_unix_aligned(session) -> None:
     row = int(trace.neuron.exec_rows[1])
     assert trace.origin_ns + int(trace.events.ts[row]) == truths["eager"].executions[0].host_start_ns
     assert trace.origin_ns > BASE_TIME_NS
+
+
+def test_export_flag_runs_explorer_before_loading(tmp_path: Path, monkeypatch, capsys, isolated_cache: Path) -> None:
+    truth = write_raw_only(tmp_path / "raw")
+    _standin_explorer(tmp_path / "bin")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("STANDIN_LOG", str(tmp_path / "log.json"))
+    code = main(["summary", str(tmp_path / "raw"), "--export", "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and (tmp_path / "log.json").exists()
+    ops = {(op["name"], op["kind"]): op for op in doc["ops"]}
+    assert ops[("aten::pow", "op")]["self_device_us"] == pytest.approx(truth.ops["aten::pow"].self_device_ns / 1000)

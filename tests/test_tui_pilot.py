@@ -288,3 +288,21 @@ async def test_every_event_kind_reaches_a_screen() -> None:
 
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+async def test_ansi_theme_and_unknown_theme() -> None:
+    app = TrnscopeApp([str(TRN)], theme="ansi")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot)
+        assert app.theme == "ansi-dark"
+    app = TrnscopeApp([str(TRN)], theme="no-such-theme")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot)
+        assert app.theme != "no-such-theme"
+
+
+async def test_open_via_cli_entry_refuses_missing_path(capsys, tmp_path: Path) -> None:
+    from trnscope.cli import main
+
+    assert main(["open", str(tmp_path / "nope")]) == 2
+    assert "no such file" in capsys.readouterr().err

@@ -30,6 +30,11 @@ def _add_load_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workers", type=int, default=None, metavar="N", help="parallel decode processes (default: CPU count)"
     )
+    parser.add_argument(
+        "--export",
+        action="store_true",
+        help="run neuron-explorer first on raw Neuron captures (.pb/.ntff) that have no export yet",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -75,6 +80,9 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         metavar="KIND",
         help="hide rows of a kind: python, annotation, runtime, device, op",
+    )
+    p.add_argument(
+        "--merge", action="store_true", help="sum the tables of every trace in a folder / multi-rank profile / session"
     )
     _add_load_options(p)
 
@@ -131,16 +139,16 @@ def _version() -> str:
         return "0"
 
 
-def _progress_printer(enabled: bool) -> Callable[[str, int, int], None] | None:
+def _progress_printer(enabled: bool) -> Callable[..., None] | None:
     if not enabled:
         return None
     last = [-1]
 
-    def show(phase: str, done: int, total: int) -> None:
+    def show(phase: str, done: int, total: int, events: int = 0) -> None:
         percent = int(100 * done / total) if total else 0
         if percent != last[0]:
             last[0] = percent
-            sys.stderr.write(f"\r{phase} {percent:3d}%")
+            sys.stderr.write(f"\r{phase} {percent:3d}%" + (f" {events:,} events" if events else ""))
             sys.stderr.flush()
             if percent >= 100:
                 sys.stderr.write("\r" + " " * 20 + "\r")
@@ -154,6 +162,10 @@ def load_analysis(args: argparse.Namespace, path: str, select: str | None = None
 
     ref = discover(Path(path))
     source = ref.select(select if select is not None else getattr(args, "select", None))
+    if getattr(args, "export", False) and source.kind == "neuron":
+        from trnscope.neuron.export import ensure_export
+
+        ensure_export(Path(source.path), echo=sys.stderr.isatty())
     progress = _progress_printer(sys.stderr.isatty())
     analysis = open_analysis(
         source, progress=progress, skip=tuple(args.skip), use_cache=not args.no_cache, workers=args.workers
@@ -170,20 +182,31 @@ def load_analysis(args: argparse.Namespace, path: str, select: str | None = None
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
-    from trnscope.report import build_summary, render_csv, render_json, render_table
+    from trnscope.report import build_summary, merge_summaries, render_csv, render_json, render_table
 
-    analysis, _ref, notes = load_analysis(args, args.path)
+    analysis, ref, notes = load_analysis(args, args.path)
     limit = args.limit if args.limit is not None else (30 if args.format == "table" else 0)
+    if args.merge and len(ref.sources) > 1:
+        analyses = [analysis] + [load_analysis(args, args.path, select=s.label)[0] for s in ref.sources[1:]]
+        notes = [n for n in notes if "pick with --select" not in n]
+    else:
+        analyses = [analysis]
     try:
-        summary = build_summary(
-            analysis,
-            group_by=args.group_by,
-            sort=args.sort,
-            limit=limit,
-            stack_depth=args.stack_depth,
-            step=args.step,
-            hide=tuple(h for item in args.hide for h in item.split(",") if h),
-            extra_warnings=notes,
+        summaries = [
+            build_summary(
+                a,
+                group_by=args.group_by,
+                sort=args.sort,
+                limit=0 if len(analyses) > 1 else limit,
+                stack_depth=args.stack_depth,
+                step=args.step,
+                hide=tuple(h for item in args.hide for h in item.split(",") if h),
+                extra_warnings=notes,
+            )
+            for a in analyses
+        ]
+        summary = (
+            merge_summaries(summaries, args.path, sort=args.sort, limit=limit) if len(summaries) > 1 else summaries[0]
         )
     except (ValueError, IndexError) as error:
         raise TrnscopeError(str(error)) from None
@@ -195,9 +218,10 @@ def cmd_summary(args: argparse.Namespace) -> int:
             sys.stderr.write(f"warning: {warning}\n")
     else:
         width = os.get_terminal_size().columns if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "160"))
-        sys.stdout.write(render_table(summary, analysis, width=width, which=args.table))
+        sys.stdout.write(render_table(summary, width=width, which=args.table))
     sys.stdout.flush()
-    analysis.finish()
+    for item in analyses:
+        item.finish()
     return 0
 
 

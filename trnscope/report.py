@@ -79,6 +79,8 @@ class SummaryOut(msgspec.Struct):
     group_by: str = "op"
     events: int = 0
     link: LinkOut | None = None
+    device_label: str = "DEVICE"
+    merged: list[str] = []
 
 
 def sort_order(table: OpTable, column: str) -> np.ndarray:
@@ -185,6 +187,7 @@ def build_summary(
         synthetic=trace.synthetic,
         group_by=table.group_by,
         events=len(trace.events),
+        device_label=table.device_label,
         link=LinkOut(
             report.device_events,
             report.linked,
@@ -262,12 +265,11 @@ def render_csv(summary: SummaryOut, which: str = "ops") -> str:
     return out.getvalue()
 
 
-def render_table(summary: SummaryOut, analysis: Analysis, width: int | None = None, which: str = "both") -> str:
+def render_table(summary: SummaryOut, width: int | None = None, which: str = "both") -> str:
     from rich.console import Console
     from rich.table import Table
 
-    table_data = analysis.op_table(summary.group_by)
-    device = table_data.device_label
+    device = summary.device_label
     console = Console(
         width=width or 160, record=True, file=io.StringIO(), force_terminal=False, color_system=None, highlight=False
     )
@@ -351,3 +353,77 @@ def render_table(summary: SummaryOut, analysis: Analysis, width: int | None = No
     for warning in summary.warnings:
         console.print(f"warning: {warning}")
     return console.export_text()
+
+
+def merge_summaries(summaries: list[SummaryOut], source: str, sort: str | None = None, limit: int = 0) -> SummaryOut:
+    """One summary for several traces (ranks, variants): rows with the same key summed."""
+    ops: dict[tuple[str, str, str, str], OpOut] = {}
+    for summary in summaries:
+        for op in summary.ops:
+            key = (op.name, op.kind, msgspec.json.encode(op.input_shapes).decode(), " ; ".join(op.stack or []))
+            mine = ops.get(key)
+            if mine is None:
+                ops[key] = msgspec.structs.replace(op)
+                continue
+            mine.calls += op.calls
+            mine.self_cpu_us = round(mine.self_cpu_us + op.self_cpu_us, 3)
+            mine.cpu_total_us = round(mine.cpu_total_us + op.cpu_total_us, 3)
+            mine.self_device_us = round(mine.self_device_us + op.self_device_us, 3)
+            mine.device_total_us = round(mine.device_total_us + op.device_total_us, 3)
+    kernels: dict[str, KernelOut] = {}
+    for summary in summaries:
+        for k in summary.kernels:
+            mine_k = kernels.get(k.name)
+            if mine_k is None:
+                kernels[k.name] = msgspec.structs.replace(k)
+                continue
+            mine_k.calls += k.calls
+            mine_k.total_us = round(mine_k.total_us + k.total_us, 3)
+            mine_k.min_us = min(mine_k.min_us, k.min_us)
+            mine_k.max_us = max(mine_k.max_us, k.max_us)
+    has_device = any(s.totals.self_device_us for s in summaries)
+    key = sort or ("self_device" if has_device else "self_cpu")
+    field = {
+        "self_cpu": "self_cpu_us",
+        "cpu_total": "cpu_total_us",
+        "self_device": "self_device_us",
+        "device_total": "device_total_us",
+        "calls": "calls",
+    }
+    if key == "name":
+        rows = sorted(ops.values(), key=lambda op: op.name)
+    elif key in ("cpu_avg", "device_avg"):
+        total = "cpu_total_us" if key == "cpu_avg" else "device_total_us"
+        rows = sorted(ops.values(), key=lambda op: -getattr(op, total) / max(op.calls, 1))
+    elif key in field:
+        rows = sorted(ops.values(), key=lambda op: -getattr(op, field[key]))
+    else:
+        raise ValueError(f"unknown sort column {key!r}; choose one of {', '.join(SORT_COLUMNS)}")
+    kernel_rows = sorted(kernels.values(), key=lambda k: -k.total_us)
+    if limit > 0:
+        rows, kernel_rows = rows[:limit], kernel_rows[:limit]
+    links = [s.link for s in summaries if s.link is not None]
+    linked = sum(link.linked for link in links)
+    linkable = sum(link.device_events - link.unlinkable - link.outside_ops for link in links)
+    first = summaries[0]
+    return SummaryOut(
+        source=source,
+        device_kind=first.device_kind,
+        totals=Totals(
+            round(sum(s.totals.self_cpu_us for s in summaries), 3),
+            round(sum(s.totals.self_device_us for s in summaries), 3),
+            max(s.totals.wall_us for s in summaries),
+        ),
+        ops=rows,
+        kernels=kernel_rows,
+        link_coverage=round(linked / linkable, 6) if linkable else 1.0,
+        warnings=[f"{s.label}: {w}" for s in summaries for w in s.warnings],
+        label=f"{len(summaries)} traces merged",
+        device_name=first.device_name,
+        synthetic=any(s.synthetic for s in summaries),
+        group_by=first.group_by,
+        events=sum(s.events for s in summaries),
+        link=LinkOut(*[sum(getattr(link, f) for link in links) for f in LinkOut.__struct_fields__]) if links else None,
+        device_label=first.device_label,
+        merged=[s.label for s in summaries],
+    )

@@ -36,14 +36,16 @@ class LoadingScreen(Screen[None]):
             yield Label(f"Opening {', '.join(Path(p).name for p in self.paths)}", id="loading-title")
             yield ProgressBar(total=100, show_eta=False, id="loading-bar")
             yield Label("", id="loading-status")
-        yield Footer()
+        yield Footer(compact=True)
 
-    def show(self, phase: str, done: int, total: int, label: str) -> None:
+    def show(self, phase: str, done: int, total: int, label: str, events: int = 0) -> None:
         bar = self.query_one("#loading-bar", ProgressBar)
         if total:
             bar.update(total=total, progress=done)
         words = {"decompress": "decompressing", "parse": "reading events", "link": "linking"}.get(phase, phase)
         amount = f"{done / 1e6:,.1f} of {total / 1e6:,.1f} MB" if total else ""
+        if events:
+            amount += f" · {events:,} events"
         self.query_one("#loading-status", Label).update(f"{label}: {words} {amount}")
 
     def action_cancel(self) -> None:
@@ -62,7 +64,7 @@ class ErrorScreen(Screen[None]):
             yield Label("trnscope could not open this profile", id="error-title")
             yield Static(self.message, id="error-message")
             yield Label("Press q to quit.", id="error-hint")
-        yield Footer()
+        yield Footer(compact=True)
 
 
 HELP_TEXT = """\
@@ -127,8 +129,10 @@ class TrnscopeApp(App[None]):
         use_cache: bool = True,
         theme: str | None = None,
         workers: int | None = None,
+        export: bool = False,
     ) -> None:
         super().__init__()
+        self.export = export
         self.paths = paths
         self.select = select
         self.skip = skip
@@ -160,8 +164,8 @@ class TrnscopeApp(App[None]):
         self._cancel.set()
 
     def _progress(self, label: str) -> Any:
-        def report(phase: str, done: int, total: int) -> None:
-            self.post_message(LoadProgress(phase, done, total, label))
+        def report(phase: str, done: int, total: int, events: int = 0) -> None:
+            self.post_message(LoadProgress(phase, done, total, label, events))
 
         return report
 
@@ -172,6 +176,11 @@ class TrnscopeApp(App[None]):
             return self.analyses[key]
         from trnscope.analysis.open import open_analysis
 
+        if self.export and source.kind == "neuron":
+            from trnscope.neuron.export import ensure_export
+
+            self.post_message(LoadProgress("running neuron-explorer", 0, 0, source.label))
+            ensure_export(Path(source.path), echo=False)
         analysis = open_analysis(
             source,
             progress=self._progress(source.label),
@@ -211,7 +220,7 @@ class TrnscopeApp(App[None]):
 
     def on_load_progress(self, message: LoadProgress) -> None:
         if isinstance(self.screen, LoadingScreen):
-            self.screen.show(message.phase, message.done, message.total, message.label)
+            self.screen.show(message.phase, message.done, message.total, message.label, message.events)
 
     def on_profile_loaded(self, message: ProfileLoaded) -> None:
         from tui.screen_compare import CompareScreen

@@ -28,6 +28,7 @@ def run_open(args: argparse.Namespace) -> int:
         use_cache=not args.no_cache,
         theme=args.theme,
         workers=args.workers,
+        export=args.export,
     )
     app.run()
     if app.return_code:

@@ -10,12 +10,13 @@ from textual.message import Message
 class LoadProgress(Message):
     """A loading worker made progress."""
 
-    def __init__(self, phase: str, done: int, total: int, label: str) -> None:
+    def __init__(self, phase: str, done: int, total: int, label: str, events: int = 0) -> None:
         super().__init__()
         self.phase = phase
         self.done = done
         self.total = total
         self.label = label
+        self.events = events
 
     def can_replace(self, message: Message) -> bool:  # only the latest progress matters
         return isinstance(message, LoadProgress)

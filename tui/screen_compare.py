@@ -26,9 +26,9 @@ class CompareScreen(Screen[None]):
     BINDINGS = [
         Binding("escape", "back", "Back"),
         Binding("v", "view", "View"),
-        Binding("1", "side(0)", "Left", show=False),
-        Binding("2", "side(1)", "Middle", show=False),
-        Binding("3", "side(2)", "Right", show=False),
+        Binding("1", "side(0)", "Variant 1"),
+        Binding("2", "side(1)", "Variant 2"),
+        Binding("3", "side(2)", "Variant 3"),
         Binding("o", "open_ops", "Op table"),
     ]
 
@@ -46,7 +46,7 @@ class CompareScreen(Screen[None]):
         yield Static(id="compare-info")
         yield VirtualTable(id="compare")
         yield Static(id="compare-detail")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self._show()

@@ -70,7 +70,7 @@ class DrillScreen(Screen[None]):
         Binding("p", "instance(-1)", "Prev"),
         Binding("s", "sort_instances", "Sort"),
         Binding("c", "copy", "Copy"),
-        Binding("tab", "app.focus_next", "Pane", show=False),
+        Binding("tab", "app.focus_next", "Pane"),
     ]
 
     def __init__(self, analysis: Analysis, table: Any, group: int, kind: str = "ops", row: int | None = None) -> None:
@@ -92,7 +92,7 @@ class DrillScreen(Screen[None]):
             yield VirtualTable(id="instances")
             yield VirtualTable(id="chain")
         yield Static(id="hop-detail")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self._set_layout()

@@ -67,16 +67,16 @@ class OpsScreen(Screen[None]):
     BINDINGS = [
         Binding("slash", "filter", "Filter"),
         Binding("s", "sort(1)", "Sort"),
-        Binding("S", "sort(-1)", "Sort back", show=False),
-        Binding("r", "reverse", "Reverse", show=False),
-        Binding("b", "group", "Group by"),
-        Binding("t", "toggle_mode", "Kernels/ops"),
-        Binding("p", "toggle_python", "Python rows", show=False),
-        Binding("a", "toggle_annotations", "Annotations", show=False),
-        Binding("left_square_bracket", "step(-1)", "Prev step", show=False),
-        Binding("right_square_bracket", "step(1)", "Next step", show=False),
-        Binding("v", "variant", "Variant", show=False),
+        Binding("b", "group", "Group"),
+        Binding("t", "toggle_mode", "Kernels"),
         Binding("c", "compare", "Compare"),
+        Binding("v", "variant", "Variant"),
+        Binding("left_square_bracket", "step(-1)", "Step-", key_display="["),
+        Binding("right_square_bracket", "step(1)", "Step+", key_display="]"),
+        Binding("p", "toggle_python", "Python"),
+        Binding("a", "toggle_annotations", "Annot."),
+        Binding("r", "reverse", "Reverse"),
+        Binding("S", "sort(-1)", "Sort back"),
         Binding("escape", "clear_filter", "Clear filter", show=False),
     ]
 
@@ -93,7 +93,7 @@ class OpsScreen(Screen[None]):
         yield VirtualTable(id="table")
         yield Static(id="detail")
         yield Input(placeholder="filter ops by name (regex)", id="filter")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#filter", Input).display = False

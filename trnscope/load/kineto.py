@@ -88,21 +88,25 @@ def _decode_buffer(
     stop: int | None,
     chunk_bytes: int,
     slot: int | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
     cancelled: Callable[[], bool] = lambda: False,
 ) -> RangeResult:
     text_ids = Interner()
     chunks: list[DecodedChunk] = []
     report = jsonscan.ScanReport()
 
+    decoded = [0]
+
     def on_piece(piece: jsonscan.Piece) -> None:
         chunks.append(
             DecodedChunk(piece.start, piece.end, piece.utf8_repaired, columns_from_events(piece.events, text_ids))
         )
+        decoded[0] += len(piece.events)
         if slot is not None and _progress_slots is not None:
-            _progress_slots[slot] = piece.end - start
+            _progress_slots[2 * slot] = piece.end - start
+            _progress_slots[2 * slot + 1] = decoded[0]
         if progress is not None:
-            progress(piece.end)
+            progress(piece.end, decoded[0])
 
     jsonscan.scan(buf, start, chunk_bytes=chunk_bytes, stop=stop, on_piece=on_piece, report=report, cancelled=cancelled)
     if text_ids:
@@ -187,13 +191,14 @@ def _parallel_decode(
     starts = [first, *_split_points(source.buffer, first, size, workers)]
     stops: list[int | None] = [*starts[1:], None]
     ctx = _pool_context()
-    slots = ctx.Array("q", len(starts), lock=False)
+    slots = ctx.Array("q", 2 * len(starts), lock=False)  # per worker: bytes done, events decoded
     done_event = threading.Event()
 
     def report_progress() -> None:
         while not done_event.wait(0.1):
             if progress is not None:
-                progress("parse", first + sum(slots[:]), size)
+                values = slots[:]
+                progress("parse", first + sum(values[0::2]), size, sum(values[1::2]))
 
     reporter = threading.Thread(target=report_progress, daemon=True)
     reporter.start()
@@ -254,11 +259,11 @@ def _sequential_decode(
     size = len(source.buffer)
     last = [0.0]
 
-    def on_progress(position: int) -> None:
+    def on_progress(position: int, events: int) -> None:
         now = time.monotonic()
         if progress is not None and now - last[0] > 0.05:
             last[0] = now
-            progress("parse", position, size)
+            progress("parse", position, size, events)
 
     result = _decode_buffer(source.buffer, first, None, chunk_bytes, progress=on_progress, cancelled=cancelled)
     if cancelled():

@@ -25,7 +25,7 @@ from trnscope.errors import InputError, LoadCancelled
 GZIP_MAGIC = b"\x1f\x8b"
 _READ_BLOCK = 4 << 20
 
-Progress = Callable[[str, int, int], None]  # (phase, done, total)
+Progress = Callable[..., None]  # (phase, bytes done, bytes total[, events decoded])
 
 
 class PlainSource(msgspec.Struct):

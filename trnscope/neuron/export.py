@@ -94,3 +94,19 @@ def cmd_export(args: argparse.Namespace) -> int:
         out = run_export(session)
         print(f"{session}: Parquet export in {out}")
     return 0
+
+
+def ensure_export(folder: Path, *, echo: bool = True) -> None:
+    """Run neuron-explorer on every raw process-session under ``folder`` that has no
+    export yet (``--export``); sessions with exports are left alone."""
+    from trnscope.neuron.discover import classify, find_neuron_sessions
+
+    sessions = [Path(s.path) for s in find_neuron_sessions(folder)] or [folder]
+    for session in sessions:
+        files = classify(session)
+        if files.has_exports or not (files.system_binaries or files.device_traces):
+            continue
+        target = export_folder_for(session)
+        if target is not None and (target / "DONE").exists():
+            continue
+        run_export(session, echo=echo)
