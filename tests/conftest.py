@@ -35,3 +35,25 @@ def small_synthetic(tmp_path_factory: pytest.TempPathFactory):
     path = tmp_path_factory.mktemp("synth") / "small.pt.trace.json"
     truth = generate(path, 6000, seed=7)
     return path, truth
+
+
+def assert_ops_match(table, expected_ops) -> None:  # type: ignore[no-untyped-def]
+    """Every op of a generator's ground truth has exactly its figures in ``table``."""
+    for name, expected in expected_ops.items():
+        group = table.find(name)
+        assert group >= 0, name
+        got = (
+            table.calls[group],
+            table.self_cpu[group],
+            table.cpu_total[group],
+            table.self_device[group],
+            table.device_total[group],
+        )
+        want = (
+            expected.calls,
+            expected.self_cpu_ns,
+            expected.cpu_total_ns,
+            expected.self_device_ns,
+            expected.device_total_ns,
+        )
+        assert got == want, name

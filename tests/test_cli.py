@@ -222,3 +222,41 @@ def test_progress_reports_bytes_and_events(tmp_path: Path, small_synthetic) -> N
     load_kineto(small_synthetic[0], progress=lambda *a: seen.append(a), workers=1, chunk_bytes=64 << 10)
     parse = [s for s in seen if s[0] == "parse"]
     assert parse and parse[-1][3] > 0 and parse[-1][1] <= parse[-1][2]
+
+
+def test_chain_text_json_and_errors(capsys, small_synthetic) -> None:
+    path, _ = small_synthetic
+    code, out, _ = run(capsys, "chain", str(path), "--op", "aten::addmm", "--instance", "0")
+    assert code == 0 and "cudaLaunchKernel" in out and "ampere_sgemm_128x64_tn" in out and "dispatch" in out
+    code, out, _ = run(capsys, "chain", str(path), "--op", "aten::addm", "--format", "json")
+    doc = json.loads(out)
+    assert doc["op"] == "aten::addmm" and {h["layer"] for h in doc["hops"]} == {"framework", "runtime", "device"}
+    assert set(doc["gaps"]) >= {"dispatch_us", "queue_us", "device_us"}
+    code, _, err = run(capsys, "chain", str(path), "--op", "aten::addmm", "--instance", "99999")
+    assert code == 2 and "out of range" in err
+    code, _, err = run(capsys, "chain", str(path), "--op", "aten::")
+    assert code == 2 and "matches several ops" in err
+    code, _, err = run(capsys, "chain", str(path), "--op", "no-such-op")
+    assert code == 2 and "no op named" in err
+
+
+def test_compare_table_csv_and_limits(capsys, small_synthetic, tmp_path: Path) -> None:
+    path, _ = small_synthetic
+    code, out, _ = run(capsys, "compare", str(path), str(path), "--limit", "5")
+    assert code == 0 and "Ops, by largest change" in out
+    code, out, _ = run(capsys, "compare", str(path), str(path), "--format", "csv")
+    rows = list(csv.reader(io.StringIO(out)))
+    assert rows[0][:3] == ["section", "key", "kind"] and len(rows) > 10
+    code, _, err = run(capsys, "compare", str(path))
+    assert code == 2 and "two or three" in err
+    code, _, err = run(capsys, "compare", str(path), str(path), str(path), str(path))
+    assert code == 2 and "at most three" in err
+
+
+def test_skip_python_flag_and_capture_demo_list(capsys, small_synthetic) -> None:
+    code, out, _ = run(capsys, "summary", str(small_synthetic[0]), "--skip", "python", "--format", "json", "--no-cache")
+    assert code == 0 and not any(op["kind"] == "python" for op in json.loads(out)["ops"])
+    code, out, _ = run(capsys, "capture", "--demo", "list")
+    assert code == 0 and out.split() == ["rmsnorm", "attention"]
+    code, _, err = run(capsys, "capture", "--demo", "rmsnorm")
+    assert code == 2 and "--out" in err

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import assert_ops_match
 from trnscope.analysis.analysis import Analysis
 from trnscope.analysis.chain import chain_for
 from trnscope.cli import main
@@ -35,24 +36,7 @@ def session(tmp_path_factory: pytest.TempPathFactory):
 
 
 def _check_truth(analysis: Analysis, truth) -> None:  # type: ignore[no-untyped-def]
-    table = analysis.op_table()
-    for name, expected in truth.ops.items():
-        group = table.find(name)
-        assert group >= 0, name
-        got = (
-            table.calls[group],
-            table.self_cpu[group],
-            table.cpu_total[group],
-            table.self_device[group],
-            table.device_total[group],
-        )
-        assert got == (
-            expected.calls,
-            expected.self_cpu_ns,
-            expected.cpu_total_ns,
-            expected.self_device_ns,
-            expected.device_total_ns,
-        ), name
+    assert_ops_match(analysis.op_table(), truth.ops)
 
 
 @pytest.mark.parametrize("variant", ["eager", "compiled", "fused"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from conftest import assert_ops_match
 from trnscope.analysis.analysis import Analysis
 from trnscope.load import load_path
 
@@ -9,24 +10,7 @@ from trnscope.load import load_path
 def test_op_table_matches_ground_truth(small_synthetic) -> None:
     path, truth = small_synthetic
     analysis = Analysis(load_path(path))
-    table = analysis.op_table()
-    for name, expected in truth.ops.items():
-        group = table.find(name)
-        assert group >= 0, name
-        got = (
-            table.calls[group],
-            table.self_cpu[group],
-            table.cpu_total[group],
-            table.self_device[group],
-            table.device_total[group],
-        )
-        assert got == (
-            expected.calls,
-            expected.self_cpu_ns,
-            expected.cpu_total_ns,
-            expected.self_device_ns,
-            expected.device_total_ns,
-        ), name
+    assert_ops_match(analysis.op_table(), truth.ops)
     kernels = analysis.kernel_table()
     for name, expected in truth.kernels.items():
         k = kernels.name.index(name)

@@ -103,9 +103,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", metavar="PATH", help="two or three traces, or one capture session")
     p.add_argument("--format", choices=("table", "csv", "json"), default="table")
     p.add_argument("--limit", type=int, default=None, metavar="N")
-    p.add_argument(
-        "--by", choices=("op", "kernel"), default="op", help="align ops, or device events through their launching ops"
-    )
     _add_load_options(p)
 
     p = sub.add_parser("capture", help="record a profile: a built-in demo, or your script")

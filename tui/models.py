@@ -20,6 +20,7 @@ from trnscope.analysis.compare import CompareRow, Comparison
 from trnscope.analysis.optable import KernelTable, OpTable
 from trnscope.fmt import fmt_ratio, fmt_time_short
 from trnscope.layers import Role
+from trnscope.report import default_sort, sort_order
 from tui.vtable import Column, TableModel
 
 BAR_CHARS = " ▏▎▍▌▋▊▉█"
@@ -73,16 +74,8 @@ def compile_filter(text: str) -> re.Pattern[str] | None:
 
 
 def op_order(table: OpTable, state: OpViewState) -> np.ndarray:
-    calls = np.maximum(table.calls, 1)
-    values = {
-        "self_cpu": table.self_cpu,
-        "cpu_total": table.cpu_total,
-        "cpu_avg": table.cpu_total / calls,
-        "self_device": table.self_device,
-        "device_total": table.device_total,
-        "device_avg": table.device_total / calls,
-        "calls": table.calls,
-    }
+    """Display order: the core's sort (``trnscope.report.sort_order``), then the
+    screen's filters (hidden kinds, the name regex)."""
     mask = np.ones(len(table), dtype=bool)
     if state.hide_python:
         mask &= table.role != int(Role.PYTHON)
@@ -96,14 +89,11 @@ def op_order(table: OpTable, state: OpViewState) -> np.ndarray:
             else [f"{n} {s}{t}" for n, s, t in zip(table.name, table.shape, table.stack)]
         )
         mask &= np.fromiter((pattern.search(t) is not None for t in texts), dtype=bool, count=len(table))
-    rows = np.flatnonzero(mask)
-    key = state.sort_key or ("self_device" if table.total_self_device else "self_cpu")
-    if key == "name":
-        order = rows[np.argsort(np.array(table.name, dtype=object)[rows], kind="stable")]
-        return order[::-1] if state.descending else order
-    keyed = np.asarray(values[key], dtype=np.float64)[rows]
-    order = rows[np.argsort(-keyed if state.descending else keyed, kind="stable")]
-    return order
+    key = state.sort_key or default_sort(table)
+    order = sort_order(table, key)  # descending, except names (ascending)
+    if state.descending == (key == "name"):
+        order = order[::-1]
+    return order[mask[order]]
 
 
 def kernel_order(table: KernelTable, state: OpViewState) -> np.ndarray:
