@@ -99,7 +99,7 @@ def test_instructions_and_executions_align_with_the_host_clock(tmp_path: Path) -
     assert data.alignment.max_disagreement_ns == 0
     for index, execution in enumerate(truth.executions):
         i = int(np.flatnonzero(data.exec_host_start == execution.host_start_ns)[0])
-        counts = analysis.neuron.engine_count[i].sum()
+        counts = analysis.neuron.engine_count[i][:5].sum()  # the five compute engines, not DMA
         assert counts == execution.instructions, index
 
 
@@ -277,3 +277,25 @@ def test_export_flag_runs_explorer_before_loading(tmp_path: Path, monkeypatch, c
     assert code == 0 and (tmp_path / "log.json").exists()
     ops = {(op["name"], op["kind"]): op for op in doc["ops"]}
     assert ops[("aten::pow", "op")]["self_device_us"] == pytest.approx(truth.ops["aten::pow"].self_device_ns / 1000)
+
+
+def test_collectives_dma_and_engine_time_per_op(session, capsys) -> None:
+    root, truths = session
+    for prefer in ("json", "parquet"):
+        analysis = Analysis(load_neuron(next(p for p in (root / "compiled").rglob("*_pid_*")), prefer=prefer))
+        profile = analysis.trace.neuron.profiles[0]
+        assert profile.cc_operation == ["AllReduce"] * 5 and profile.dma_start.size == 10
+        chain = chain_for(analysis, "Torch-Compiled Region: 0/0")
+        assert any(h.kind == "collective" and h.name == "collective AllReduce" for h in chain.hops)
+        engines = {h.name for h in chain.hops if h.kind == "engine"}
+        assert {"dma engine", "cc engine", "tensor engine"} <= engines
+    assert main(["summary", str(root), "--select", "compiled", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    neuron = doc["neuron"]
+    assert neuron["executions"] == 6 and neuron["linked"] == 5 and neuron["unlinked_executions"] == 1
+    # the stray execution has no sync point: it keeps its exported timestamp
+    assert neuron["aligned_by_sync_point"] == 5 and neuron["max_clock_disagreement_us"] == 0
+    op = neuron["ops"][0]
+    assert op["name"] == "Torch-Compiled Region: 0/0" and op["executions"] == 5
+    busy = sum(e.engine_busy_ns["tensor"] for e in truths["compiled"].executions)
+    assert op["engines_us"]["tensor"] == pytest.approx(busy / 1000)

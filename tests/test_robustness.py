@@ -70,7 +70,7 @@ def test_truncated_anywhere_recovers_every_complete_event(tmp_path: Path, fracti
     trace = load_path(path, use_cache=False)
     assert trace.stats.truncated
     assert trace.stats.events == expected
-    assert trace.stats.lost_bytes > 0
+    assert 0 <= trace.stats.lost_bytes < 4096  # at most the event the cut went through
     assert any("truncated" in w for w in trace.warnings)
     Analysis(trace).op_table()
 

@@ -60,6 +60,7 @@ async def test_new_user_finds_slowest_op_follows_it_to_the_device_and_compares()
         assert all(v is not None and v.device_total_ns > 0 for v in region.values)
 
 
+@requires_corpus
 async def test_op_table_keys_sort_filter_group_toggle() -> None:
     app = TrnscopeApp([str(H100)])
     async with app.run_test(size=(120, 36)) as pilot:
@@ -141,6 +142,7 @@ async def test_steps_variants_help_and_palette() -> None:
         assert app.screen.table.name[app.screen.group] == "TorchDynamo Cache Lookup"
 
 
+@requires_corpus
 async def test_drill_down_keys() -> None:
     app = TrnscopeApp([str(H100)])
     async with app.run_test(size=(160, 48)) as pilot:

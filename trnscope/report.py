@@ -65,6 +65,70 @@ class LinkOut(msgspec.Struct):
     unresolved: int
 
 
+class NeuronOpOut(msgspec.Struct):
+    name: str
+    executions: int
+    device_us: float
+    engines_us: dict[str, float]  # summed busy time per engine (tensor, vector, scalar, gpsimd, sync, dma, cc)
+
+
+class NeuronOut(msgspec.Struct):
+    export_format: str
+    executions: int
+    linked: int
+    by_mapping: int
+    by_flow: int
+    by_time: int
+    unlinked_executions: int
+    executions_without_request: int
+    requests_without_op: int
+    instructions: int
+    instructions_outside_executions: int
+    aligned_by_sync_point: int
+    max_clock_disagreement_us: float
+    ops: list[NeuronOpOut]
+
+
+def neuron_summary(analysis: Analysis) -> NeuronOut | None:
+    """Per-op NeuronCore executions and engine time, and what could not be linked."""
+    neuron = analysis.neuron
+    data = analysis.trace.neuron
+    if neuron is None or data is None:
+        return None
+    from trnscope.neuron.device import ENGINES
+
+    names = analysis.trace.names
+    ev = analysis.trace.events
+    per_op: dict[str, NeuronOpOut] = {}
+    for i, op in enumerate(neuron.exec_op.tolist()):
+        if op < 0:
+            continue
+        name = names[int(ev.name[op])]
+        out = per_op.setdefault(name, NeuronOpOut(name, 0, 0.0, {}))
+        out.executions += 1
+        out.device_us = round(out.device_us + us(max(int(ev.dur[int(data.exec_rows[i])]), 0)), 3)
+        for e, busy in enumerate(neuron.engine_busy[i].tolist()):
+            if busy:
+                out.engines_us[ENGINES[e]] = round(out.engines_us.get(ENGINES[e], 0.0) + us(busy), 3)
+    r = neuron.report
+    return NeuronOut(
+        export_format=data.export_format,
+        executions=r.executions,
+        linked=r.linked,
+        by_mapping=r.by_mapping,
+        by_flow=r.by_flow,
+        by_time=r.by_time,
+        unlinked_executions=r.unlinked_executions,
+        executions_without_request=r.executions_without_request,
+        requests_without_op=r.requests_without_op,
+        instructions=r.instructions,
+        instructions_outside_executions=r.instructions_outside_executions,
+        aligned_by_sync_point=data.alignment.aligned_by_sync_point,
+        max_clock_disagreement_us=us(data.alignment.max_disagreement_ns),
+        ops=sorted(per_op.values(), key=lambda o: -o.device_us),
+    )
+
+
 class SummaryOut(msgspec.Struct):
     source: str
     device_kind: str
@@ -81,6 +145,7 @@ class SummaryOut(msgspec.Struct):
     link: LinkOut | None = None
     device_label: str = "DEVICE"
     merged: list[str] = []
+    neuron: NeuronOut | None = None
 
 
 def sort_order(table: OpTable, column: str) -> np.ndarray:
@@ -188,6 +253,7 @@ def build_summary(
         group_by=table.group_by,
         events=len(trace.events),
         device_label=table.device_label,
+        neuron=neuron_summary(analysis),
         link=LinkOut(
             report.device_events,
             report.linked,

@@ -313,6 +313,21 @@ def _neuron_hops(analysis: Analysis, exec_row: int, hops: list[Hop], hop: Any, o
     if profile_index >= 0:
         profile = data.profiles[profile_index]
         dev_start, dev_end = int(system.nc_start[sys_exec]), int(system.nc_stop[sys_exec])
+        collectives = np.flatnonzero((profile.cc_start >= dev_start) & (profile.cc_start < dev_end))
+        for c in collectives.tolist():
+            hops.append(
+                Hop(
+                    layer="device",
+                    name=f"collective {profile.cc_operation[c] if c < len(profile.cc_operation) else ''}".strip(),
+                    start_us=_us(exec_start - origin + int(profile.cc_start[c]) - dev_start),
+                    dur_us=_us(int(profile.cc_duration[c])),
+                    thread_or_stream=trace.threads[int(ev.thread[exec_row])].display,
+                    details={"bytes": int(profile.cc_bytes[c]) if c < profile.cc_bytes.size else 0},
+                    kind="collective",
+                    depth=depth + 3,
+                    row=exec_row,
+                )
+            )
         inst = profile.details(dev_start, dev_end)
         if len(inst):
             key = np.where(inst.nki > 0, inst.nki, inst.hlo)

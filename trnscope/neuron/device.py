@@ -84,6 +84,11 @@ class DeviceProfile(msgspec.Struct):
     dma_start: np.ndarray
     dma_duration: np.ndarray
     dma_bytes: np.ndarray
+    cc_start: np.ndarray = np.empty(0, np.int64)  # collective operations (CcOp / cc_ops)
+    cc_duration: np.ndarray = np.empty(0, np.int64)
+    cc_bytes: np.ndarray = np.empty(0, np.int64)
+    cc_operation: list[str] = []
+    dma_transfers: dict[str, int] = {}  # DmaPacketAggregated: "op source→dest" → count
     summary: dict[str, Any] = {}
     metadata: dict[str, Any] = {}
     text_loaded: bool = True  # opcode/hlo/nki present for every row
@@ -142,8 +147,16 @@ class _JsonDma(msgspec.Struct, gc=False):
     transfer_bytes: int | str | None = None
 
 
+class _JsonCc(msgspec.Struct, gc=False):
+    timestamp: int | float | str | None = None
+    duration: int | float | str | None = None
+    operation: str = ""
+    input_size: int | str | None = None
+
+
 class _JsonDevice(msgspec.Struct):
     instruction: list[_JsonInstruction] = []
+    cc_ops: list[_JsonCc] = []
     summary: list[dict[str, Any]] | dict[str, Any] = []
     metadata: dict[str, Any] = {}
     dma: list[_JsonDma] = []
@@ -181,6 +194,10 @@ def read_device_json(path: Path) -> DeviceProfile:
         dma_start=np.array([_int(d.timestamp) for d in dma], dtype=np.int64),
         dma_duration=np.array([max(_int(d.duration), 0) for d in dma], dtype=np.int64),
         dma_bytes=np.array([max(_int(d.transfer_bytes), 0) for d in dma], dtype=np.int64),
+        cc_start=np.array([_int(c.timestamp) for c in doc.cc_ops], dtype=np.int64),
+        cc_duration=np.array([max(_int(c.duration), 0) for c in doc.cc_ops], dtype=np.int64),
+        cc_bytes=np.array([max(_int(c.input_size), 0) for c in doc.cc_ops], dtype=np.int64),
+        cc_operation=[c.operation for c in doc.cc_ops],
         summary=summary,
         metadata=doc.metadata,
     )
@@ -216,7 +233,27 @@ def read_device_parquet(folder: Path, profile_list: dict[str, tuple[int, int]]) 
         if "duration_ns" in dma_data
         else np.array(dma_data.get("end_ts", []), dtype=np.int64) - dma_start
     )
+    cc = read_table(folder, "CcOp", ["start_ts", "duration_ns", "end_ts", "operation", "input_size"])
+    cc_data = cc.to_pydict() if cc is not None else {}
+    cc_start = np.array(cc_data.get("start_ts", []), dtype=np.int64)
+    cc_duration = (
+        np.array(cc_data["duration_ns"], dtype=np.int64)
+        if "duration_ns" in cc_data
+        else np.array(cc_data.get("end_ts", []), dtype=np.int64) - cc_start
+    )
+    aggregated = read_table(folder, "DmaPacketAggregated", ["op", "source", "dest"])
+    transfers: dict[str, int] = {}
+    if aggregated is not None:
+        agg = aggregated.to_pydict()
+        for op, src, dst in zip(agg.get("op", []), agg.get("source", []), agg.get("dest", [])):
+            key = f"{op} {src}→{dst}"
+            transfers[key] = transfers.get(key, 0) + 1
     return DeviceProfile(
+        cc_start=cc_start,
+        cc_duration=np.maximum(cc_duration, 0),
+        cc_bytes=np.array([max(_int(v), 0) for v in cc_data.get("input_size", [])], dtype=np.int64),
+        cc_operation=[str(v) for v in cc_data.get("operation", [])],
+        dma_transfers=transfers,
         label=name,
         nc_idx=max(nc_id, 0),
         model_id=model_id,

@@ -315,4 +315,15 @@ def _finish(
         executions = mine[which[inside]]
         np.add.at(busy, (executions, inst.engine[inside].astype(np.int64)), inst.duration[inside])
         np.add.at(counts, (executions, inst.engine[inside].astype(np.int64)), 1)
+        # DMA packets and collectives of the profile count as the "dma" / "cc" engines
+        for start, duration, engine in (
+            (profile.dma_start, profile.dma_duration, "dma"),
+            (profile.cc_start, profile.cc_duration, "cc"),
+        ):
+            if start.size == 0:
+                continue
+            at = np.searchsorted(dev_start, start, side="right") - 1
+            within = (at >= 0) & (start < dev_end[np.maximum(at, 0)])
+            np.add.at(busy, (mine[at[within]], ENGINES.index(engine)), duration[within])
+            np.add.at(counts, (mine[at[within]], ENGINES.index(engine)), 1)
     return NeuronLinks(exec_op, method, request, co_ops, profile_of, lo, hi, busy, counts, report)
