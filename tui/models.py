@@ -134,7 +134,7 @@ def op_model(table: OpTable, order: np.ndarray, state: OpViewState, width: int) 
     if table.group_by == "stack":
         columns.append(Column("stack", "Stack", 30 if wide else 14, "left"))
     columns.append(Column("calls", "Calls", 7))
-    columns.append(Column("self_cpu", "Self CPU", 8))
+    columns.append(Column("self_cpu", "Self CPU", 9))
     if wide:
         columns.append(Column("self_cpu_pct", "CPU %", 6))
     columns.append(Column("cpu_total", "CPU tot", 8))
