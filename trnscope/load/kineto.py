@@ -70,16 +70,79 @@ def _init_worker(slots: Any) -> None:
     _progress_slots = slots
 
 
-def decode_range_of_file(plain_path: str, start: int, stop: int | None, slot: int, chunk_bytes: int) -> RangeResult:
+_ARRAY_FIELDS = tuple(
+    f
+    for f in ChunkColumns.__struct_fields__
+    if f not in ("names", "cats", "threads", "shapes", "stacks", "meta", "bad_values")
+)
+
+
+class SpilledRange(msgspec.Struct):
+    """A worker's result with its column arrays in a file: pickling ~100 MB of arrays
+    through a pipe costs more than writing them to shared memory and mapping them."""
+
+    path: str
+    report: jsonscan.ScanReport
+    chunks: list[tuple[int, int, bool, dict[str, Any], list[tuple[str, str, int, int]]]]
+
+
+def _spill_folder() -> str | None:
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+
+
+def decode_range_of_file(
+    plain_path: str, start: int, stop: int | None, slot: int, chunk_bytes: int
+) -> RangeResult | SpilledRange:
     """Decode events from ``start`` up to the cut before ``stop`` (runs in a worker)."""
     import mmap
+    import tempfile
 
     with open(plain_path, "rb") as fh:
         buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     try:
-        return _decode_buffer(buf, start, stop, chunk_bytes, slot=slot)
+        result = _decode_buffer(buf, start, stop, chunk_bytes, slot=slot)
     finally:
         buf.close()
+    try:
+        handle, path = tempfile.mkstemp(prefix="trnscope-range-", dir=_spill_folder())
+    except OSError:
+        return result
+    chunks = []
+    offset = 0
+    with os.fdopen(handle, "wb") as out:
+        for chunk in result.chunks:
+            columns = chunk.columns
+            specs = []
+            for field in _ARRAY_FIELDS:
+                array = np.ascontiguousarray(getattr(columns, field))
+                out.write(memoryview(array).cast("B") if array.size else b"")
+                specs.append((field, array.dtype.str, array.size, offset))
+                offset += array.nbytes
+            small = {
+                f: getattr(columns, f) for f in ("names", "cats", "threads", "shapes", "stacks", "meta", "bad_values")
+            }
+            chunks.append((chunk.start, chunk.end, chunk.repaired, small, specs))
+    return SpilledRange(path, result.report, chunks)
+
+
+def _unspill(result: RangeResult | SpilledRange) -> RangeResult:
+    if isinstance(result, RangeResult):
+        return result
+    import mmap
+
+    with open(result.path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+    os.unlink(result.path)  # the mapping keeps the pages until it is dropped
+    chunks = []
+    for start, end, repaired, small, specs in result.chunks:
+        arrays = {
+            field: np.frombuffer(data, dtype=np.dtype(dtype), count=count, offset=offset)
+            for field, dtype, count, offset in specs
+        }
+        chunks.append(DecodedChunk(start, end, repaired, ChunkColumns(**arrays, **small)))
+    return RangeResult(chunks, result.report)
 
 
 def _decode_buffer(
@@ -216,7 +279,7 @@ def _parallel_decode(
                         process.terminate()
                     raise LoadCancelled()
                 try:
-                    results.append(future.result(timeout=0.1))
+                    results.append(_unspill(future.result(timeout=0.1)))
                     break
                 except TimeoutError:
                     continue
@@ -325,22 +388,24 @@ def _merge(results: list[RangeResult], skip_cats: frozenset[str]) -> _Merged:
             chunks.append(ChunkRef(chunk.start, chunk.end, original, n, chunk.repaired))
             for row, name, value, labels, sort in c.meta:
                 meta.append((original + row, name, value, labels, sort))
+            # the common case keeps every row: skip a copy of each column
+            pick: Any = slice(None) if rows.size == n else rows
             parts.append(
                 EventColumns(
-                    ph=c.ph[rows],
+                    ph=c.ph[pick],
                     role=np.zeros(rows.size, np.uint8),
-                    name=name_map[c.name[rows]],
-                    cat=cat_map[c.cat[rows]],
-                    thread=thread_map[c.thread[rows]],
-                    ts=c.ts_ns[rows],
-                    dur=c.dur_ns[rows],
-                    external_id=c.external_id[rows],
-                    correlation=c.correlation[rows],
-                    sequence=c.sequence[rows],
-                    flow_id=c.flow_id[rows],
-                    flow_bind_end=c.flow_bind_end[rows],
-                    dims=shape_map[c.dims[rows]],
-                    stack=stack_map[c.stack[rows]],
+                    name=name_map[c.name[pick]],
+                    cat=cat_map[c.cat[pick]],
+                    thread=thread_map[c.thread[pick]],
+                    ts=c.ts_ns[pick],
+                    dur=c.dur_ns[pick],
+                    external_id=c.external_id[pick],
+                    correlation=c.correlation[pick],
+                    sequence=c.sequence[pick],
+                    flow_id=c.flow_id[pick],
+                    flow_bind_end=c.flow_bind_end[pick],
+                    dims=shape_map[c.dims[pick]] if c.shapes else np.full(rows.size, -1, np.int32),
+                    stack=stack_map[c.stack[pick]] if c.stacks else np.full(rows.size, -1, np.int32),
                 )
             )
             source_parts.append(rows.astype(np.int64) + original)
