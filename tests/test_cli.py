@@ -253,6 +253,27 @@ def test_compare_table_csv_and_limits(capsys, small_synthetic, tmp_path: Path) -
     assert code == 2 and "at most three" in err
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["capture", "--demo", "nope"], "unknown demo 'nope'; choose one of: rmsnorm, attention"),
+        (["capture", "--demo", "rmsnorm", "--size", "huge"], "unknown size 'huge'; choose small or large"),
+        (["capture", "--demo", "rmsnorm", "--device", "tpu"], "unknown device 'tpu': choose neuron, cuda or cpu"),
+    ],
+)
+def test_capture_argument_errors(capsys, tmp_path: Path, args: list[str], message: str) -> None:
+    out = tmp_path / "session"
+    code, _, err = run(capsys, *args, "--out", str(out))
+    assert code == 2 and err == f"trnscope: error: {message}\n"
+    assert not out.exists() and not list(tmp_path.iterdir())
+
+
+def test_open_refuses_more_than_three_profiles(capsys, small_synthetic) -> None:
+    path = str(small_synthetic[0])
+    code, _, err = run(capsys, "open", path, path, path, path)
+    assert code == 2 and err == "trnscope: error: open at most three profiles at once (several = compare)\n"
+
+
 def test_skip_python_flag_and_capture_demo_list(capsys, small_synthetic) -> None:
     code, out, _ = run(capsys, "summary", str(small_synthetic[0]), "--skip", "python", "--format", "json", "--no-cache")
     assert code == 0 and not any(op["kind"] == "python" for op in json.loads(out)["ops"])

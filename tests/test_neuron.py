@@ -17,6 +17,7 @@ from trnscope.analysis.chain import chain_for
 from trnscope.cli import main
 from trnscope.load import discover, load_source
 from trnscope.neuron.reader import load_neuron
+from trnscope.report import analysis_warnings, neuron_summary
 from trnscope.testing.synth_neuron import (
     BASE_TIME_NS,
     write_multi_rank,
@@ -53,6 +54,24 @@ def test_device_time_per_op_equals_ground_truth(session, variant: str) -> None:
     assert report.unlinked_executions == truths[variant].unlinked_executions == 1
     assert report.instructions == truths[variant].instructions
     assert report.instructions_outside_executions == 0
+
+
+def test_device_profile_matching_no_execution_is_reported(session, capsys) -> None:
+    root, truths = session
+    trace = load_source(discover(root).select("eager"))
+    profiles = trace.neuron.profiles
+    orphan = profiles[0]
+    orphan.model_id = 424242  # a NEFF no execution of this capture ran
+    analysis = Analysis(trace)
+    report = analysis.neuron.report
+    assert report.profiles_without_executions == 1
+    assert report.instructions_outside_executions == len(orphan.instructions) > 0
+    warning = (
+        f"{len(orphan.instructions):,} of {truths['eager'].instructions:,} NeuronCore instructions fall outside "
+        "every execution (1 device profile matches no execution); they count in no engine time"
+    )
+    assert warning in analysis_warnings(analysis)
+    assert neuron_summary(analysis).profiles_without_executions == 1
 
 
 def test_json_and_parquet_exports_read_the_same(tmp_path: Path) -> None:
@@ -287,8 +306,14 @@ def test_collectives_dma_and_engine_time_per_op(session, capsys) -> None:
         assert profile.cc_operation == ["AllReduce"] * 5 and profile.dma_start.size == 10
         chain = chain_for(analysis, "Torch-Compiled Region: 0/0")
         assert any(h.kind == "collective" and h.name == "collective AllReduce" for h in chain.hops)
-        engines = {h.name for h in chain.hops if h.kind == "engine"}
-        assert {"dma engine", "cc engine", "tensor engine"} <= engines
+        engines = {h.name: h for h in chain.hops if h.kind == "engine"}
+        assert {"dma engine", "cc engine", "tensor engine"} <= engines.keys()
+        dma = engines["dma engine"].details
+        assert dma["bytes"] == 2 * 65536  # one input and one output packet per execution
+        if prefer == "parquet":  # routes come from DmaPacketAggregated, a Parquet-only table
+            assert dma["routes"] == {"read [HBM]→[SB]": 1, "write [SB]→[HBM]": 1}
+        else:
+            assert "routes" not in dma
     assert main(["summary", str(root), "--select", "compiled", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     neuron = doc["neuron"]

@@ -141,14 +141,17 @@ def test_wrong_types_are_coerced_or_counted(tmp_path: Path) -> None:
         {"ph": "X", "cat": "cpu_op", "name": "no_ts", "pid": 1, "tid": 1, "dur": 3},
         {"cat": "cpu_op", "name": "no_ph", "pid": 1, "tid": 1, "ts": 60, "dur": 3},
         {"ph": "X", "cat": 7, "name": 12345, "pid": [1], "tid": {"a": 1}, "ts": 70, "dur": 1},
+        7,
+        "not an event",
         {"ph": "X", "cat": "cpu_op", "name": "bad_ts", "pid": 1, "tid": 1, "ts": "soon", "dur": 1},
     ]
-    trace = load_path(write(tmp_path, _trace(events)), use_cache=False)
+    trace = load_path(write(tmp_path, _trace(events)), use_cache=False)  # type: ignore[arg-type]
     names = {trace.names[i] for i in trace.events.name}
     assert {"aten::mm", "aten::add", "aten::sub", "12345"} <= names
     assert not names & {"aten::null_dur", "aten::negative", "no_ts", "no_ph", "bad_ts"}
-    assert trace.stats.invalid_events == 5
-    assert any("without a usable ts/dur" in w for w in trace.warnings)
+    assert trace.stats.invalid_events == 7  # the five above and the two entries that are not objects
+    assert "7 events without a usable ts/dur skipped" in trace.warnings
+    assert "some event fields had unexpected JSON types and were converted or ignored" in trace.warnings
     sub = int(np.flatnonzero(np.array([trace.names[i] for i in trace.events.name]) == "aten::sub")[0])
     assert trace.events.dur[sub] == 1500 and trace.events.external_id[sub] == 3
 

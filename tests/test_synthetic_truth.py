@@ -34,6 +34,24 @@ def test_parallel_and_sequential_decoding_agree(small_synthetic, monkeypatch) ->
     assert (parallel.events.external_id == sequential.events.external_id).all()
 
 
+def test_parallel_decoding_reports_problems_of_every_range(small_synthetic, tmp_path, monkeypatch) -> None:
+    from trnscope.load import kineto
+
+    path, _ = small_synthetic
+    data = path.read_bytes()
+    early = data.index(b'"aten::linear"')  # inside the first of three ranges
+    assert early < len(data) // 3
+    damaged = data[:early] + b'"aten::\xfflinear"' + data[early + len(b'"aten::linear"') :]
+    copy = tmp_path / "damaged.json"
+    copy.write_bytes(damaged)
+    sequential = kineto.load_kineto(copy, workers=1)
+    monkeypatch.setattr(kineto, "PARALLEL_MIN_BYTES", 0)
+    parallel = kineto.load_kineto(copy, workers=3, chunk_bytes=64 << 10)
+    assert parallel.stats.workers == 3
+    assert "invalid UTF-8 bytes in names were replaced with U+FFFD" in sequential.warnings
+    assert parallel.warnings == sequential.warnings
+
+
 def test_group_by_shape_and_stack(small_synthetic) -> None:
     path, truth = small_synthetic
     analysis = Analysis(load_path(path))

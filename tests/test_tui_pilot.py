@@ -10,7 +10,7 @@ from tui_helpers import press, settle, wait_loaded
 
 from conftest import CORPUS, SAMPLES, requires_corpus
 from trnscope.load.events import PH_X
-from tui.app import ErrorScreen, HelpScreen, LoadingScreen, TrnscopeApp
+from tui.app import ErrorScreen, HelpScreen, LoadingScreen, TrnscopeApp, WarningsScreen
 from tui.screen_compare import CompareScreen
 from tui.screen_drill import DrillScreen
 from tui.screen_ops import OpsScreen, PickScreen
@@ -202,7 +202,11 @@ async def test_compare_keys() -> None:
         assert compare.view == "ops"
         await press(pilot, "v")
         assert compare.view == "kernels"
-        await press(pilot, "v", "3")
+        await press(pilot, "v", "2")
+        assert compare.side == 1
+        await press(pilot, "1")
+        assert compare.side == 0
+        await press(pilot, "3")
         assert compare.side == 2
         await press(pilot, "enter")
         assert isinstance(app.screen, DrillScreen)
@@ -211,6 +215,46 @@ async def test_compare_keys() -> None:
         assert isinstance(app.screen, OpsScreen) and app.screen.analysis.trace.label == "fused"
         await press(pilot, "escape", "escape")
         assert isinstance(app.screen, OpsScreen)
+
+
+async def test_help_scrolls_at_80x24() -> None:
+    app = TrnscopeApp([str(TRN)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot)
+        await press(pilot, "question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        box = app.screen.query_one("#text-box")
+        assert box.max_scroll_y > 0  # the help is taller than 24 lines
+        await press(pilot, "j", "j", "j")
+        assert box.scroll_y == 3
+        await press(pilot, "k")
+        assert box.scroll_y == 2
+        await press(pilot, "question_mark")
+        assert isinstance(app.screen, OpsScreen)
+
+
+async def test_warnings_screen_lists_what_the_status_line_counts() -> None:
+    app = TrnscopeApp([str(TRN)])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_loaded(pilot)
+        ops = app.screen
+        assert isinstance(ops, OpsScreen)
+        assert "⚠ 1" in str(ops.query_one("#status").render())
+        await press(pilot, "w")
+        assert isinstance(app.screen, WarningsScreen)
+        text = app.screen.text
+        assert text.count("⚠") == 1
+        assert "1 of 31 device events carry no link to the host" in text
+        await press(pilot, "w")
+        assert app.screen is ops
+        await press(pilot, "c")
+        assert isinstance(app.screen, CompareScreen)
+        await press(pilot, "w")
+        assert isinstance(app.screen, WarningsScreen)
+        headers = [line for line in app.screen.text.splitlines() if line.startswith("[b]")]
+        assert headers == ["[b]eager[/b]", "[b]compiled[/b]", "[b]fused[/b]"]
+        await press(pilot, "escape")
+        assert isinstance(app.screen, CompareScreen)
 
 
 async def test_several_paths_open_compare_directly(small_synthetic) -> None:
@@ -262,7 +306,8 @@ async def test_large_trace_loads_without_blocking_the_ui(tmp_path: Path, monkeyp
         assert slowest < 1.0, slowest
 
 
-async def test_cancel_load(tmp_path: Path) -> None:
+@pytest.mark.parametrize("key", ["escape", "c"])
+async def test_cancel_load(tmp_path: Path, key: str) -> None:
     from trnscope.testing.synth_kineto import generate
 
     path = tmp_path / "big.pt.trace.json"
@@ -271,7 +316,7 @@ async def test_cancel_load(tmp_path: Path) -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause(0.1)
         assert isinstance(app.screen, LoadingScreen)
-        await pilot.press("escape")
+        await pilot.press(key)
         for _ in range(200):
             await pilot.pause(0.05)
             if not app.is_running:

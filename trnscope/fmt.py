@@ -45,18 +45,6 @@ def fmt_ratio(new: float, old: float) -> str:
     return f"{new / old:.2f}x"
 
 
-def fmt_count(value: int) -> str:
-    return f"{value:,}"
-
-
-def fmt_bytes(value: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if abs(value) < 1024 or unit == "GB":
-            return f"{value:.2f} {unit}" if unit != "B" else f"{int(value)} B"
-        value /= 1024
-    return f"{value:.2f} GB"
-
-
 def us(ns: float | int) -> float:
     """ns → µs rounded to the nanosecond, for JSON output."""
     value = float(ns) / 1000.0

@@ -101,13 +101,7 @@ ROLE_OF_CATEGORY: dict[str, Role] = {
     "neuron_rt": Role.SYSTEM_RUNTIME,
 }
 
-HOST_ROLES = frozenset(
-    {Role.OP, Role.ANNOTATION, Role.PYTHON, Role.RUNTIME, Role.DRIVER, Role.PROFILER, Role.INSTANT, Role.OTHER_HOST}
-)
 DEVICE_ROLES = frozenset({Role.KERNEL, Role.MEMORY, Role.DEVICE_ANNOTATION})
-# Device events whose time counts as device time of the op that launched them.
-DEVICE_TIME_ROLES = frozenset({Role.KERNEL, Role.MEMORY, Role.DEVICE_ANNOTATION})
-LAUNCH_ROLES = frozenset({Role.RUNTIME, Role.DRIVER})
 
 FLOW_TO_DEVICE_CATEGORIES = frozenset({"ac2g", "async_cpu_to_gpu", "async"})
 FLOW_FWDBWD_CATEGORIES = frozenset({"fwdbwd", "forward_backward", "fwd_bwd"})
@@ -117,7 +111,3 @@ def role_of(category: str | None) -> Role:
     if not category:
         return Role.OTHER_HOST
     return ROLE_OF_CATEGORY.get(category.lower(), Role.OTHER_HOST)
-
-
-def layer_of(role: Role) -> Layer:
-    return LAYER_OF_ROLE[role]

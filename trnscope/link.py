@@ -80,10 +80,6 @@ class LinkReport(msgspec.Struct):
         """Share of device events with link information that were attributed to an op."""
         return self.linked / self.linkable if self.linkable else 1.0
 
-    @property
-    def attributed_share(self) -> float:
-        return self.linked / self.device_events if self.device_events else 1.0
-
 
 class Links(msgspec.Struct):
     """Everything derived by linking, indexed by trace row."""

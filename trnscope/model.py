@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from trnscope.layers import DEVICE_ROLES, Role
+from trnscope.layers import Role
 
 
 class ThreadInfo(msgspec.Struct):
@@ -131,13 +131,6 @@ class Trace(msgspec.Struct):
     buffer: Any = None  # the decompressed text when no cache file could hold it
     neuron: Any = None  # trnscope.neuron.reader.NeuronData for Neuron profiles
 
-    # -- convenience views ---------------------------------------------------
-    def rows_with_role(self, *roles: Role) -> np.ndarray:
-        return np.flatnonzero(np.isin(self.events.role, np.array([int(r) for r in roles], dtype=np.uint8)))
-
-    def device_rows(self) -> np.ndarray:
-        return self.rows_with_role(*DEVICE_ROLES)
-
     @property
     def span_ns(self) -> tuple[int, int]:
         """(first start, last end) over events that carry time, excluding metadata,
@@ -149,9 +142,3 @@ class Trace(msgspec.Struct):
         starts = ev.ts[timed]
         ends = starts + np.maximum(ev.dur[timed], 0)
         return int(starts.min()), int(ends.max())
-
-    def name_of(self, row: int) -> str:
-        return self.names[int(self.events.name[row])]
-
-    def thread_of(self, row: int) -> ThreadInfo:
-        return self.threads[int(self.events.thread[row])]

@@ -84,6 +84,7 @@ class NeuronOut(msgspec.Struct):
     requests_without_op: int
     instructions: int
     instructions_outside_executions: int
+    profiles_without_executions: int
     aligned_by_sync_point: int
     max_clock_disagreement_us: float
     ops: list[NeuronOpOut]
@@ -123,6 +124,7 @@ def neuron_summary(analysis: Analysis) -> NeuronOut | None:
         requests_without_op=r.requests_without_op,
         instructions=r.instructions,
         instructions_outside_executions=r.instructions_outside_executions,
+        profiles_without_executions=r.profiles_without_executions,
         aligned_by_sync_point=data.alignment.aligned_by_sync_point,
         max_clock_disagreement_us=us(data.alignment.max_disagreement_ns),
         ops=sorted(per_op.values(), key=lambda o: -o.device_us),
@@ -237,8 +239,7 @@ def build_summary(
         for k in korder.tolist()
     ]
     report = analysis.link_report
-    warnings = list(trace.warnings) + list(extra_warnings or [])
-    warnings += link_warnings(analysis)
+    warnings = analysis_warnings(analysis, extra_warnings)
     return SummaryOut(
         source=trace.source,
         device_kind=trace.device_kind,
@@ -267,6 +268,11 @@ def build_summary(
     )
 
 
+def analysis_warnings(analysis: Analysis, extra: list[str] | None = None) -> list[str]:
+    """Everything a reader of this analysis should know was lost, coerced or not linked."""
+    return [*analysis.trace.warnings, *(extra or []), *link_warnings(analysis)]
+
+
 def link_warnings(analysis: Analysis) -> list[str]:
     report = analysis.link_report
     out = []
@@ -279,6 +285,16 @@ def link_warnings(analysis: Analysis) -> list[str]:
         out.append(f"{report.outside_ops:,} device events were launched by runtime calls outside any profiled op")
     if report.unresolved:
         out.append(f"{report.unresolved:,} device events point at ops missing from the trace")
+    neuron = analysis.neuron.report if analysis.neuron is not None else None
+    if neuron is not None and neuron.instructions_outside_executions:
+        orphans = neuron.profiles_without_executions
+        unmatched = (
+            f" ({orphans:,} device profile{' matches' if orphans == 1 else 's match'} no execution)" if orphans else ""
+        )
+        out.append(
+            f"{neuron.instructions_outside_executions:,} of {neuron.instructions:,} NeuronCore instructions fall "
+            f"outside every execution{unmatched}; they count in no engine time"
+        )
     return out
 
 

@@ -13,13 +13,14 @@ from typing import Any
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical, VerticalScroll
-from textual.screen import ModalScreen, Screen
+from textual.containers import Vertical
+from textual.screen import Screen
 from textual.widgets import Footer, Label, ProgressBar, Static
 
 from trnscope.analysis.analysis import Analysis
 from trnscope.errors import LoadCancelled, TrnscopeError
 from tui.messages import LoadFailed, LoadProgress, ProfileLoaded
+from tui.screen_text import HelpScreen, TextScreen, WarningsScreen
 
 
 class LoadingScreen(Screen[None]):
@@ -67,57 +68,13 @@ class ErrorScreen(Screen[None]):
         yield Footer(compact=True)
 
 
-HELP_TEXT = """\
-[b]Everywhere[/b]
-  q            quit                      ?      this help
-  ctrl+p       command palette (actions, search op names)
-  tab          next pane                 esc    back
-
-[b]Op table[/b]
-  j/k ↑/↓      move       g/G  top/bottom     pgup/pgdn  page
-  enter        drill into the op (instances and chain)
-  /            filter by name (regex; esc clears)
-  s / S        next / previous sort column    r   reverse sort
-  b            group by: op → input shape → stack
-  t            switch op table ↔ kernel (device event) table
-  p            hide/show python_function rows
-  a            hide/show annotations (record_function, ProfilerStep)
-  [ / ]        previous / next ProfilerStep (all steps first)
-  v            pick a variant / rank           c   compare variants
-
-[b]Drill-down[/b]
-  n / p        next / previous instance   s   sort instances by time/duration
-  enter        on a child op in the chain: drill into it
-  c            copy the chain as text (OSC 52; also saved to a file)
-
-[b]Compare[/b]
-  v            regions → ops → device work per region
-  1 2 3        the variant enter drills into
-  enter        drill into the op in that variant
-"""
-
-
-class HelpScreen(ModalScreen[None]):
-    BINDINGS = [
-        Binding("escape,q,question_mark", "dismiss", "Close"),
-        Binding("j,down", "scroll(1)", "Down", show=False),
-        Binding("k,up", "scroll(-1)", "Up", show=False),
-    ]
-
-    def action_scroll(self, lines: int) -> None:
-        self.query_one("#help-box", VerticalScroll).scroll_relative(y=lines, animate=False)
-
-    def compose(self) -> ComposeResult:
-        with VerticalScroll(id="help-box"):
-            yield Static(HELP_TEXT, id="help-text")
-
-
 class TrnscopeApp(App[None]):
     TITLE = "trnscope"
     CSS_PATH = "app.tcss"
     BINDINGS = [
         Binding("q", "quit", "Quit", priority=False),
         Binding("question_mark", "help", "Help"),
+        Binding("w", "warnings", "Warnings", show=False),
     ]
 
     def __init__(
@@ -236,5 +193,14 @@ class TrnscopeApp(App[None]):
         self.switch_screen(ErrorScreen(message.error))
 
     def action_help(self) -> None:
-        if not isinstance(self.screen, HelpScreen):
+        if not isinstance(self.screen, TextScreen):
             self.push_screen(HelpScreen())
+
+    def action_warnings(self) -> None:
+        """What the open profile(s) lost, coerced or could not link (the status line's ⚠ count)."""
+        screen = self.screen
+        analyses = getattr(screen, "analyses", None) or (
+            [screen.analysis] if isinstance(getattr(screen, "analysis", None), Analysis) else []
+        )
+        if analyses and not isinstance(screen, TextScreen):
+            self.push_screen(WarningsScreen(analyses))

@@ -8,6 +8,7 @@ from rich.text import Text
 
 from trnscope.analysis.analysis import Analysis
 from trnscope.fmt import fmt_time_short
+from trnscope.report import analysis_warnings
 
 
 def status_text(analysis: Analysis, extra: str = "", width: int = 200) -> Text:
@@ -25,7 +26,7 @@ def status_text(analysis: Analysis, extra: str = "", width: int = 200) -> Text:
     text.append(f"  {len(trace.events):,} events  {fmt_time_short(end - start)}")
     if report.device_events:
         text.append(f"  link {100 * report.coverage:.1f}%")
-    warnings = len(trace.warnings) + (1 if report.unlinkable else 0) + (1 if report.outside_ops else 0)
+    warnings = len(analysis_warnings(analysis))
     if warnings:
         text.append(f"  ⚠ {warnings}", style="yellow")
     if trace.stats.truncated:

@@ -11,7 +11,7 @@ duration; ``gaps`` sums where the time went.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import numpy as np
@@ -19,6 +19,9 @@ import numpy as np
 from trnscope.analysis.analysis import Analysis
 from trnscope.layers import LAYER_OF_ROLE, Layer, Role
 from trnscope.load.lazyargs import event_args
+
+if TYPE_CHECKING:
+    from trnscope.neuron.device import DeviceProfile
 
 LAYER_NAMES = {
     Layer.FRAMEWORK: "framework",
@@ -293,9 +296,18 @@ def _neuron_hops(analysis: Analysis, exec_row: int, hops: list[Hop], hop: Any, o
     hops.append(hop(exec_row, "execution", depth + 2, details=details))
     busy = neuron.engine_busy[index]
     count = neuron.engine_count[index]
+    profile_index = int(neuron.exec_profile[index])
+    profile = data.profiles[profile_index] if profile_index >= 0 else None
+    dev_start, dev_end = int(system.nc_start[sys_exec]), int(system.nc_stop[sys_exec])
     for e in np.argsort(-busy).tolist():
         if busy[e] == 0:
             continue
+        engine_details: dict[str, Any] = {
+            "instructions": int(count[e]),
+            "busy_percent": round(100.0 * int(busy[e]) / duration, 1),
+        }
+        if ENGINES[e] == "dma" and profile is not None:
+            engine_details.update(_dma_details(profile, dev_start, dev_end))
         hops.append(
             Hop(
                 layer="device",
@@ -303,16 +315,13 @@ def _neuron_hops(analysis: Analysis, exec_row: int, hops: list[Hop], hop: Any, o
                 start_us=_us(exec_start - origin),
                 dur_us=_us(int(busy[e])),
                 thread_or_stream=trace.threads[int(ev.thread[exec_row])].display,
-                details={"instructions": int(count[e]), "busy_percent": round(100.0 * int(busy[e]) / duration, 1)},
+                details=engine_details,
                 kind="engine",
                 depth=depth + 3,
                 row=exec_row,
             )
         )
-    profile_index = int(neuron.exec_profile[index])
-    if profile_index >= 0:
-        profile = data.profiles[profile_index]
-        dev_start, dev_end = int(system.nc_start[sys_exec]), int(system.nc_stop[sys_exec])
+    if profile is not None:
         collectives = np.flatnonzero((profile.cc_start >= dev_start) & (profile.cc_start < dev_end))
         for c in collectives.tolist():
             hops.append(
@@ -358,6 +367,18 @@ def _neuron_hops(analysis: Analysis, exec_row: int, hops: list[Hop], hop: Any, o
                     )
                 )
     return queue
+
+
+def _dma_details(profile: DeviceProfile, dev_start: int, dev_end: int) -> dict[str, Any]:
+    """Bytes and routes of the DMA packets that start inside one execution."""
+    inside = (profile.dma_start >= dev_start) & (profile.dma_start < dev_end)
+    details: dict[str, Any] = {"bytes": int(profile.dma_bytes[inside].sum())}
+    if profile.dma_route.size == profile.dma_start.size and profile.dma_routes:
+        routes = profile.dma_route[inside]
+        routes = routes[routes >= 0]
+        counts = np.bincount(routes, minlength=len(profile.dma_routes))
+        details["routes"] = {profile.dma_routes[r]: int(counts[r]) for r in np.argsort(-counts)[:4] if counts[r]}
+    return details
 
 
 def find_op(analysis: Analysis, name: str) -> int:

@@ -16,8 +16,6 @@ import numpy as np
 from trnscope.analysis.analysis import Analysis
 from trnscope.layers import Role
 
-METRICS = ("calls", "self_cpu_ns", "cpu_total_ns", "self_device_ns", "device_total_ns")
-
 
 class Figures(msgspec.Struct):
     calls: int = 0

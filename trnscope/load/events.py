@@ -377,10 +377,11 @@ def _number_or_none(value: Any) -> float | str | None:
     return None
 
 
-def coerce_event(obj: Any) -> RawEvent | None:
-    """Build a RawEvent from any decoded JSON value, or None if it is not an object."""
+def coerce_event(obj: Any) -> RawEvent:
+    """Build a RawEvent from any decoded JSON value; a value that is not an object
+    becomes an event without ts/dur, so the loader counts it as skipped."""
     if not isinstance(obj, dict):
-        return None
+        return RawEvent()
     raw_args = obj.get("args")
     args = NO_ARGS
     if isinstance(raw_args, dict):

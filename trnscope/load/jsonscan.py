@@ -136,8 +136,7 @@ def _decode_lenient(data: bytes | bytearray) -> list[RawEvent]:
     values = ANY_DECODER.decode(data)
     if not isinstance(values, list):
         raise msgspec.DecodeError("not an array")
-    events = [coerce_event(v) for v in values]
-    return [e for e in events if e is not None]
+    return [coerce_event(v) for v in values]
 
 
 def _framed(buf: Any, start: int, end: int) -> bytearray:

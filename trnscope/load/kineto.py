@@ -365,7 +365,6 @@ def _merge(results: list[RangeResult], skip_cats: frozenset[str]) -> _Merged:
     meta: list[tuple[int, str, str | None, str | None, Any]] = []
     invalid = skipped = bad = 0
     original = 0
-    kept_rows = 0
     for result in results:
         for chunk in result.chunks:
             c = chunk.columns
@@ -410,7 +409,6 @@ def _merge(results: list[RangeResult], skip_cats: frozenset[str]) -> _Merged:
             )
             source_parts.append(rows.astype(np.int64) + original)
             original += n
-            kept_rows += rows.size
     columns = EventColumns.concatenate(parts) if parts else EventColumns.empty()
     source_index = np.concatenate(source_parts) if source_parts else np.empty(0, np.int64)
     return _Merged(
@@ -630,6 +628,8 @@ def load_kineto(
     report = results[-1].report
     lost_events = sum(r.report.lost_events for r in results)
     lost_bytes = sum(r.report.lost_bytes for r in results)
+    repaired_chunks = sum(r.report.repaired_chunks for r in results)
+    lenient_chunks = sum(r.report.lenient_chunks for r in results)
     skip_cats = frozenset(cat for key in skip for cat in SKIPPABLE.get(key, (key,)))
     merged = _merge(results, skip_cats)
     columns = merged.columns
@@ -674,7 +674,9 @@ def load_kineto(
         warnings.append(f"{merged.invalid:,} events without a usable ts/dur skipped")
     if merged.bad_values:
         warnings.append(f"{merged.bad_values:,} timestamps or durations had a wrong type and were coerced")
-    if report.repaired_chunks:
+    if lenient_chunks:
+        warnings.append("some event fields had unexpected JSON types and were converted or ignored")
+    if repaired_chunks:
         warnings.append("invalid UTF-8 bytes in names were replaced with U+FFFD")
     if header_problem:
         warnings.append(header_problem)

@@ -88,7 +88,8 @@ class DeviceProfile(msgspec.Struct):
     cc_duration: np.ndarray = np.empty(0, np.int64)
     cc_bytes: np.ndarray = np.empty(0, np.int64)
     cc_operation: list[str] = []
-    dma_transfers: dict[str, int] = {}  # DmaPacketAggregated: "op source→dest" → count
+    dma_route: np.ndarray = np.empty(0, np.int32)  # per DMA packet: index into dma_routes, -1
+    dma_routes: list[str] = []  # DmaPacketAggregated "op source→dest", e.g. "read [HBM]→[SB]"
     summary: dict[str, Any] = {}
     metadata: dict[str, Any] = {}
     text_loaded: bool = True  # opcode/hlo/nki present for every row
@@ -225,7 +226,9 @@ def read_device_parquet(folder: Path, profile_list: dict[str, tuple[int, int]]) 
     summary = _first_row(read_table(folder, "Summary"))
     name = str(metadata.get("profile_name") or folder.name)
     nc_id, model_id = profile_list.get(name, profile_list.get(folder.name, (_int(metadata.get("neuroncore_idx")), -1)))
-    dma = read_table(folder, "DmaPacket", ["start_ts", "duration_ns", "end_ts", "transfer_bytes"])
+    dma = read_table(
+        folder, "DmaPacket", ["start_ts", "duration_ns", "end_ts", "transfer_bytes", "packet_aggregation_id"]
+    )
     dma_data = dma.to_pydict() if dma is not None else {}
     dma_start = np.array(dma_data.get("start_ts", []), dtype=np.int64)
     dma_duration = (
@@ -241,19 +244,14 @@ def read_device_parquet(folder: Path, profile_list: dict[str, tuple[int, int]]) 
         if "duration_ns" in cc_data
         else np.array(cc_data.get("end_ts", []), dtype=np.int64) - cc_start
     )
-    aggregated = read_table(folder, "DmaPacketAggregated", ["op", "source", "dest"])
-    transfers: dict[str, int] = {}
-    if aggregated is not None:
-        agg = aggregated.to_pydict()
-        for op, src, dst in zip(agg.get("op", []), agg.get("source", []), agg.get("dest", [])):
-            key = f"{op} {src}→{dst}"
-            transfers[key] = transfers.get(key, 0) + 1
+    dma_route, dma_routes = _dma_routes(folder, dma_data.get("packet_aggregation_id"), dma_start.size)
     return DeviceProfile(
         cc_start=cc_start,
         cc_duration=np.maximum(cc_duration, 0),
         cc_bytes=np.array([max(_int(v), 0) for v in cc_data.get("input_size", [])], dtype=np.int64),
         cc_operation=[str(v) for v in cc_data.get("operation", [])],
-        dma_transfers=transfers,
+        dma_route=dma_route,
+        dma_routes=dma_routes,
         label=name,
         nc_idx=max(nc_id, 0),
         model_id=model_id,
@@ -273,6 +271,29 @@ def _first_row(table: Any) -> dict[str, Any]:
     if table is None or table.num_rows == 0:
         return {}
     return {k: v[0] for k, v in table.slice(0, 1).to_pydict().items()}
+
+
+def _dma_routes(folder: Path, aggregation_ids: list[Any] | None, packets: int) -> tuple[np.ndarray, list[str]]:
+    """Each DMA packet's route ("op source→dest") through its DmaPacketAggregated row."""
+    aggregated = read_table(folder, "DmaPacketAggregated", ["id", "op", "source", "dest"])
+    if aggregated is None or aggregation_ids is None or aggregated.num_rows == 0:
+        return np.full(packets, -1, dtype=np.int32), []
+    n = aggregated.num_rows
+    agg = aggregated.to_pydict()
+    routes = Interner()
+    route_of_row = np.array(
+        [
+            routes[f"{op} {src}→{dst}"]
+            for op, src, dst in zip(agg.get("op", [""] * n), agg.get("source", [""] * n), agg.get("dest", [""] * n))
+        ],
+        dtype=np.int32,
+    )
+    ids = np.array([_int(v) for v in agg.get("id", range(n))], dtype=np.int64)
+    order = np.argsort(ids, kind="stable")
+    ids, route_of_row = ids[order], route_of_row[order]
+    wanted = np.array([_int(v) for v in aggregation_ids], dtype=np.int64)
+    at = np.minimum(np.searchsorted(ids, wanted), n - 1)
+    return np.where(ids[at] == wanted, route_of_row[at], -1).astype(np.int32), routes.values_in_order()
 
 
 def _read_parquet_details(folder: Path, start: int, end: int) -> Instructions:

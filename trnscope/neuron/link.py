@@ -63,8 +63,6 @@ class NeuronLinks(msgspec.Struct):
     exec_request: np.ndarray  # system index of the runtime request (nrt_execute), -1
     exec_co_ops: list[list[int]]  # other ops of a fused submission
     exec_profile: np.ndarray  # index into NeuronData.profiles, -1
-    exec_instr_lo: np.ndarray  # instruction range in that profile (sorted by start)
-    exec_instr_hi: np.ndarray
     engine_busy: np.ndarray  # int64 [executions, len(ENGINES)]: summed instruction time
     engine_count: np.ndarray  # int64 [executions, len(ENGINES)]
     report: NeuronLinkReport
@@ -281,8 +279,6 @@ def _finish(
         r.outside_ops += int(((exec_op < 0) & (request >= 0)).sum())
 
     profile_of = np.full(n_exec, -1, dtype=np.int64)
-    lo = np.zeros(n_exec, dtype=np.int64)
-    hi = np.zeros(n_exec, dtype=np.int64)
     busy = np.zeros((n_exec, len(ENGINES)), dtype=np.int64)
     counts = np.zeros((n_exec, len(ENGINES)), dtype=np.int64)
     system = data.system
@@ -309,9 +305,7 @@ def _finish(
         which = np.searchsorted(dev_start, inst.start, side="right") - 1
         inside = (which >= 0) & (inst.start < dev_end[np.maximum(which, 0)])
         report.instructions_outside_executions += int((~inside).sum())
-        for k, execution in enumerate(mine.tolist()):
-            lo[execution], hi[execution] = np.searchsorted(inst.start, [dev_start[k], dev_end[k]])
-            profile_of[execution] = p_index
+        profile_of[mine] = p_index
         executions = mine[which[inside]]
         np.add.at(busy, (executions, inst.engine[inside].astype(np.int64)), inst.duration[inside])
         np.add.at(counts, (executions, inst.engine[inside].astype(np.int64)), 1)
@@ -326,4 +320,4 @@ def _finish(
             within = (at >= 0) & (start < dev_end[np.maximum(at, 0)])
             np.add.at(busy, (mine[at[within]], ENGINES.index(engine)), duration[within])
             np.add.at(counts, (mine[at[within]], ENGINES.index(engine)), 1)
-    return NeuronLinks(exec_op, method, request, co_ops, profile_of, lo, hi, busy, counts, report)
+    return NeuronLinks(exec_op, method, request, co_ops, profile_of, busy, counts, report)

@@ -26,7 +26,6 @@ One process-session folder (``<instance>_pid_<pid>/<timestamp>/``) holds:
 
 from __future__ import annotations
 
-import gzip
 import random
 from collections import defaultdict
 from pathlib import Path
@@ -840,9 +839,10 @@ def _write_parquet(session: Path, writer: SessionWriter) -> None:
             pa.table(
                 {
                     "id": list(range(len(dma))),
-                    "op": ["read"] * len(dma),
-                    "source": ["[HBM]"] * len(dma),
-                    "dest": ["[SB]"] * len(dma),
+                    # input queues read HBM into the state buffer, output queues write it back
+                    "op": ["read" if d["queue_type"] == "input" else "write" for d in dma],
+                    "source": ["[HBM]" if d["queue_type"] == "input" else "[SB]" for d in dma],
+                    "dest": ["[SB]" if d["queue_type"] == "input" else "[HBM]" for d in dma],
                     "block_id": [0] * len(dma),
                 }
             ),
@@ -997,7 +997,3 @@ def write_multi_rank(out: Path, ranks: int = 2, seed: int = 0) -> dict[int, Neur
 def write_raw_only(out: Path, seed: int = 0) -> NeuronTruth:
     """A capture before conversion: .pb / .ntff / .neff and the framework trace only."""
     return write_process_session(out, "eager", seed=seed, exports=())
-
-
-def gzip_text(data: bytes) -> bytes:
-    return gzip.compress(data, mtime=0)

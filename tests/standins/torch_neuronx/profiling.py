@@ -37,9 +37,28 @@ def _config_string(profile_output_dir: str, max_events_per_nc: int, capture_enab
     return ";".join(parts)
 
 
+class _NeuronConfigBase(_ExperimentalConfig):
+    def _setup(self, modes, profile_output_dir, max_events_per_nc, capture_enabled_for_nc, **extra) -> None:  # type: ignore[no-untyped-def]
+        modes = modes if modes is not None else [ProfileMode.DEVICE, ProfileMode.RUNTIME]
+        _check_common(modes, profile_output_dir, max_events_per_nc, capture_enabled_for_nc)
+        super().__init__(
+            custom_profiler_config=_config_string(profile_output_dir, max_events_per_nc, capture_enabled_for_nc)
+        )
+        self.modes, self.profile_output_dir = modes, profile_output_dir
+        log(
+            "NeuronConfig",
+            id=id(self),
+            modes=[m.name for m in modes],
+            profile_output_dir=profile_output_dir,
+            max_events_per_nc=max_events_per_nc,
+            capture_enabled_for_nc=capture_enabled_for_nc,
+            **extra,
+        )
+
+
 if os.environ.get("STANDIN_NO_CORRELATE") == "1":
 
-    class NeuronConfig(_ExperimentalConfig):
+    class NeuronConfig(_NeuronConfigBase):
         """A NeuronConfig of a release without ``correlate_device_time``."""
 
         def __init__(
@@ -51,24 +70,11 @@ if os.environ.get("STANDIN_NO_CORRELATE") == "1":
             neff_cache_dir=None,
             precache_node_info=True,
         ):  # type: ignore[no-untyped-def]
-            modes = modes if modes is not None else [ProfileMode.DEVICE, ProfileMode.RUNTIME]
-            _check_common(modes, profile_output_dir, max_events_per_nc, capture_enabled_for_nc)
-            super().__init__(
-                custom_profiler_config=_config_string(profile_output_dir, max_events_per_nc, capture_enabled_for_nc)
-            )
-            self.modes, self.profile_output_dir = modes, profile_output_dir
-            log(
-                "NeuronConfig",
-                id=id(self),
-                modes=[m.name for m in modes],
-                profile_output_dir=profile_output_dir,
-                max_events_per_nc=max_events_per_nc,
-                capture_enabled_for_nc=capture_enabled_for_nc,
-            )
+            self._setup(modes, profile_output_dir, max_events_per_nc, capture_enabled_for_nc)
 
 else:
 
-    class NeuronConfig(_ExperimentalConfig):  # type: ignore[no-redef]
+    class NeuronConfig(_NeuronConfigBase):  # type: ignore[no-redef]
         def __init__(
             self,
             modes=None,
@@ -79,19 +85,11 @@ else:
             precache_node_info=True,
             correlate_device_time=False,
         ):  # type: ignore[no-untyped-def]
-            modes = modes if modes is not None else [ProfileMode.DEVICE, ProfileMode.RUNTIME]
-            _check_common(modes, profile_output_dir, max_events_per_nc, capture_enabled_for_nc)
-            super().__init__(
-                custom_profiler_config=_config_string(profile_output_dir, max_events_per_nc, capture_enabled_for_nc)
-            )
-            self.modes, self.profile_output_dir = modes, profile_output_dir
-            log(
-                "NeuronConfig",
-                id=id(self),
-                modes=[m.name for m in modes],
-                profile_output_dir=profile_output_dir,
-                max_events_per_nc=max_events_per_nc,
-                capture_enabled_for_nc=capture_enabled_for_nc,
+            self._setup(
+                modes,
+                profile_output_dir,
+                max_events_per_nc,
+                capture_enabled_for_nc,
                 correlate_device_time=correlate_device_time,
             )
 
