@@ -29,7 +29,7 @@ from trnscope.link import LinkReport, Links
 from trnscope.model import ChunkRef, EventColumns, LoadStats, ThreadInfo, Trace
 
 MAGIC = b"TRNSCOPE-INDEX\x00\x02"
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5  # 5: non-object events counted, lenient-decode warning
 _ALIGN = 64
 _LINK_ARRAYS = (
     "in_tree",
