@@ -3,7 +3,7 @@
 Nesting follows PyTorch's own ``EventList._populate_cpu_children`` exactly (per
 thread, sorted by start then longest first, a stack that pops events that end
 before the next one starts or that it overlaps only partly), so self times match
-``key_averages()``.
+``key_averages()``; ``trnscope.nesting`` computes it.
 
 Device events are attributed to the op that launched them by three strategies, in
 order (see ``shared/reference/kineto-trace-format.md`` §7.2):
@@ -35,6 +35,7 @@ from trnscope.layers import (
 )
 from trnscope.load.events import NONE_ID, PH_FLOW_END, PH_FLOW_START, PH_INSTANT, PH_X
 from trnscope.model import Trace
+from trnscope.nesting import nest
 
 # Names PyTorch drops before building its tree (profiler_util._filter_name).
 FILTERED_NAMES = frozenset(
@@ -117,45 +118,6 @@ def _host_tree_mask(trace: Trace) -> np.ndarray:
     instant_cat = np.array([c.lower() == "cpu_instant_event" for c in trace.cats] or [False], dtype=bool)
     instants = (ev.ph == PH_INSTANT) & instant_cat[ev.cat]
     return (span | instants) & ~filtered[ev.name]
-
-
-def nest(ts: np.ndarray, end: np.ndarray, thread: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Parent row and depth of each of ``rows`` by PyTorch's stack algorithm."""
-    parent = np.full(rows.size, -1, dtype=np.int64)
-    depth = np.zeros(rows.size, dtype=np.int32)
-    if rows.size == 0:
-        return parent, depth
-    order = np.lexsort((rows, -end[rows], ts[rows], thread[rows]))
-    ordered = rows[order]
-    starts = ts[ordered].tolist()
-    ends = end[ordered].tolist()
-    threads = thread[ordered].tolist()
-    local_parent = [-1] * len(starts)
-    local_depth = [0] * len(starts)
-    stack_end: list[int] = []
-    stack_pos: list[int] = []
-    current = None
-    for k, (start, stop, th) in enumerate(zip(starts, ends, threads)):
-        if th != current:
-            stack_end.clear()
-            stack_pos.clear()
-            current = th
-        while stack_end:
-            top = stack_end[-1]
-            if start >= top or stop > top:
-                stack_end.pop()
-                stack_pos.pop()
-            else:
-                local_parent[k] = stack_pos[-1]
-                break
-        local_depth[k] = len(stack_end)
-        stack_end.append(stop)
-        stack_pos.append(k)
-    local = np.array(local_parent, dtype=np.int64)
-    mapped = np.where(local >= 0, ordered[np.maximum(local, 0)], -1)
-    parent[order] = mapped
-    depth[order] = np.array(local_depth, dtype=np.int32)
-    return parent, depth
 
 
 def _remove_duplicate_nodes(trace: Trace, parent: np.ndarray, in_tree: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,88 @@
+"""The whole-array nesting must give exactly the parents and depths of PyTorch's stack
+algorithm (``nest_with_stack``, a direct transcription of it), on laminar threads where
+it answers alone and on partly overlapping ones where it falls back to the stack."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trnscope.nesting import nest, nest_with_stack
+
+
+def _assert_same(ts: np.ndarray, end: np.ndarray, thread: np.ndarray, rows: np.ndarray) -> None:
+    fast_parent, fast_depth = nest(ts, end, thread, rows)
+    ref_parent, ref_depth = nest_with_stack(ts, end, thread, rows)
+    np.testing.assert_array_equal(fast_parent, ref_parent)
+    np.testing.assert_array_equal(fast_depth, ref_depth)
+
+
+events = st.lists(
+    st.tuples(st.integers(0, 30), st.integers(0, 12), st.integers(0, 2)),
+    min_size=1,
+    max_size=60,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(events)
+def test_matches_the_stack_on_arbitrary_overlaps(spec: list[tuple[int, int, int]]) -> None:
+    ts = np.array([s for s, _, _ in spec], dtype=np.int64)
+    end = ts + np.array([d for _, d, _ in spec], dtype=np.int64)
+    thread = np.array([t for _, _, t in spec], dtype=np.int32)
+    _assert_same(ts, end, thread, np.arange(ts.size))
+
+
+def _laminar(rng: np.random.Generator, count: int) -> np.ndarray:
+    """Properly nested intervals with zero-length and identical ones mixed in."""
+    out: list[tuple[int, int]] = []
+
+    def fill(lo: int, hi: int, level: int) -> None:
+        t = lo
+        while t < hi and len(out) < count:
+            s = t + int(rng.integers(0, 3))
+            if s > hi:
+                return
+            e = min(hi, s + int(rng.integers(0, 40)))
+            out.append((s, e))
+            if rng.random() < 0.1:
+                out.append((s, e))  # an identical twin nests inside the first
+            if level < 8 and e > s:
+                fill(s, e, level + 1)
+            t = e + int(rng.integers(0, 2))
+
+    fill(0, 10**7, 0)
+    return np.array(out, dtype=np.int64)
+
+
+def test_matches_the_stack_on_nested_threads_with_a_few_partial_overlaps() -> None:
+    rng = np.random.default_rng(7)
+    for round_ in range(40):
+        spans = _laminar(rng, 3000)
+        ts, end = spans[:, 0].copy(), spans[:, 1].copy()
+        if round_ % 2:  # stretch a few events past their parent's end
+            picked = rng.choice(ts.size, size=3, replace=False)
+            end[picked] += rng.integers(1, 50, size=3)
+        thread = rng.integers(0, 4, ts.size).astype(np.int32)
+        rows = np.flatnonzero(rng.random(ts.size) < 0.95)
+        _assert_same(ts, end, thread, rows)
+
+
+def test_clock_values_too_far_apart_for_one_key_space() -> None:
+    rng = np.random.default_rng(3)
+    spans = _laminar(rng, 500)
+    ts = np.concatenate([spans[:, 0], spans[:, 0] + (1 << 61), spans[:, 0] - (1 << 61)])
+    end = np.concatenate([spans[:, 1], spans[:, 1] + (1 << 61), spans[:, 1] - (1 << 61)])
+    end[10] += 5  # one partial overlap, so the stack fallback runs on the spread clocks too
+    thread = np.repeat(np.arange(3, dtype=np.int32), spans.shape[0])
+    _assert_same(ts, end, thread, np.arange(ts.size))
+
+
+def test_empty_and_single() -> None:
+    empty = np.empty(0, np.int64)
+    parent, depth = nest(empty, empty, empty.astype(np.int32), empty)
+    assert parent.size == depth.size == 0
+    one = np.array([5], dtype=np.int64)
+    parent, depth = nest(one, one + 3, np.zeros(1, np.int32), np.arange(1))
+    assert parent.tolist() == [-1] and depth.tolist() == [0]

@@ -1,0 +1,222 @@
+"""Parent and depth of host events, exactly as PyTorch's stack algorithm finds them.
+
+PyTorch (``EventList._populate_cpu_children``) walks each thread's events sorted by
+start, longest first, keeping a stack: an event pops every entry that ends at or before
+its start, or that ends before it does (a partial overlap), and becomes a child of
+what is left on top.  A Python loop over millions of events is the slowest step of an
+open, so this module computes the same answer with whole-array operations and keeps the
+loop only for the stretches of a thread where it is needed:
+
+* When every two events of a thread are either disjoint or nested (a *laminar*
+  family), the stack always holds exactly an event's enclosing events.  An event's
+  depth is then the number of earlier events that end after it starts, and its parent
+  is the last earlier event one level up.  Both come from sorts and binary searches.
+* Whether the family is laminar is checked on the result: every event must lie inside
+  its parent, and each event must start at or after its previous sibling's end.  A
+  tree that passes both checks can only come from a laminar family, so the answer is
+  then exactly the stack algorithm's.
+* Where the check fails (events that overlap partly, or zero-length events at a
+  parent's very end), the stack loop runs again, but only over the *segments* that hold
+  a failure: a segment starts wherever an event starts after everything before it on
+  its thread has ended, and there the stack is empty in both methods.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+
+def nest(ts: np.ndarray, end: np.ndarray, thread: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Parent row (-1 for roots) and depth of each of ``rows`` by PyTorch's stack algorithm."""
+    parent = np.full(rows.size, -1, dtype=np.int64)
+    depth = np.zeros(rows.size, dtype=np.int32)
+    if rows.size == 0:
+        return parent, depth
+    order = np.lexsort((rows, -end[rows], ts[rows], thread[rows]))
+    ordered = rows[order]
+    local_parent, local_depth = nest_sorted(ts[ordered], end[ordered], thread[ordered])
+    parent[order] = np.where(local_parent >= 0, ordered[np.maximum(local_parent, 0)], -1)
+    depth[order] = local_depth
+    return parent, depth
+
+
+def nest_sorted(start: np.ndarray, stop: np.ndarray, thread: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Like ``nest`` for events already sorted by (thread, start, -stop, row); parents
+    are positions in that order."""
+    n = start.size
+    first_of_thread = np.empty(n, dtype=bool)
+    first_of_thread[0] = True
+    np.not_equal(thread[1:], thread[:-1], out=first_of_thread[1:])
+    group = np.cumsum(first_of_thread) - 1
+    group_start = np.flatnonzero(first_of_thread)
+
+    depth = _depths(start, stop, group, group_start)
+    # Positions sorted by (depth, position): within it, an event's previous sibling
+    # candidate is simply the entry before it, and the parent searches come in order.
+    if depth.max() < 2**16:
+        by_depth = np.argsort(depth.astype(np.uint16), kind="stable")  # radix sort
+    else:
+        by_depth = np.argsort(depth, kind="stable")
+    sorted_depth = depth[by_depth]
+    keys = sorted_depth * n + by_depth
+
+    parent = np.full(n, -1, dtype=np.int64)
+    index = np.searchsorted(keys, keys - n, side="left") - 1
+    one_up = (sorted_depth > 0) & (index >= 0)
+    one_up[one_up] = keys[index[one_up]] >= (sorted_depth[one_up] - 1) * n
+    parent[by_depth[one_up]] = by_depth[index[one_up]]
+    # an event deeper than 0 always has an earlier event one level up when the family
+    # is laminar; a partial overlap can leave none
+    orphan = np.zeros(n, dtype=bool)
+    orphan[by_depth] = (sorted_depth > 0) & ~one_up
+
+    previous = np.full(n, -1, dtype=np.int64)
+    same_level = np.zeros(n, dtype=bool)
+    same_level[1:] = sorted_depth[1:] == sorted_depth[:-1]
+    previous[by_depth[same_level]] = by_depth[np.flatnonzero(same_level) - 1]
+    floor = np.where(parent >= 0, parent, group_start[group] - 1)
+    has_sibling = previous > floor
+
+    p = np.maximum(parent, 0)
+    outside_parent = (parent >= 0) & ((stop > stop[p]) | (start >= stop[p]))
+    overlaps_sibling = has_sibling & (stop[np.maximum(previous, 0)] > start)
+    broken = orphan | outside_parent | overlaps_sibling
+    if broken.any():
+        _redo_with_stack(start, stop, group, broken, parent, depth)
+    return parent, depth.astype(np.int32)
+
+
+def _depths(start: np.ndarray, stop: np.ndarray, group: np.ndarray, group_start: np.ndarray) -> np.ndarray:
+    """Per event, how many earlier events of its thread end after it starts (its depth
+    when the family is laminar)."""
+    n = start.size
+    low = int(min(start.min(), stop.min()))
+    span = int(max(start.max(), stop.max())) - low + 1
+    groups = int(group[-1]) + 1
+    if groups * span >= 2**62:  # clock values too far apart to share one key space
+        depth = np.empty(n, dtype=np.int64)
+        bounds = [*group_start.tolist(), n]
+        for lo, hi in itertools.pairwise(bounds):
+            depth[lo:hi] = _depths(start[lo:hi], stop[lo:hi], np.zeros(hi - lo, np.int64), np.zeros(1, np.int64))
+        return depth
+    offset = group.astype(np.int64) * span - low
+    start_key = start + offset
+    # ends come nearly in order (children end before their parent), which timsort likes
+    ended = np.searchsorted(np.sort(stop + offset, kind="stable"), start_key, side="right") - group_start[group]
+    # ``ended`` also counts the event itself when it has zero length, and zero-length
+    # events that start at the same time and sort after it: neither is earlier.
+    zero = (start == stop).astype(np.int64)
+    zeros_through = np.cumsum(zero)
+    last_of_run = np.empty(n, dtype=bool)
+    last_of_run[-1] = True
+    np.not_equal(start_key[1:], start_key[:-1], out=last_of_run[:-1])
+    run_end = np.where(last_of_run, np.arange(n), n)
+    run_end = np.minimum.accumulate(run_end[::-1])[::-1]
+    later_zero = zeros_through[run_end] - zeros_through
+    earlier_ended = ended - zero - later_zero
+    return np.arange(n, dtype=np.int64) - group_start[group] - earlier_ended
+
+
+def _redo_with_stack(
+    start: np.ndarray,
+    stop: np.ndarray,
+    group: np.ndarray,
+    broken: np.ndarray,
+    parent: np.ndarray,
+    depth: np.ndarray,
+) -> None:
+    """Run the stack algorithm over the segments that hold a broken event."""
+    n = start.size
+    previous_stop = np.empty(n, dtype=np.int64)
+    previous_stop[1:] = stop[:-1]
+    previous_stop[np.r_[True, group[1:] != group[:-1]]] = np.iinfo(np.int64).min
+    # latest end so far in the thread (reset where a thread begins)
+    latest = _running_max_per_group(previous_stop, group)
+    opens = (start >= latest) | np.r_[True, group[1:] != group[:-1]]
+    segment = np.cumsum(opens) - 1
+    bad_segments = np.unique(segment[broken])
+    redo = np.flatnonzero(np.isin(segment, bad_segments))
+    starts, stops = start[redo].tolist(), stop[redo].tolist()
+    segments = segment[redo].tolist()
+    positions = redo.tolist()
+    stack_end: list[int] = []
+    stack_pos: list[int] = []
+    current = -1
+    for k, (s, e, seg) in enumerate(zip(starts, stops, segments)):
+        if seg != current:
+            stack_end.clear()
+            stack_pos.clear()
+            current = seg
+        found = -1
+        while stack_end:
+            top = stack_end[-1]
+            if s >= top or e > top:
+                stack_end.pop()
+                stack_pos.pop()
+            else:
+                found = stack_pos[-1]
+                break
+        row = positions[k]
+        parent[row] = found
+        depth[row] = len(stack_end)
+        stack_end.append(e)
+        stack_pos.append(row)
+
+
+def _running_max_per_group(values: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Running maximum of ``values`` that restarts at each new group (groups are
+    contiguous and ascending)."""
+    if group[-1] == group[0]:
+        return np.maximum.accumulate(values)
+    # Lift each group above every earlier one so a single running maximum restarts.
+    low = int(values[values > np.iinfo(np.int64).min].min()) if (values > np.iinfo(np.int64).min).any() else 0
+    high = int(values.max())
+    span = high - low + 2
+    if (int(group[-1]) + 1) * span < 2**62:
+        clipped = np.maximum(values, low - 1) - (low - 1)
+        lifted = clipped + group.astype(np.int64) * span
+        return np.maximum.accumulate(lifted) - group.astype(np.int64) * span + (low - 1)
+    out = np.empty_like(values)
+    bounds = [*np.flatnonzero(np.r_[True, group[1:] != group[:-1]]).tolist(), values.size]
+    for lo, hi in itertools.pairwise(bounds):
+        out[lo:hi] = np.maximum.accumulate(values[lo:hi])
+    return out
+
+
+def nest_with_stack(
+    ts: np.ndarray, end: np.ndarray, thread: np.ndarray, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The stack algorithm over every event: the reference ``nest`` must agree with."""
+    parent = np.full(rows.size, -1, dtype=np.int64)
+    depth = np.zeros(rows.size, dtype=np.int32)
+    if rows.size == 0:
+        return parent, depth
+    order = np.lexsort((rows, -end[rows], ts[rows], thread[rows]))
+    ordered = rows[order]
+    local_parent = [-1] * ordered.size
+    local_depth = [0] * ordered.size
+    stack_end: list[int] = []
+    stack_pos: list[int] = []
+    current = None
+    for k, (start, stop, th) in enumerate(zip(ts[ordered].tolist(), end[ordered].tolist(), thread[ordered].tolist())):
+        if th != current:
+            stack_end.clear()
+            stack_pos.clear()
+            current = th
+        while stack_end:
+            top = stack_end[-1]
+            if start >= top or stop > top:
+                stack_end.pop()
+                stack_pos.pop()
+            else:
+                local_parent[k] = stack_pos[-1]
+                break
+        local_depth[k] = len(stack_end)
+        stack_end.append(stop)
+        stack_pos.append(k)
+    local = np.array(local_parent, dtype=np.int64)
+    parent[order] = np.where(local >= 0, ordered[np.maximum(local, 0)], -1)
+    depth[order] = np.array(local_depth, dtype=np.int32)
+    return parent, depth
