@@ -27,6 +27,7 @@ from enum import IntEnum
 import msgspec
 import numpy as np
 
+from trnscope.arrays import first_of_each, is_member, sorted_unique
 from trnscope.layers import (
     DEVICE_ROLES,
     FLOW_FWDBWD_CATEGORIES,
@@ -314,8 +315,7 @@ def link(trace: Trace) -> Links:
     starts, ends = _flow_pairs(trace, FLOW_TO_DEVICE_CATEGORIES)
     via_flow = np.full(device_rows.size, -1, dtype=np.int64)
     if starts.size:
-        known = np.unique(d_corr[launch >= 0])
-        needed = ~np.isin(ev.flow_id[ends], known)
+        needed = ~is_member(sorted_unique(d_corr[launch >= 0]), ev.flow_id[ends])
         starts, ends = starts[needed], ends[needed]
     if starts.size:
         s_bound = _bind_points(trace, starts, _point_index(trace, launch_rows), raw_parent)
@@ -403,7 +403,7 @@ def _forward_backward(trace: Trace, op_mask: np.ndarray, raw_parent: np.ndarray)
     outer = fwd_rows[parent_seq != ev.sequence[fwd_rows]]
     order = np.lexsort((ev.ts[outer], ev.sequence[outer]))
     keys, rows = ev.sequence[outer][order], outer[order]
-    unique_keys, first = np.unique(keys, return_index=True)
+    unique_keys, first = first_of_each(keys)
     found = _lookup(unique_keys, rows[first], ev.sequence[bwd_rows])
     todo = forward_of[bwd_rows] < 0
     forward_of[bwd_rows[todo]] = found[todo]

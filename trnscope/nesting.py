@@ -136,7 +136,7 @@ def _redo_with_stack(
     latest = _running_max_per_group(previous_stop, group)
     opens = (start >= latest) | np.r_[True, group[1:] != group[:-1]]
     segment = np.cumsum(opens) - 1
-    bad_segments = np.unique(segment[broken])
+    bad_segments = segment[broken]
     redo = np.flatnonzero(np.isin(segment, bad_segments))
     starts, stops = start[redo].tolist(), stop[redo].tolist()
     segments = segment[redo].tolist()

@@ -14,6 +14,7 @@ from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from trnscope.analysis.analysis import Analysis
+from trnscope.arrays import unique_inverse
 from trnscope.fmt import fmt_time_short
 from tui.models import KERNEL_SORT_KEYS, OP_SORT_KEYS, OpViewState, kernel_model, kernel_order, op_model, op_order
 from tui.status import status_text
@@ -343,8 +344,8 @@ def _top_device_work(analysis: Analysis, rows: np.ndarray) -> str:
     if chosen.size == 0:
         return ""
     ev = analysis.trace.events
-    names, inverse = np.unique(ev.name[chosen], return_inverse=True)
-    totals = np.bincount(np.asarray(inverse).reshape(-1), weights=np.maximum(ev.dur[chosen], 0).astype(np.float64))
+    names, inverse = unique_inverse(ev.name[chosen])
+    totals = np.bincount(inverse, weights=np.maximum(ev.dur[chosen], 0).astype(np.float64))
     order = np.argsort(-totals)[:3]
     parts = [f"{analysis.trace.names[int(names[k])][:48]} {fmt_time_short(totals[k])}" for k in order]
     more = f" (+{names.size - 3} more)" if names.size > 3 else ""

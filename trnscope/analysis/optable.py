@@ -16,6 +16,7 @@ from enum import StrEnum
 import msgspec
 import numpy as np
 
+from trnscope.arrays import group_order, unique_inverse
 from trnscope.layers import Role
 from trnscope.link import MEMORY_EVENT_NAMES, Links
 from trnscope.load.events import PH_INSTANT, PH_X
@@ -276,19 +277,16 @@ def _group_keys(columns: list[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarr
     if n == 0:
         return np.empty((0, len(columns)), dtype=np.int64), np.empty(0, dtype=np.int64)
     name, device, annotation = columns[:3]
-    packed = (name << 2) | (device << 1) | annotation
-    if len(columns) == 3 or (int(packed.max()) < 2**30 and int(columns[3].max()) < 2**32 - 1):
-        if len(columns) == 4:
-            packed = (packed << 32) | (columns[3] + 1)
-        unique, inverse = np.unique(packed, return_inverse=True)
-        inverse = np.asarray(inverse).reshape(-1)
-        if len(columns) == 4:
-            extra = (unique & 0xFFFFFFFF) - 1
-            base = unique >> 32
-        else:
-            extra, base = None, unique
-        decoded = [base >> 2, (base >> 1) & 1, base & 1] + ([extra] if extra is not None else [])
+    base, inverse = unique_inverse((name << 2) | (device << 1) | annotation)
+    decoded = [base >> 2, (base >> 1) & 1, base & 1]
+    if len(columns) == 3:
         return np.stack(decoded, axis=1), inverse
+    extra = columns[3] + 1
+    width = int(extra.max()) + 1
+    if base.size * width < 2**62:
+        pairs, inverse = unique_inverse(inverse * width + extra)
+        first = pairs // width
+        return np.stack([d[first] for d in decoded] + [pairs % width - 1], axis=1), inverse
     keys = np.stack(columns, axis=1)
     unique, inverse = np.unique(keys, axis=0, return_inverse=True)
     return unique, np.asarray(inverse).reshape(-1)
@@ -326,7 +324,7 @@ def build_op_table(
         return np.bincount(inverse, weights=values[rows].astype(np.float64), minlength=groups).round().astype(np.int64)
 
     calls = np.bincount(inverse, minlength=groups).astype(np.int64)
-    order = np.argsort(inverse, kind="stable")
+    order = group_order(inverse, groups)
     offsets = np.zeros(groups + 1, dtype=np.int64)
     offsets[1:] = np.cumsum(calls)
     first_row = rows[order[offsets[:-1]]] if groups else np.empty(0, dtype=np.int64)
@@ -388,8 +386,7 @@ def build_kernel_table(trace: Trace, links: Links, rows_mask: np.ndarray | None 
     rows = np.flatnonzero(np.isin(ev.role, [int(Role.KERNEL), int(Role.MEMORY)]) & (ev.ph == PH_X))
     if rows_mask is not None:
         rows = rows[rows_mask[rows]]
-    names, inverse = np.unique(ev.name[rows], return_inverse=True)
-    inverse = np.asarray(inverse).reshape(-1)
+    names, inverse = unique_inverse(ev.name[rows])
     groups = names.size
     dur = np.maximum(ev.dur[rows], 0)
     calls = np.bincount(inverse, minlength=groups).astype(np.int64)
@@ -398,7 +395,7 @@ def build_kernel_table(trace: Trace, links: Links, rows_mask: np.ndarray | None 
     maximum = np.zeros(groups, dtype=np.int64)
     np.minimum.at(minimum, inverse, dur)
     np.maximum.at(maximum, inverse, dur)
-    order = np.argsort(inverse, kind="stable")
+    order = group_order(inverse, groups)
     offsets = np.zeros(groups + 1, dtype=np.int64)
     offsets[1:] = np.cumsum(calls)
     op_rows = links.device_op[rows]
@@ -408,8 +405,8 @@ def build_kernel_table(trace: Trace, links: Links, rows_mask: np.ndarray | None 
     unattributed = np.zeros(groups, dtype=np.int64)
     # time per (kernel, launching op name): pick the largest
     pair_keys = inverse.astype(np.int64) * (len(trace.names) + 1) + (op_name + 1)
-    uniq_pairs, pair_inverse = np.unique(pair_keys, return_inverse=True)
-    pair_time = np.bincount(np.asarray(pair_inverse).reshape(-1), weights=dur.astype(np.float64))
+    uniq_pairs, pair_inverse = unique_inverse(pair_keys)
+    pair_time = np.bincount(pair_inverse, weights=dur.astype(np.float64))
     pair_kernel = uniq_pairs // (len(trace.names) + 1)
     pair_op = uniq_pairs % (len(trace.names) + 1) - 1
     best = np.full(groups, -1, dtype=np.int64)

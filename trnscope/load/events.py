@@ -8,8 +8,8 @@ Only the fields that tables and links need are decoded eagerly; everything else 
 from __future__ import annotations
 
 import math
-from itertools import repeat
-from operator import attrgetter, eq
+from itertools import compress
+from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -224,7 +224,6 @@ _get_sequence = attrgetter("args.sequence_number")
 _get_dims = attrgetter("args.input_dims")
 _get_id = attrgetter("id")
 _get_stack = attrgetter("args.call_stack")
-_get_bp = attrgetter("bp")
 LEGACY_CATEGORIES = frozenset({"Operator", "Runtime", "Kernel", "Memcpy", "Memset"})
 OP_CATEGORIES = frozenset({"cpu_op", "operator", "user_annotation"})
 
@@ -236,28 +235,34 @@ def _fast_floats(events: list[RawEvent], getter: attrgetter, n: int) -> tuple[np
         return _float_column(list(map(getter, events)))
 
 
-def _fast_ids(events: Any, getter: attrgetter, n: int, text_ids: Interner) -> np.ndarray:
+def _fast_ids(
+    events: list[RawEvent], getter: attrgetter, n: int, text_ids: Interner, only: list[bool] | None = None
+) -> np.ndarray:
+    """Id column of ``events`` (or of those where ``only`` is true; ``n`` of them)."""
     try:
-        return np.fromiter(map(getter, events), dtype=np.int64, count=n)
+        return np.fromiter(map(getter, events if only is None else compress(events, only)), dtype=np.int64, count=n)
     except (TypeError, ValueError, OverflowError):
-        return _id_column(list(map(getter, events)), text_ids)
+        return _id_column(list(map(getter, events if only is None else compress(events, only))), text_ids)
+
+
+_get_kind = attrgetter("ph", "cat", "name", "pid", "tid", "bp")
 
 
 def columns_from_events(events: list[RawEvent], text_ids: Interner) -> ChunkColumns:
     n = len(events)
-    phases = Interner()
-    ph_local = np.fromiter(map(phases.__getitem__, map(_get_ph, events)), dtype=np.uint8, count=n)
-    ph_map = np.array([PH_CODES.get(p, PH_OTHER) for p in phases.values_in_order()], dtype=np.uint8)
-    ph = ph_map[ph_local]
+    # One pass interns the fields that repeat (phase, category, name, thread, flow
+    # binding) together: a trace has a few thousand such kinds, and splitting them
+    # into columns is then array indexing instead of five passes over the events.
+    kinds = Interner()
+    kind_col = np.fromiter(map(kinds.__getitem__, map(_get_kind, events)), dtype=np.int32, count=n)
+    names, cats, threads = Interner(), Interner(), Interner()
+    kind_table = kinds.values_in_order()
+    ph = np.array([PH_CODES.get(k[0], PH_OTHER) for k in kind_table], dtype=np.uint8)[kind_col]
+    cat_col = np.array([cats[k[1]] for k in kind_table], dtype=np.int32)[kind_col]
+    name_col = np.array([names[k[2]] for k in kind_table], dtype=np.int32)[kind_col]
+    thread_col = np.array([threads[(k[3], k[4])] for k in kind_table], dtype=np.int32)[kind_col]
+    binds_end = np.array([k[5] == "e" for k in kind_table], dtype=bool)[kind_col]
 
-    names = Interner()
-    name_col = np.fromiter(map(names.__getitem__, map(_get_name, events)), dtype=np.int32, count=n)
-    cats = Interner()
-    cat_col = np.fromiter(map(cats.__getitem__, map(_get_cat, events)), dtype=np.int32, count=n)
-    threads = Interner()
-    thread_col = np.fromiter(
-        map(threads.__getitem__, zip(map(_get_pid, events), map(_get_tid, events))), dtype=np.int32, count=n
-    )
     ts_us, bad_ts = _fast_floats(events, _get_ts, n)
     ts_ns = us_to_ns(ts_us)
     dur_us, bad_dur = _fast_floats(events, _get_dur, n)
@@ -282,13 +287,19 @@ def columns_from_events(events: list[RawEvent], text_ids: Interner) -> ChunkColu
     sequence = np.full(n, NONE_ID, dtype=np.int64)
     dims = np.full(n, -1, dtype=np.int32)
     shapes: list[str] = []
-    op_rows = np.flatnonzero(op_cats[cat_col]) if op_cats.any() else np.empty(0, dtype=np.int64)
+    op_mask = op_cats[cat_col] if op_cats.any() else np.zeros(n, dtype=bool)
+    op_rows = np.flatnonzero(op_mask)
+    stacks = Interner()
+    stack = np.full(n, -1, dtype=np.int32)
     if op_rows.size:
-        ops = [events[i] for i in op_rows.tolist()]
-        sequence[op_rows] = _fast_ids(ops, _get_sequence, len(ops), text_ids)
+        is_op = op_mask.tolist()
+        count = int(op_rows.size)
+        sequence[op_rows] = _fast_ids(events, _get_sequence, count, text_ids, is_op)
         shapes_raw = Interner()
         local = np.fromiter(
-            map(shapes_raw.__getitem__, map(bytes, map(_get_dims, ops))), dtype=np.int32, count=len(ops)
+            map(shapes_raw.__getitem__, map(bytes, map(_get_dims, compress(events, is_op)))),
+            dtype=np.int32,
+            count=count,
         )
         raw_shapes = shapes_raw.values_in_order()
         kept = [raw for raw in raw_shapes if raw]
@@ -296,21 +307,18 @@ def columns_from_events(events: list[RawEvent], text_ids: Interner) -> ChunkColu
         shape_map[[i for i, raw in enumerate(raw_shapes) if raw]] = np.arange(len(kept), dtype=np.int32)
         dims[op_rows] = shape_map[local]
         shapes = [_compact(raw) for raw in kept]
-
-    stacks = Interner()
-    stack = np.full(n, -1, dtype=np.int32)
-    if any(map(_get_stack, events)):  # 2021-era "Call stack" strings
-        stack = np.fromiter(map(stacks.__getitem__, map(_get_stack, events)), dtype=np.int32, count=n)
-        stack_map = np.array([-1 if not text else i for i, text in enumerate(stacks.values_in_order())], dtype=np.int32)
-        stack = stack_map[stack]
+        if any(map(_get_stack, compress(events, is_op))):  # 2021-era "Call stack" strings, on operators
+            local = np.fromiter(map(stacks.__getitem__, map(_get_stack, compress(events, is_op))), np.int32, count)
+            stack_map = np.array([-1 if not text else i for i, text in enumerate(stacks.values_in_order())], np.int32)
+            stack[op_rows] = stack_map[local]
 
     flow_id = np.full(n, NONE_ID, dtype=np.int64)
     flow_bind_end = np.zeros(n, dtype=bool)
-    flow_rows = np.flatnonzero((ph == PH_FLOW_START) | (ph == PH_FLOW_END) | (ph == PH_FLOW_STEP))
+    is_flow = (ph == PH_FLOW_START) | (ph == PH_FLOW_END) | (ph == PH_FLOW_STEP)
+    flow_rows = np.flatnonzero(is_flow)
     if flow_rows.size:
-        flows = [events[i] for i in flow_rows.tolist()]
-        flow_id[flow_rows] = _fast_ids(flows, _get_id, len(flows), text_ids)
-        flow_bind_end[flow_rows] = np.fromiter(map(eq, map(_get_bp, flows), repeat("e")), dtype=bool, count=len(flows))
+        flow_id[flow_rows] = _fast_ids(events, _get_id, int(flow_rows.size), text_ids, is_flow.tolist())
+        flow_bind_end[flow_rows] = binds_end[flow_rows]
 
     meta: list[tuple[int, str, str | None, str | None, Any]] = []
     for i in np.flatnonzero(ph == PH_META).tolist():

@@ -1,0 +1,48 @@
+"""The grouping helpers must agree with ``np.unique`` on every input."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trnscope.arrays import first_of_each, group_order, is_member, sorted_unique, unique_inverse
+
+ints = st.lists(st.integers(-(2**40), 2**40), max_size=200)
+small = st.lists(st.integers(-5, 30), max_size=200)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(ints, small))
+def test_unique_inverse_matches_numpy(values: list[int]) -> None:
+    keys = np.array(values, dtype=np.int64)
+    unique, inverse = unique_inverse(keys)
+    expected, expected_inverse = np.unique(keys, return_inverse=True)
+    np.testing.assert_array_equal(unique, expected)
+    np.testing.assert_array_equal(inverse, np.asarray(expected_inverse).reshape(-1))
+    np.testing.assert_array_equal(sorted_unique(keys), expected)
+    order = group_order(inverse, unique.size)
+    np.testing.assert_array_equal(order, np.argsort(inverse, kind="stable"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(ints, small))
+def test_first_of_each_matches_numpy(values: list[int]) -> None:
+    keys = np.sort(np.array(values, dtype=np.int64))
+    unique, first = first_of_each(keys)
+    expected, expected_first = np.unique(keys, return_index=True)
+    np.testing.assert_array_equal(unique, expected)
+    np.testing.assert_array_equal(first, expected_first)
+
+
+@settings(max_examples=200, deadline=None)
+@given(small, small)
+def test_is_member_matches_isin(values: list[int], query: list[int]) -> None:
+    pool = np.array(values, dtype=np.int64)
+    asked = np.array(query, dtype=np.int64)
+    np.testing.assert_array_equal(is_member(sorted_unique(pool), asked), np.isin(asked, pool))
+
+
+def test_group_order_beyond_sixteen_bits() -> None:
+    inverse = np.arange(70_000, dtype=np.int64)[::-1].copy()
+    np.testing.assert_array_equal(group_order(inverse, 70_000), np.argsort(inverse, kind="stable"))

@@ -1,0 +1,69 @@
+"""Grouping helpers that stay fast on millions of rows.
+
+``np.unique`` hashes when asked only for the values (slow once most values are
+distinct: ~0.6 s for 700,000 distinct ids) and sorts for ``return_inverse``.  Event
+keys here are mostly small dense integers (name ids, group ids), where a lookup table
+is an order of magnitude faster than either."""
+
+from __future__ import annotations
+
+import numpy as np
+
+# a lookup table this many times the number of rows is still cheaper than a sort
+_DENSE_FACTOR = 4
+
+
+def unique_inverse(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct values of a 1-D integer array and, per element, the index of its
+    value among them (``np.unique(keys, return_inverse=True)``)."""
+    if keys.size == 0:
+        return keys.copy(), np.empty(0, dtype=np.int64)
+    low, high = int(keys.min()), int(keys.max())
+    if high - low <= max(_DENSE_FACTOR * keys.size, 1 << 16):
+        offset = keys - low
+        present = np.zeros(high - low + 1, dtype=bool)
+        present[offset] = True
+        rank = np.cumsum(present, dtype=np.int64) - 1
+        return np.flatnonzero(present).astype(keys.dtype) + low, rank[offset]
+    unique, inverse = np.unique(keys, return_inverse=True)
+    return unique, np.asarray(inverse, dtype=np.int64).reshape(-1)
+
+
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """Sorted distinct values (``np.unique`` by sorting, which stays fast when most
+    values are distinct)."""
+    if values.size == 0:
+        return values.copy()
+    ordered = np.sort(values)
+    keep = np.empty(ordered.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
+
+
+def first_of_each(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct values of an already sorted array and the index of each one's first
+    occurrence (``np.unique(sorted_keys, return_index=True)``)."""
+    if sorted_keys.size == 0:
+        return sorted_keys.copy(), np.empty(0, dtype=np.int64)
+    first = np.empty(sorted_keys.size, dtype=bool)
+    first[0] = True
+    np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=first[1:])
+    index = np.flatnonzero(first)
+    return sorted_keys[index], index
+
+
+def group_order(inverse: np.ndarray, groups: int) -> np.ndarray:
+    """Row positions ordered by group, keeping row order within a group (a stable
+    argsort; a radix sort when the group ids fit in 16 bits)."""
+    if groups <= 1 << 16:
+        return np.argsort(inverse.astype(np.uint16), kind="stable")
+    return np.argsort(inverse, kind="stable")
+
+
+def is_member(sorted_values: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Per query value, whether it occurs in ``sorted_values``."""
+    if sorted_values.size == 0 or query.size == 0:
+        return np.zeros(query.size, dtype=bool)
+    index = np.minimum(np.searchsorted(sorted_values, query), sorted_values.size - 1)
+    return sorted_values[index] == query
