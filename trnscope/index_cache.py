@@ -25,7 +25,7 @@ import numpy as np
 
 from trnscope.analysis.optable import EventTimes
 from trnscope.cachedir import fingerprint, writable_dir
-from trnscope.link import LinkReport, Links
+from trnscope.link import LinkReport, Links, forward_links
 from trnscope.model import ChunkRef, EventColumns, LoadStats, ThreadInfo, Trace
 
 MAGIC = b"TRNSCOPE-INDEX\x00\x02"
@@ -94,6 +94,7 @@ def _arrays_of(trace: Trace, links: Links, times: EventTimes | None) -> dict[str
     arrays = {f"events.{f}": getattr(trace.events, f) for f in trace.events.__struct_fields__}
     if trace.source_index is not None:
         arrays["source_index"] = trace.source_index
+    forward_links(trace, links)
     for name in _LINK_ARRAYS:
         arrays[f"links.{name}"] = getattr(links, name)
     if times is not None:

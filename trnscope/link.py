@@ -94,8 +94,10 @@ class Links(msgspec.Struct):
     device_op: np.ndarray  # int64 for device rows: the launching op row, -1
     device_launch: np.ndarray  # int64 for device rows: the runtime row that launched it, -1
     link_method: np.ndarray  # uint8 LinkMethod per row
-    forward_of: np.ndarray  # int64 for backward ops: their forward op row, -1
     report: LinkReport
+    # int64 for backward ops: their forward op row, -1.  Only the drill-down reads it,
+    # so ``forward_links`` computes it on first use rather than before the first table.
+    forward_of: np.ndarray | None = None
 
 
 def _host_tree_mask(trace: Trace) -> np.ndarray:
@@ -350,7 +352,6 @@ def link(trace: Trace) -> Links:
         outside_ops=int((counted & (op < 0) & (by_ext < 0) & ((launch >= 0) | (via_flow >= 0))).sum()),
         unresolved=int((counted & has_info & (op < 0) & ~((launch >= 0) | (via_flow >= 0))).sum()),
     )
-    forward_of = _forward_backward(trace, op_mask, raw_parent)
     return Links(
         in_tree=in_tree,
         parent=parent,
@@ -360,9 +361,17 @@ def link(trace: Trace) -> Links:
         device_op=device_op,
         device_launch=device_launch,
         link_method=method,
-        forward_of=forward_of,
         report=report,
     )
+
+
+def forward_links(trace: Trace, links: Links) -> np.ndarray:
+    """Per row, the forward op of a backward op (-1 elsewhere); computed once."""
+    if links.forward_of is None:
+        ev = trace.events
+        op_mask = np.isin(ev.role, np.array([int(Role.OP), int(Role.ANNOTATION)], dtype=np.uint8)) & (ev.ph == PH_X)
+        links.forward_of = _forward_backward(trace, op_mask, links.raw_parent)
+    return links.forward_of
 
 
 def _forward_backward(trace: Trace, op_mask: np.ndarray, raw_parent: np.ndarray) -> np.ndarray:

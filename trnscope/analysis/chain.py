@@ -18,6 +18,7 @@ import numpy as np
 
 from trnscope.analysis.analysis import Analysis
 from trnscope.layers import LAYER_OF_ROLE, Layer, Role
+from trnscope.link import forward_links
 from trnscope.load.lazyargs import event_args
 
 if TYPE_CHECKING:
@@ -162,7 +163,7 @@ def build_chain(
         hops.append(hop(a, kind, depth, details={}))
         depth += 1
     hops.append(hop(row, "op", depth))
-    forward = int(links.forward_of[row])
+    forward = int(forward_links(trace, links)[row])
     if forward >= 0:
         hops[-1].details["forward op"] = (
             f"{trace.names[int(ev.name[forward])]} @ {_us(int(ev.ts[forward]) - origin)} us"
