@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from trnscope.load import SourceRef
 from trnscope.analysis.open import open_analysis
+from trnscope.memory import prefer_small_pages
+prefer_small_pages()  # as the CLI and TUI entry point does
 path = sys.argv[1]
 started = time.perf_counter()
 analysis = open_analysis(SourceRef("bench", path), use_cache=sys.argv[2] == "cache", workers=int(sys.argv[3]) if sys.argv[3] != "auto" else None)

@@ -263,6 +263,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     debug = os.environ.get("TRNSCOPE_DEBUG") == "1"
     try:
+        from trnscope.memory import prefer_small_pages
+
+        prefer_small_pages()
         handler = COMMANDS.get(args.command) or _lazy_command(args.command)
         return handler(args)
     except TrnscopeError as error:

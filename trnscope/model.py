@@ -85,6 +85,9 @@ class EventColumns(msgspec.Struct):
     def concatenate(cls, parts: list[EventColumns]) -> EventColumns:
         return cls(**{f: np.concatenate([getattr(p, f) for p in parts]) for f in cls.__struct_fields__})
 
+    def dtypes(self) -> dict[str, np.dtype]:
+        return {f: getattr(self, f).dtype for f in self.__struct_fields__}
+
     @classmethod
     def empty(cls) -> EventColumns:
         return cls(

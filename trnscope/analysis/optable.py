@@ -188,7 +188,9 @@ def _top_level_memory_records(trace: Trace, links: Links) -> np.ndarray:
     records = np.flatnonzero((ev.ph == PH_INSTANT) & memory_name[ev.name])
     if records.size == 0:
         return records
-    host = np.flatnonzero(links.in_tree)
+    # Every nested event lies inside its parent (the stack algorithm only nests events
+    # that fit), so the roots cover the same time as all host events together.
+    host = np.flatnonzero(links.in_tree & (links.raw_parent < 0))
     if host.size == 0:
         return records
     order = np.argsort(ev.ts[host], kind="stable")

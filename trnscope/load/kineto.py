@@ -65,9 +65,13 @@ class RangeResult(msgspec.Struct):
 _progress_slots: Any = None
 
 
-def _init_worker(slots: Any) -> None:
+def _init_worker(slots: Any, small_pages: bool) -> None:
     global _progress_slots
     _progress_slots = slots
+    if small_pages:  # as the parent was told (a fork server's child does not inherit it)
+        from trnscope.memory import prefer_small_pages
+
+        prefer_small_pages()
 
 
 _ARRAY_FIELDS = tuple(
@@ -131,6 +135,8 @@ def _unspill(result: RangeResult | SpilledRange) -> RangeResult:
         return result
     import mmap
 
+    # Mapped, not read: the worker has already touched these pages, and new memory for a
+    # copy would cost more (first use of a page is the dominant cost of memory here).
     with open(result.path, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
@@ -225,6 +231,12 @@ def start_worker_server() -> None:
         pass
 
 
+def _huge_pages_advised() -> bool:
+    getter = getattr(getattr(np, "_core", None), "multiarray", None)
+    getter = getattr(getter, "_get_madvise_hugepage", None)
+    return bool(getter()) if getter is not None else True
+
+
 def default_workers() -> int:
     return max(1, min(os.cpu_count() or 1, 8))
 
@@ -265,7 +277,9 @@ def _parallel_decode(
 
     reporter = threading.Thread(target=report_progress, daemon=True)
     reporter.start()
-    executor = ProcessPoolExecutor(max_workers=len(starts), mp_context=ctx, initializer=_init_worker, initargs=(slots,))
+    executor = ProcessPoolExecutor(
+        max_workers=len(starts), mp_context=ctx, initializer=_init_worker, initargs=(slots, not _huge_pages_advised())
+    )
     try:
         futures = [
             executor.submit(decode_range_of_file, source.plain_path, start, stop, index, chunk_bytes)
@@ -357,60 +371,91 @@ def _remap(local: list[Any], interner: Interner) -> np.ndarray:
     )
 
 
+# Columns copied as they are, and columns whose chunk-local ids are mapped to global ones.
+_PLAIN = (
+    ("ph", "ph"),
+    ("ts", "ts_ns"),
+    ("dur", "dur_ns"),
+    ("external_id", "external_id"),
+    ("correlation", "correlation"),
+    ("sequence", "sequence"),
+    ("flow_id", "flow_id"),
+    ("flow_bind_end", "flow_bind_end"),
+)
+
+
 def _merge(results: list[RangeResult], skip_cats: frozenset[str]) -> _Merged:
+    """All chunks' columns in one set of arrays, with global string ids.
+
+    The arrays are allocated once at their final size and filled chunk by chunk: fresh
+    memory costs a page fault per page, and per-chunk pieces joined afterwards would
+    touch every byte twice."""
     names, cats, shapes, stacks, threads = Interner(), Interner(), Interner(), Interner(), Interner()
-    parts: list[EventColumns] = []
-    source_parts: list[np.ndarray] = []
     chunks: list[ChunkRef] = []
     meta: list[tuple[int, str, str | None, str | None, Any]] = []
     invalid = skipped = bad = 0
-    original = 0
+    kept_rows: list[np.ndarray | None] = []  # per chunk: the rows kept, None for all
+    total = 0
     for result in results:
         for chunk in result.chunks:
             c = chunk.columns
             n = len(c.ph)
-            name_map = _remap(c.names, names)
-            cat_map = _remap(c.cats, cats)
-            thread_map = _remap(c.threads, threads)
-            shape_map = np.append(_remap(c.shapes, shapes), np.int32(-1))
-            stack_map = np.append(_remap(c.stacks, stacks), np.int32(-1))
-            keep = c.valid.copy()
-            invalid += int(n - keep.sum())
+            keep = c.valid
+            invalid += int(n - np.count_nonzero(keep))
             if skip_cats:
                 skip_local = np.array([cat in skip_cats for cat in c.cats], dtype=bool)
                 if skip_local.any():
                     skip = skip_local[c.cat]
-                    skipped += int((skip & keep).sum())
-                    keep &= ~skip
-            rows = np.flatnonzero(keep)
+                    skipped += int(np.count_nonzero(skip & keep))
+                    keep = keep & ~skip
+            kept = int(np.count_nonzero(keep))
+            kept_rows.append(None if kept == n else np.flatnonzero(keep))
+            total += kept
+    columns = EventColumns(
+        **{field: np.empty(total, dtype=dtype) for field, dtype in EventColumns.empty().dtypes().items()}
+    )
+    columns.role[:] = 0
+    source_index = np.empty(total, dtype=np.int64)
+    position = original = 0
+    chunk_index = 0
+    for result in results:
+        for chunk in result.chunks:
+            c = chunk.columns
+            n = len(c.ph)
+            rows = kept_rows[chunk_index]
+            chunk_index += 1
+            count = n if rows is None else rows.size
+            out = slice(position, position + count)
+            for field, source in _PLAIN:
+                values = getattr(c, source)
+                getattr(columns, field)[out] = values if rows is None else values[rows]
+            for field, local, interner in (
+                ("name", c.names, names),
+                ("cat", c.cats, cats),
+                ("thread", c.threads, threads),
+            ):
+                ids = getattr(c, field)
+                np.take(_remap(local, interner), ids if rows is None else ids[rows], out=getattr(columns, field)[out])
+            for field, local, interner in (("dims", c.shapes, shapes), ("stack", c.stacks, stacks)):
+                target = getattr(columns, field)[out]
+                if not local:
+                    target[:] = -1
+                    continue
+                ids = getattr(c, field)
+                # -1 (absent) indexes the appended -1
+                np.take(
+                    np.append(_remap(local, interner), np.int32(-1)), ids if rows is None else ids[rows], out=target
+                )
+            if rows is None:
+                source_index[out] = np.arange(original, original + n, dtype=np.int64)
+            else:
+                source_index[out] = rows + original
             bad += c.bad_values
             chunks.append(ChunkRef(chunk.start, chunk.end, original, n, chunk.repaired))
             for row, name, value, labels, sort in c.meta:
                 meta.append((original + row, name, value, labels, sort))
-            # the common case keeps every row: skip a copy of each column
-            pick: Any = slice(None) if rows.size == n else rows
-            parts.append(
-                EventColumns(
-                    ph=c.ph[pick],
-                    role=np.zeros(rows.size, np.uint8),
-                    name=name_map[c.name[pick]],
-                    cat=cat_map[c.cat[pick]],
-                    thread=thread_map[c.thread[pick]],
-                    ts=c.ts_ns[pick],
-                    dur=c.dur_ns[pick],
-                    external_id=c.external_id[pick],
-                    correlation=c.correlation[pick],
-                    sequence=c.sequence[pick],
-                    flow_id=c.flow_id[pick],
-                    flow_bind_end=c.flow_bind_end[pick],
-                    dims=shape_map[c.dims[pick]] if c.shapes else np.full(rows.size, -1, np.int32),
-                    stack=stack_map[c.stack[pick]] if c.stacks else np.full(rows.size, -1, np.int32),
-                )
-            )
-            source_parts.append(rows.astype(np.int64) + original)
             original += n
-    columns = EventColumns.concatenate(parts) if parts else EventColumns.empty()
-    source_index = np.concatenate(source_parts) if source_parts else np.empty(0, np.int64)
+            position += count
     return _Merged(
         columns,
         source_index,
