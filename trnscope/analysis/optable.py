@@ -132,7 +132,7 @@ def event_times(trace: Trace, links: Links) -> EventTimes:
     device_total = own_kernels.copy()
     # children before parents: deepest first
     depth = np.where(alive, links.depth, -1)
-    order = children[np.argsort(-depth[children], kind="stable")]
+    order = children[_deepest_first(depth[children])]
     if order.size:
         levels = depth[order]
         boundaries = np.flatnonzero(np.diff(levels)) + 1
@@ -146,6 +146,16 @@ def event_times(trace: Trace, links: Links) -> EventTimes:
     memory_rows = _top_level_memory_records(trace, links)
     rows = np.concatenate([np.flatnonzero(alive), device_rows, memory_rows])
     return EventTimes(rows, self_cpu, cpu_total, self_device, device_total, kernel_owner)
+
+
+def _deepest_first(depth: np.ndarray) -> np.ndarray:
+    """Positions by depth, deepest first, ties in order (a radix sort for any real tree)."""
+    if depth.size == 0:
+        return np.empty(0, dtype=np.int64)
+    top = int(depth.max())
+    if top - int(depth.min()) < 1 << 16:
+        return np.argsort((top - depth).astype(np.uint16), kind="stable")
+    return np.argsort(-depth, kind="stable")
 
 
 def _owner_after_folding(links: Links, owner: np.ndarray) -> np.ndarray:
@@ -263,9 +273,10 @@ def _nearest_python_ancestor(trace: Trace, links: Links) -> np.ndarray:
     result = np.full(n, -1, dtype=np.int64)
     is_py = ev.role == int(Role.PYTHON)
     rows = np.flatnonzero(links.in_tree & (parent >= 0))
-    order = rows[np.argsort(links.depth[rows], kind="stable")]
-    if order.size == 0:
+    if rows.size == 0:
         return result
+    levels = links.depth[rows]
+    order = rows[_deepest_first(int(levels.max()) - levels)]
     levels = links.depth[order]
     for level_rows in np.split(order, np.flatnonzero(np.diff(levels)) + 1):
         p = parent[level_rows]
