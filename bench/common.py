@@ -57,5 +57,21 @@ def run_measured(code: str, *args: str, env: dict[str, str] | None = None) -> di
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+def warm_page_cache(path: Path) -> None:
+    """Read the file once so a measurement starts with it in the page cache, as it is
+    right after a capture wrote it (the machine's memory reclaim may have dropped it)."""
+    with open(path, "rb") as fh:
+        while fh.read(16 << 20):
+            pass
+
+
+def median_of(runs: list[dict]) -> dict:
+    """The run with the median time, with every run's seconds attached."""
+    ordered = sorted(runs, key=lambda r: r["seconds"])
+    chosen = dict(ordered[len(ordered) // 2])
+    chosen["all_seconds"] = [r["seconds"] for r in runs]
+    return chosen
+
+
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -19,8 +19,8 @@ def main() -> None:
     tui = json.loads((OUT / "tui_latency.json").read_text())
     lines = [f"Benchmark trace: {load['file']['mb']:.0f} MB, {load['trnscope_first_open']['events']:,} events.", ""]
     lines += [
-        "| load | seconds | MB/s | peak RSS (MB) | peak RSS of worker processes (MB) |",
-        "|---|---:|---:|---:|---:|",
+        "| load | seconds (median) | MB/s | peak RSS (MB) | peak RSS of worker processes (MB) | every run (s) |",
+        "|---|---:|---:|---:|---:|---|",
     ]
     for key, title in (
         ("trnscope_first_open", "trnscope, first open (file → op table)"),
@@ -32,10 +32,11 @@ def main() -> None:
         r = load.get(key, {})
         if "seconds" in r:
             lines.append(
-                f"| {title} | {r['seconds']:.2f} | {r['mb_per_s']:.0f} | {r['peak_rss_mb']:.0f} | {r['peak_child_rss_mb']:.0f} |"
+                f"| {title} | {r['seconds']:.2f} | {r['mb_per_s']:.0f} | {r['peak_rss_mb']:.0f} | {r['peak_child_rss_mb']:.0f}"
+                f" | {', '.join(f'{s:.2f}' for s in r.get('all_seconds', [r['seconds']]))} |"
             )
         elif r:
-            lines.append(f"| {title} | — | — | — | {r.get('skipped', '')} |")
+            lines.append(f"| {title} | — | — | — | {r.get('skipped', '')} | |")
     lines += [
         "",
         f"TUI on the same trace ({tui['events']:,} events; op table grouped by stack: {tui['op_table_rows_by_stack']} rows; drill-down into an op with {tui['drill_instances']:,} instances):",

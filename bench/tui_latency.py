@@ -105,13 +105,15 @@ async def measure(path: Path) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--bytes", type=int, default=TARGET_BYTES)
-    args = parser.parse_args()
+    args, _ = parser.parse_known_args()  # run_all passes load.py's options too
     trace = ensure_trace(
         args.bytes,
         OUT / "bench_trace.json" if args.bytes == TARGET_BYTES else OUT / f"bench_trace_{args.bytes >> 20}MB.json",
     )
     from trnscope.load.kineto import start_worker_server
+    from trnscope.memory import prefer_small_pages
 
+    prefer_small_pages()  # as the CLI entry point does before it starts the TUI
     start_worker_server()
     result = asyncio.run(measure(trace))
     (OUT / "tui_latency.json").write_text(json.dumps(result, indent=2))
