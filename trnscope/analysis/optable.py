@@ -108,12 +108,12 @@ def event_times(trace: Trace, links: Links) -> EventTimes:
     alive = links.in_tree & (links.merged_into < 0)
     parent = links.parent
 
-    self_cpu = np.zeros(n, dtype=np.int64)
-    cpu_total = np.zeros(n, dtype=np.int64)
-    cpu_total[alive] = dur[alive]
+    # sums by np.add.at: exact in int64, and faster than a float bincount here
+    cpu_total = np.where(alive, dur, 0)
     children = np.flatnonzero(alive & (parent >= 0))
-    child_sum = np.bincount(parent[children], weights=dur[children].astype(np.float64), minlength=n)
-    self_cpu[alive] = dur[alive] - np.rint(child_sum[alive]).astype(np.int64)
+    children = children[alive[parent[children]]]  # folding never leaves a dead parent; be sure
+    self_cpu = cpu_total.copy()
+    np.subtract.at(self_cpu, parent[children], dur[children])
 
     device_rows = np.flatnonzero(
         np.isin(ev.role, [int(Role.KERNEL), int(Role.MEMORY), int(Role.DEVICE_ANNOTATION)]) & (ev.ph == PH_X)
@@ -125,10 +125,7 @@ def event_times(trace: Trace, links: Links) -> EventTimes:
 
     own_kernels = np.zeros(n, dtype=np.int64)
     attributed = device_rows[owner >= 0]
-    if attributed.size:
-        own_kernels += np.bincount(
-            kernel_owner[attributed], weights=dur[attributed].astype(np.float64), minlength=n
-        ).astype(np.int64)
+    np.add.at(own_kernels, kernel_owner[attributed], dur[attributed])
     device_total = own_kernels.copy()
     # children before parents: deepest first
     depth = np.where(alive, links.depth, -1)
@@ -137,7 +134,8 @@ def event_times(trace: Trace, links: Links) -> EventTimes:
         levels = depth[order]
         boundaries = np.flatnonzero(np.diff(levels)) + 1
         for level_rows in np.split(order, boundaries):
-            np.add.at(device_total, parent[level_rows], device_total[level_rows])
+            carrying = level_rows[device_total[level_rows] != 0]
+            np.add.at(device_total, parent[carrying], device_total[carrying])
     self_device = own_kernels
     device_total[device_rows] = dur[device_rows]
     self_device = self_device.copy()

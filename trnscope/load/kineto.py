@@ -35,6 +35,7 @@ from trnscope.load.events import (
     PH_FLOW_STEP,
     PH_INSTANT,
     PH_META,
+    PH_OTHER,
     PH_X,
     ChunkColumns,
     Interner,
@@ -477,18 +478,19 @@ def _merge(results: list[RangeResult], skip_cats: frozenset[str]) -> _Merged:
 
 
 def _assign_roles(columns: EventColumns, cats: list[str], names: list[str]) -> None:
-    role_of_cat = np.array([int(role_of(c)) for c in cats] or [int(Role.OTHER_HOST)], dtype=np.uint8)
-    role = role_of_cat[columns.cat] if len(columns) else np.empty(0, np.uint8)
-    ph = columns.ph
-    role = np.where(ph == PH_INSTANT, np.uint8(Role.INSTANT), role)
-    role = np.where((ph == PH_FLOW_START) | (ph == PH_FLOW_END) | (ph == PH_FLOW_STEP), np.uint8(Role.FLOW), role)
-    role = np.where(ph == PH_META, np.uint8(Role.METADATA), role)
-    role = np.where(ph == PH_COUNTER, np.uint8(Role.COUNTER), role)
-    # An X event outside the flow/counter vocabulary that carries a flow category is odd
-    # but harmless; an X event with a flow/counter/metadata role is shown as host "other".
-    bad_x = (ph == PH_X) & np.isin(role, [int(Role.FLOW), int(Role.COUNTER), int(Role.METADATA), int(Role.INSTANT)])
-    role = np.where(bad_x, np.uint8(Role.OTHER_HOST), role)
-    columns.role = role.astype(np.uint8)
+    """Role of every event, from its phase and category (one lookup in a small
+    phase × category table)."""
+    by_cat = np.array([int(role_of(c)) for c in cats] or [int(Role.OTHER_HOST)], dtype=np.uint8)
+    table = np.tile(by_cat, (PH_OTHER + 1, 1))
+    table[PH_INSTANT, :] = Role.INSTANT
+    table[[PH_FLOW_START, PH_FLOW_END, PH_FLOW_STEP], :] = Role.FLOW
+    table[PH_META, :] = Role.METADATA
+    table[PH_COUNTER, :] = Role.COUNTER
+    # An X event that carries a flow/counter/metadata/instant category is odd but
+    # harmless: it is shown as host "other".
+    odd = np.isin(table[PH_X], [int(Role.FLOW), int(Role.COUNTER), int(Role.METADATA), int(Role.INSTANT)])
+    table[PH_X, odd] = Role.OTHER_HOST
+    columns.role = table[columns.ph, columns.cat] if len(columns) else np.empty(0, np.uint8)
 
 
 def _pair_begin_end(columns: EventColumns) -> np.ndarray | None:
