@@ -701,7 +701,7 @@ def load_kineto(
     origin_file = (
         int(columns.ts[timed].min()) if timed.any() else int(columns.ts[columns.ts > np.iinfo(np.int64).min].min())
     )
-    columns.ts = columns.ts - origin_file
+    columns.ts -= origin_file
     base = header.baseTimeNanoseconds
     if isinstance(base, (int, float)) and math.isfinite(base) and base > 0:
         origin_ns, is_unix = int(base) + origin_file, True
