@@ -567,7 +567,7 @@ def _key(value: Any) -> str:
 def _mark_device_threads(trace_threads: list[ThreadInfo], columns: EventColumns) -> None:
     device_role = np.isin(columns.role, [int(Role.KERNEL), int(Role.MEMORY), int(Role.DEVICE_ANNOTATION)])
     if device_role.any():
-        for index in np.unique(columns.thread[device_role]).tolist():
+        for index in np.flatnonzero(np.bincount(columns.thread[device_role], minlength=len(trace_threads))).tolist():
             trace_threads[index].is_device = True
 
 
