@@ -94,7 +94,7 @@ def main() -> None:
     for value in results.values():
         if "seconds" in value:
             value["mb_per_s"] = round(size_mb / value["seconds"], 1)
-    out = OUT / "load_results.json"
+    out = OUT / ("load_results.json" if args.bytes == TARGET_BYTES else f"load_results_{args.bytes >> 20}MB.json")
     out.write_text(json.dumps(results, indent=2))
     print(json.dumps(results, indent=2))
     first = results["trnscope_first_open"]

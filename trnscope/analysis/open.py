@@ -8,6 +8,7 @@ from pathlib import Path
 
 from trnscope import index_cache
 from trnscope.analysis.analysis import Analysis
+from trnscope.link import forward_links
 from trnscope.load import SourceRef, load_source
 from trnscope.load.source import Progress
 
@@ -35,6 +36,8 @@ def open_analysis(
             return Analysis(trace, links, times)
     trace = load_source(source, progress=progress, cancelled=cancelled, skip=skip, use_cache=use_cache, workers=workers)
     analysis = Analysis(trace)
+    # After the first table: links only the drill-down needs, ready before it is opened.
+    analysis.pending.append(lambda: forward_links(trace, analysis.links))
     if cacheable:
         # Written after the caller has shown its first result (``Analysis.finish``):
         # the cache speeds up the next open and must not slow down this one.
