@@ -113,22 +113,34 @@ def _host_tree_mask(trace: Trace) -> np.ndarray:
         ],
         dtype=np.uint8,
     )
-    filtered = np.array([n in FILTERED_NAMES for n in trace.names] or [False], dtype=bool)
+    is_host_role = np.zeros(256, dtype=bool)
+    is_host_role[host_roles] = True
+    in_tree = (ev.ph == PH_X) & is_host_role[ev.role]
     overhead = np.array([c.lower() == "overhead" for c in trace.cats] or [False], dtype=bool)
-    span = (ev.ph == PH_X) & (np.isin(ev.role, host_roles) | ((ev.role == int(Role.PROFILER)) & overhead[ev.cat]))
+    if overhead.any():
+        in_tree |= (ev.ph == PH_X) & (ev.role == int(Role.PROFILER)) & overhead[ev.cat]
     # Instants of the profiler itself ("Record Window End", iteration markers) carry no
     # category and are not PyTorch events; [memory] records are handled apart.
     instant_cat = np.array([c.lower() == "cpu_instant_event" for c in trace.cats] or [False], dtype=bool)
-    instants = (ev.ph == PH_INSTANT) & instant_cat[ev.cat]
-    return (span | instants) & ~filtered[ev.name]
+    if instant_cat.any():
+        in_tree |= (ev.ph == PH_INSTANT) & instant_cat[ev.cat]
+    filtered = np.array([n in FILTERED_NAMES for n in trace.names] or [False], dtype=bool)
+    if filtered.any():
+        in_tree &= ~filtered[ev.name]
+    return in_tree
 
 
 def _remove_duplicate_nodes(trace: Trace, parent: np.ndarray, in_tree: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """PyTorch's ``_remove_dup_nodes``: a child with its parent's name that is its only
-    child is folded into the parent (its children move up).  Repeated until stable."""
-    parent = parent.copy()
+    child is folded into the parent (its children move up).  Repeated until stable.
+
+    Returns the input ``parent`` array itself when nothing folds (most traces)."""
     merged_into = np.full(parent.size, -1, dtype=np.int64)
     name = trace.events.name
+    nested = np.flatnonzero(in_tree & (parent >= 0))
+    if not (name[nested] == name[parent[nested]]).any():
+        return parent, merged_into
+    parent = parent.copy()
     alive = in_tree.copy()
     while True:
         rows = np.flatnonzero(alive & (parent >= 0))

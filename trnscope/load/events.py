@@ -82,7 +82,6 @@ class RawEvent(msgspec.Struct, gc=False):
     dur: float | str | None = math.nan
     id: int | str | None = NONE_ID
     bp: str | None = None
-    s: str | None = None
     args: EagerArgs = NO_ARGS
 
 
@@ -418,6 +417,5 @@ def coerce_event(obj: Any) -> RawEvent:
         dur=_number_or_none(obj.get("dur")),
         id=_scalar_or_none(obj.get("id")),
         bp=_text_or_none(obj.get("bp")),
-        s=_text_or_none(obj.get("s")),
         args=args,
     )
