@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
+
 
 def test_forward_links_wait_until_after_the_first_table(tmp_path, monkeypatch) -> None:
     """The op table does not need forward → backward links: an open computes them in
@@ -18,3 +21,26 @@ def test_forward_links_wait_until_after_the_first_table(tmp_path, monkeypatch) -
     analysis.finish()
     assert analysis.links.forward_of is not None
     assert analysis.links.forward_of.shape == (len(analysis.trace.events),)
+
+
+@pytest.mark.parametrize("name", ["sample", "tracelens_h100_bert_small.json.gz", "hta_diff_test_v100.json.gz"])
+def test_host_tree_in_a_helper_thread_gives_the_same_links(monkeypatch, name: str) -> None:
+    """Big traces build the host tree in a helper thread while the device lookups run;
+    the links must not depend on which way it ran."""
+    from conftest import CORPUS, SAMPLES
+    from trnscope import link as link_module
+    from trnscope.load import load_path
+
+    path = SAMPLES / "cpu_rmsnorm_session" / "eager.pt.trace.json.gz" if name == "sample" else CORPUS / name
+    if not path.exists():
+        pytest.skip(f"{path} is not here (the corpus lives beside the checkout)")
+    trace = load_path(path)
+    monkeypatch.setattr(link_module, "_OVERLAP_MIN_EVENTS", 10**12)
+    alone = link_module.link(trace)
+    monkeypatch.setattr(link_module, "_OVERLAP_MIN_EVENTS", 0)
+    overlapped = link_module.link(trace)
+    for field in alone.__struct_fields__:
+        value = getattr(alone, field)
+        if isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(value, getattr(overlapped, field), err_msg=field)
+    assert alone.report == overlapped.report

@@ -22,6 +22,8 @@ are counted as unlinkable, never guessed.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from enum import IntEnum
 
 import msgspec
@@ -278,7 +280,8 @@ def _flow_pairs(trace: Trace, categories: frozenset[str]) -> tuple[np.ndarray, n
     return match[ok], ends[ok]
 
 
-def link(trace: Trace) -> Links:
+def _host_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """in_tree, raw_parent, depth, parent (after folding), merged_into."""
     ev = trace.events
     n = len(ev)
     end = ev.ts + np.maximum(ev.dur, 0)
@@ -290,6 +293,20 @@ def link(trace: Trace) -> Links:
     raw_parent[tree_rows] = p
     depth[tree_rows] = d
     parent, merged_into = _remove_duplicate_nodes(trace, raw_parent, in_tree)
+    return in_tree, raw_parent, depth, parent, merged_into
+
+
+_OVERLAP_MIN_EVENTS = 1_000_000
+
+
+def link(trace: Trace) -> Links:
+    ev = trace.events
+    n = len(ev)
+    # The host tree and the first device lookups are independent: on big traces the
+    # tree is built in a helper thread while this one does the lookups (NumPy's sorts
+    # and searches release the GIL).
+    pool = ThreadPoolExecutor(max_workers=1) if n >= _OVERLAP_MIN_EVENTS and (os.cpu_count() or 1) > 1 else None
+    tree = pool.submit(_host_tree, trace) if pool is not None else None
 
     op_mask = np.isin(ev.role, np.array([int(Role.OP), int(Role.ANNOTATION)], dtype=np.uint8)) & (ev.ph == PH_X)
     op_keys, op_rows = _op_by_external_id(trace, op_mask)
@@ -308,11 +325,6 @@ def link(trace: Trace) -> Links:
     launch_op = _lookup(
         op_keys, op_rows, np.where((launch_ext != launch_corr) & (launch_ext != NONE_ID), launch_ext, -(2**62))
     )
-    unresolved = launch_op < 0
-    if unresolved.any():
-        launch_op[unresolved] = _enclosing_op(raw_parent, ev.role, launch_rows[unresolved])
-    launch_op_full = np.full(n, -1, dtype=np.int64)
-    launch_op_full[launch_rows] = launch_op
 
     corr_valid = launch_corr != NONE_ID
     corr_order = np.argsort(launch_corr[corr_valid], kind="stable")
@@ -323,7 +335,6 @@ def link(trace: Trace) -> Links:
     d_corr = ev.correlation[device_rows]
     # B first for the launch row (so the drill-down can show it), then A for the op.
     launch = _lookup(corr_keys, corr_rows, np.where(d_corr != NONE_ID, d_corr, -(2**62)))
-    # C: flows from a runtime call to this device event
     # C: flows from a runtime call to a device event — only needed for device events
     # the correlation did not already tie to their launch (flow ids are correlations).
     starts, ends = _flow_pairs(trace, FLOW_TO_DEVICE_CATEGORIES)
@@ -331,6 +342,18 @@ def link(trace: Trace) -> Links:
     if starts.size:
         needed = ~is_member(sorted_unique(d_corr[launch >= 0]), ev.flow_id[ends])
         starts, ends = starts[needed], ends[needed]
+    by_ext = _lookup(op_keys, op_rows, np.where((d_ext != NONE_ID) & (d_ext != d_corr), d_ext, -(2**62)))
+
+    if tree is not None and pool is not None:
+        in_tree, raw_parent, depth, parent, merged_into = tree.result()
+        pool.shutdown()
+    else:
+        in_tree, raw_parent, depth, parent, merged_into = _host_tree(trace)
+    unresolved = launch_op < 0
+    if unresolved.any():
+        launch_op[unresolved] = _enclosing_op(raw_parent, ev.role, launch_rows[unresolved])
+    launch_op_full = np.full(n, -1, dtype=np.int64)
+    launch_op_full[launch_rows] = launch_op
     if starts.size:
         s_bound = _bind_points(trace, starts, _point_index(trace, launch_rows), raw_parent)
         e_bound = _bind_points(trace, ends, _point_index(trace, device_rows), None)
@@ -338,7 +361,6 @@ def link(trace: Trace) -> Links:
         position = np.searchsorted(device_rows, e_bound[ok])
         via_flow[position] = s_bound[ok]
 
-    by_ext = _lookup(op_keys, op_rows, np.where((d_ext != NONE_ID) & (d_ext != d_corr), d_ext, -(2**62)))
     by_corr = np.where(launch >= 0, launch_op_full[np.maximum(launch, 0)], -1)
     by_flow = np.where(via_flow >= 0, launch_op_full[np.maximum(via_flow, 0)], -1)
 
