@@ -299,25 +299,34 @@ def _host_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nda
 _OVERLAP_MIN_EVENTS = 1_000_000
 
 
-def link(trace: Trace) -> Links:
-    ev = trace.events
-    n = len(ev)
-    # The host tree and the first device lookups are independent: on big traces the
-    # tree is built in a helper thread while this one does the lookups (NumPy's sorts
-    # and searches release the GIL).
-    pool = ThreadPoolExecutor(max_workers=1) if n >= _OVERLAP_MIN_EVENTS and (os.cpu_count() or 1) > 1 else None
-    tree = pool.submit(_host_tree, trace) if pool is not None else None
+class _DeviceLookups(msgspec.Struct):
+    """What the device links need that does not depend on the host tree."""
 
+    device_rows: np.ndarray
+    launch_rows: np.ndarray  # runtime/driver calls
+    launch_op: np.ndarray  # per launch row: its op by External id, -1
+    launch: np.ndarray  # per device row: its launch row by correlation, -1
+    d_ext: np.ndarray
+    d_corr: np.ndarray
+    flow_starts: np.ndarray  # flows still needed: device events correlation did not tie
+    flow_ends: np.ndarray
+    by_ext: np.ndarray  # per device row: its op by External id, -1
+    # the per-row outputs, allocated here so that touching their fresh memory overlaps
+    # the tree's construction too
+    device_op: np.ndarray
+    device_launch: np.ndarray
+    method: np.ndarray
+
+
+def _device_lookups(trace: Trace) -> _DeviceLookups:
+    ev = trace.events
     op_mask = np.isin(ev.role, np.array([int(Role.OP), int(Role.ANNOTATION)], dtype=np.uint8)) & (ev.ph == PH_X)
     op_keys, op_rows = _op_by_external_id(trace, op_mask)
-
     device_mask = np.isin(ev.role, np.array([int(r) for r in DEVICE_ROLES], dtype=np.uint8)) & (ev.ph == PH_X)
     device_rows = np.flatnonzero(device_mask)
-    device_op = np.full(n, -1, dtype=np.int64)
-    device_launch = np.full(n, -1, dtype=np.int64)
-    method = np.zeros(n, dtype=np.uint8)
 
-    # runtime/driver calls: the op each one belongs to
+    # runtime/driver calls: the op each one belongs to (by External id here; by the
+    # enclosing op once the host tree is known)
     launch_mask = np.isin(ev.role, np.array([int(Role.RUNTIME), int(Role.DRIVER)], dtype=np.uint8)) & (ev.ph == PH_X)
     launch_rows = np.flatnonzero(launch_mask)
     launch_ext = ev.external_id[launch_rows]
@@ -338,17 +347,47 @@ def link(trace: Trace) -> Links:
     # C: flows from a runtime call to a device event — only needed for device events
     # the correlation did not already tie to their launch (flow ids are correlations).
     starts, ends = _flow_pairs(trace, FLOW_TO_DEVICE_CATEGORIES)
-    via_flow = np.full(device_rows.size, -1, dtype=np.int64)
     if starts.size:
         needed = ~is_member(sorted_unique(d_corr[launch >= 0]), ev.flow_id[ends])
         starts, ends = starts[needed], ends[needed]
     by_ext = _lookup(op_keys, op_rows, np.where((d_ext != NONE_ID) & (d_ext != d_corr), d_ext, -(2**62)))
+    n = len(ev)
+    return _DeviceLookups(
+        device_rows,
+        launch_rows,
+        launch_op,
+        launch,
+        d_ext,
+        d_corr,
+        starts,
+        ends,
+        by_ext,
+        device_op=np.full(n, -1, dtype=np.int64),
+        device_launch=np.full(n, -1, dtype=np.int64),
+        method=np.zeros(n, dtype=np.uint8),
+    )
 
-    if tree is not None and pool is not None:
-        in_tree, raw_parent, depth, parent, merged_into = tree.result()
-        pool.shutdown()
+
+def link(trace: Trace) -> Links:
+    ev = trace.events
+    n = len(ev)
+    # The host tree and the device lookups are independent: on big traces the tree is
+    # built in a helper thread while this one does the lookups (NumPy's sorts and
+    # searches release the GIL).
+    if n >= _OVERLAP_MIN_EVENTS and (os.cpu_count() or 1) > 1:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="trnscope-tree") as pool:
+            tree = pool.submit(_host_tree, trace)
+            found = _device_lookups(trace)
+            in_tree, raw_parent, depth, parent, merged_into = tree.result()
     else:
         in_tree, raw_parent, depth, parent, merged_into = _host_tree(trace)
+        found = _device_lookups(trace)
+    device_rows, launch_rows, launch_op, launch = found.device_rows, found.launch_rows, found.launch_op, found.launch
+    d_ext, d_corr, by_ext = found.d_ext, found.d_corr, found.by_ext
+    starts, ends = found.flow_starts, found.flow_ends
+
+    device_op, device_launch, method = found.device_op, found.device_launch, found.method
+    via_flow = np.full(device_rows.size, -1, dtype=np.int64)
     unresolved = launch_op < 0
     if unresolved.any():
         launch_op[unresolved] = _enclosing_op(raw_parent, ev.role, launch_rows[unresolved])

@@ -142,9 +142,7 @@ def _unspill(result: RangeResult | SpilledRange) -> RangeResult:
         size = os.fstat(fh.fileno()).st_size
         # populated up front: one call instead of a page fault per 4 KiB page
         populate = getattr(mmap, "MAP_POPULATE", 0)
-        data = (
-            mmap.mmap(fh.fileno(), 0, flags=mmap.MAP_SHARED | populate, prot=mmap.PROT_READ) if size else b""
-        )
+        data = mmap.mmap(fh.fileno(), 0, flags=mmap.MAP_SHARED | populate, prot=mmap.PROT_READ) if size else b""
     os.unlink(result.path)  # the mapping keeps the pages until it is dropped
     chunks = []
     for start, end, repaired, small, specs in result.chunks:
