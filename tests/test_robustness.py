@@ -418,3 +418,13 @@ def test_lazy_args_after_cache_clear(tmp_path: Path, isolated_cache: Path, capsy
     doc = json.loads(capsys.readouterr().out)
     op = next(h for h in doc["hops"] if h["kind"] == "op")
     assert op["details"]["Input Dims"] == [[64, 1024], [1024, 1024], [1024]]
+
+
+def test_entries_that_are_not_objects_at_the_end_of_the_array(tmp_path: Path) -> None:
+    """`[..., {...}, 7, "x"]` is a complete array: the last event loads and the two
+    entries count as skipped, as they do anywhere else, instead of a truncation."""
+    trace = load_path(write(tmp_path, _trace([*BASE, 7, "x"])), use_cache=False)  # type: ignore[arg-type]
+    assert not trace.stats.truncated
+    assert len(trace.events) == len(BASE)
+    assert trace.stats.invalid_events == 2
+    assert not any("truncated" in w for w in trace.warnings)

@@ -67,9 +67,16 @@ def next_cut(buf: Any, after: int) -> Cut | None:
     return Cut(end=array_end.start() + 1, next_start=-1, array_end=array_end.end() - 1)
 
 
+# entries that are not objects after the last event: `, 7`, `, "text"`, `, null`
+_SCALAR_TAIL = re.compile(rb'(?:\s*,\s*(?:-?[0-9][0-9.eE+-]*|"[^"\\]*"|true|false|null))+\s*\Z')
+_TAIL_WINDOW = 4096
+
+
 def last_array_end(buf: Any, after: int) -> Cut | None:
     """The last "}" "]" in the file after ``after``: where a complete events array ends
-    unless the file goes on with more nested lists (then decoding reports it)."""
+    unless the file goes on with more nested lists (then decoding reports it).  Scalar
+    entries between the last event and the "]" stay inside the chunk, so they are
+    decoded (and counted as skipped) like such entries anywhere else."""
     close = len(buf)
     while True:
         close = buf.rfind(b"]", after, close)
@@ -79,6 +86,9 @@ def last_array_end(buf: Any, after: int) -> Cut | None:
         while index > after and buf[index : index + 1] in (b" ", b"\n", b"\r", b"\t"):
             index -= 1
         if buf[index : index + 1] == b"}":
+            return Cut(end=index + 1, next_start=-1, array_end=close)
+        brace = buf.rfind(b"}", max(after, close - _TAIL_WINDOW), close)
+        if brace >= 0 and _SCALAR_TAIL.match(bytes(buf[brace + 1 : index + 1])):
             return Cut(end=index + 1, next_start=-1, array_end=close)
 
 
