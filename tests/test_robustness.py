@@ -420,10 +420,17 @@ def test_lazy_args_after_cache_clear(tmp_path: Path, isolated_cache: Path, capsy
     assert op["details"]["Input Dims"] == [[64, 1024], [1024, 1024], [1024]]
 
 
-def test_entries_that_are_not_objects_at_the_end_of_the_array(tmp_path: Path) -> None:
+@pytest.mark.parametrize("after", [False, True])
+def test_entries_that_are_not_objects_at_the_end_of_the_array(tmp_path: Path, after: bool) -> None:
     """`[..., {...}, 7, "x"]` is a complete array: the last event loads and the two
-    entries count as skipped, as they do anywhere else, instead of a truncation."""
-    trace = load_path(write(tmp_path, _trace([*BASE, 7, "x"])), use_cache=False)  # type: ignore[arg-type]
+    entries count as skipped, as they do anywhere else, instead of a truncation (also
+    when more keys, with lists of their own, follow the array)."""
+    body = {"schemaVersion": 1, "traceEvents": [*BASE, 7, "x"]}
+    if after:
+        body["deviceProperties"] = [{"id": 0, "name": "GPU"}]
+    path = tmp_path / "tail.json"
+    path.write_bytes(json.dumps(body).encode())
+    trace = load_path(path, use_cache=False)  # type: ignore[arg-type]
     assert not trace.stats.truncated
     assert len(trace.events) == len(BASE)
     assert trace.stats.invalid_events == 2

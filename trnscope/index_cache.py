@@ -29,7 +29,7 @@ from trnscope.link import LinkReport, Links, forward_links
 from trnscope.model import ChunkRef, EventColumns, LoadStats, ThreadInfo, Trace
 
 MAGIC = b"TRNSCOPE-INDEX\x00\x02"
-FORMAT_VERSION = 5  # 5: non-object events counted, lenient-decode warning
+FORMAT_VERSION = 6  # 6: scalar entries at the end of the events array are not a truncation
 _ALIGN = 64
 _LINK_ARRAYS = (
     "in_tree",

@@ -82,14 +82,23 @@ def last_array_end(buf: Any, after: int) -> Cut | None:
         close = buf.rfind(b"]", after, close)
         if close < 0:
             return None
-        index = close - 1
-        while index > after and buf[index : index + 1] in (b" ", b"\n", b"\r", b"\t"):
-            index -= 1
-        if buf[index : index + 1] == b"}":
-            return Cut(end=index + 1, next_start=-1, array_end=close)
-        brace = buf.rfind(b"}", max(after, close - _TAIL_WINDOW), close)
-        if brace >= 0 and _SCALAR_TAIL.match(bytes(buf[brace + 1 : index + 1])):
-            return Cut(end=index + 1, next_start=-1, array_end=close)
+        end = _entries_end(buf, after, close)
+        if end >= 0:
+            return Cut(end=end, next_start=-1, array_end=close)
+
+
+def _entries_end(buf: Any, after: int, close: int) -> int:
+    """Where the array's last entry ends before its "]" at ``close``: just after a "}",
+    or after scalar entries that follow the last "}"; -1 if neither."""
+    index = close - 1
+    while index > after and buf[index : index + 1] in (b" ", b"\n", b"\r", b"\t"):
+        index -= 1
+    if buf[index : index + 1] == b"}":
+        return index + 1
+    brace = buf.rfind(b"}", max(after, close - _TAIL_WINDOW), close)
+    if brace >= 0 and _SCALAR_TAIL.match(bytes(buf[brace + 1 : index + 1])):
+        return index + 1
+    return -1
 
 
 def cut_before(buf: Any, start: int) -> Cut | None:
@@ -186,10 +195,13 @@ def _array_closed_early(buf: Any, start: int, end: int, error: msgspec.DecodeErr
         return None
     limit = min(end, start + int(match.group(1)) - 1)
     close = buf.rfind(b"]", start, limit)
-    brace = buf.rfind(b"}", start, close) if close >= 0 else -1
-    if brace < 0:
-        return None
-    return Cut(end=brace + 1, next_start=-1, array_end=close)
+    entries_end = _entries_end(buf, start, close) if close >= 0 else -1
+    if entries_end < 0:
+        brace = buf.rfind(b"}", start, close) if close >= 0 else -1
+        if brace < 0:
+            return None
+        entries_end = brace + 1
+    return Cut(end=entries_end, next_start=-1, array_end=close)
 
 
 def scan(
