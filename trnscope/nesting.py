@@ -24,19 +24,37 @@ loop only for the stretches of a thread where it is needed:
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 import numpy as np
 
 
 def nest(ts: np.ndarray, end: np.ndarray, thread: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Parent row (-1 for roots) and depth of each of ``rows`` by PyTorch's stack algorithm."""
+    return _in_start_order(nest_sorted, ts, end, thread, rows)
+
+
+def nest_with_stack(
+    ts: np.ndarray, end: np.ndarray, thread: np.ndarray, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The stack algorithm itself over every event: the reference ``nest`` must agree with."""
+    return _in_start_order(_stack_sorted, ts, end, thread, rows)
+
+
+SortedNesting = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+def _in_start_order(
+    nest_in_order: SortedNesting, ts: np.ndarray, end: np.ndarray, thread: np.ndarray, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sort ``rows`` by (thread, start, -end, row), nest them, map positions back to rows."""
     parent = np.full(rows.size, -1, dtype=np.int64)
     depth = np.zeros(rows.size, dtype=np.int32)
     if rows.size == 0:
         return parent, depth
     order = np.lexsort((rows, -end[rows], ts[rows], thread[rows]))
     ordered = rows[order]
-    local_parent, local_depth = nest_sorted(ts[ordered], end[ordered], thread[ordered])
+    local_parent, local_depth = nest_in_order(ts[ordered], end[ordered], thread[ordered])
     parent[order] = np.where(local_parent >= 0, ordered[np.maximum(local_parent, 0)], -1)
     depth[order] = local_depth
     return parent, depth
@@ -138,31 +156,36 @@ def _redo_with_stack(
     segment = np.cumsum(opens) - 1
     bad_segments = segment[broken]
     redo = np.flatnonzero(np.isin(segment, bad_segments))
-    starts, stops = start[redo].tolist(), stop[redo].tolist()
-    segments = segment[redo].tolist()
-    positions = redo.tolist()
+    local_parent, local_depth = _stack_sorted(start[redo], stop[redo], segment[redo])
+    parent[redo] = np.where(local_parent >= 0, redo[np.maximum(local_parent, 0)], -1)
+    depth[redo] = local_depth
+
+
+def _stack_sorted(start: np.ndarray, stop: np.ndarray, group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """PyTorch's stack loop over events sorted by (group, start, -stop); the stack
+    starts empty in each group.  Parents are positions in this order."""
+    parent = [-1] * start.size
+    depth = [0] * start.size
     stack_end: list[int] = []
     stack_pos: list[int] = []
-    current = -1
-    for k, (s, e, seg) in enumerate(zip(starts, stops, segments)):
-        if seg != current:
+    current = None
+    for k, (begin, finish, g) in enumerate(zip(start.tolist(), stop.tolist(), group.tolist())):
+        if g != current:
             stack_end.clear()
             stack_pos.clear()
-            current = seg
-        found = -1
+            current = g
         while stack_end:
             top = stack_end[-1]
-            if s >= top or e > top:
+            if begin >= top or finish > top:
                 stack_end.pop()
                 stack_pos.pop()
             else:
-                found = stack_pos[-1]
+                parent[k] = stack_pos[-1]
                 break
-        row = positions[k]
-        parent[row] = found
-        depth[row] = len(stack_end)
-        stack_end.append(e)
-        stack_pos.append(row)
+        depth[k] = len(stack_end)
+        stack_end.append(finish)
+        stack_pos.append(k)
+    return np.array(parent, dtype=np.int64), np.array(depth, dtype=np.int32)
 
 
 def _running_max_per_group(values: np.ndarray, group: np.ndarray) -> np.ndarray:
@@ -183,40 +206,3 @@ def _running_max_per_group(values: np.ndarray, group: np.ndarray) -> np.ndarray:
     for lo, hi in itertools.pairwise(bounds):
         out[lo:hi] = np.maximum.accumulate(values[lo:hi])
     return out
-
-
-def nest_with_stack(
-    ts: np.ndarray, end: np.ndarray, thread: np.ndarray, rows: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The stack algorithm over every event: the reference ``nest`` must agree with."""
-    parent = np.full(rows.size, -1, dtype=np.int64)
-    depth = np.zeros(rows.size, dtype=np.int32)
-    if rows.size == 0:
-        return parent, depth
-    order = np.lexsort((rows, -end[rows], ts[rows], thread[rows]))
-    ordered = rows[order]
-    local_parent = [-1] * ordered.size
-    local_depth = [0] * ordered.size
-    stack_end: list[int] = []
-    stack_pos: list[int] = []
-    current = None
-    for k, (start, stop, th) in enumerate(zip(ts[ordered].tolist(), end[ordered].tolist(), thread[ordered].tolist())):
-        if th != current:
-            stack_end.clear()
-            stack_pos.clear()
-            current = th
-        while stack_end:
-            top = stack_end[-1]
-            if start >= top or stop > top:
-                stack_end.pop()
-                stack_pos.pop()
-            else:
-                local_parent[k] = stack_pos[-1]
-                break
-        local_depth[k] = len(stack_end)
-        stack_end.append(stop)
-        stack_pos.append(k)
-    local = np.array(local_parent, dtype=np.int64)
-    parent[order] = np.where(local >= 0, ordered[np.maximum(local, 0)], -1)
-    depth[order] = np.array(local_depth, dtype=np.int32)
-    return parent, depth
