@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,6 +24,7 @@ from trnscope.cli import main
 from trnscope.errors import TrnscopeError
 from trnscope.layers import Role
 from trnscope.load import SourceRef, load_path
+from trnscope.model import Trace
 from trnscope.testing.synth_kineto import generate_text
 
 SMALL_TEXT, SMALL_TRUTH = generate_text(1500, seed=11)
@@ -340,6 +342,20 @@ def test_cache_is_used_then_rebuilt_when_file_changes(tmp_path: Path, isolated_c
     second = open_analysis(source)
     assert second.trace.stats.from_cache
     assert second.op_table().calls.tolist() == first.op_table().calls.tolist()
+    # every field of the trace comes back as it was stored
+    for field in msgspec.structs.fields(Trace):
+        if field.name in ("stats", "buffer", "neuron"):
+            continue
+        before, after = getattr(first.trace, field.name), getattr(second.trace, field.name)
+        if field.name == "events":
+            for column in before.__struct_fields__:
+                np.testing.assert_array_equal(getattr(before, column), getattr(after, column), err_msg=column)
+        elif isinstance(before, np.ndarray):
+            np.testing.assert_array_equal(before, after, err_msg=field.name)
+        else:
+            assert before == after, field.name
+    assert second.trace.stats.events == first.trace.stats.events
+    np.testing.assert_array_equal(second.links.forward_of, first.links.forward_of)
     # rewrite the file with other content: the fingerprint changes, the cache is not used
     path.write_bytes(_trace(BASE))
     time.sleep(0.01)

@@ -26,10 +26,10 @@ import numpy as np
 from trnscope.analysis.optable import EventTimes
 from trnscope.cachedir import fingerprint, writable_dir
 from trnscope.link import LinkReport, Links, forward_links
-from trnscope.model import ChunkRef, EventColumns, LoadStats, ThreadInfo, Trace
+from trnscope.model import EventColumns, Trace
 
 MAGIC = b"TRNSCOPE-INDEX\x00\x02"
-FORMAT_VERSION = 6  # 6: scalar entries at the end of the events array are not a truncation
+FORMAT_VERSION = 7  # 7: the header's trace fields derived from Trace
 _ALIGN = 64
 _LINK_ARRAYS = (
     "in_tree",
@@ -52,29 +52,22 @@ class ArraySpec(msgspec.Struct, array_like=True):
     nbytes: int
 
 
+# Every Trace field but the arrays (stored as arrays), the caller's label and the
+# in-memory handles; derived from Trace so that a new field is cached without a change here.
+_NOT_IN_HEADER = frozenset({"events", "source_index", "buffer", "neuron", "label"})
+CachedTraceFields = msgspec.defstruct(
+    "CachedTraceFields",
+    [(field.name, field.type) for field in msgspec.structs.fields(Trace) if field.name not in _NOT_IN_HEADER],
+)
+
+
 class CacheHeader(msgspec.Struct):
     version: int
     key: str
     payload_bytes: int
     payload_crc: int
     arrays: list[ArraySpec]
-    source: str
-    format: str
-    device_kind: str
-    device_name: str
-    names: list[str]
-    cats: list[str]
-    shapes: list[str]
-    stacks: list[str]
-    threads: list[ThreadInfo]
-    chunks: list[ChunkRef]
-    origin_ns: int
-    origin_is_unix: bool
-    stats: LoadStats
-    metadata: dict[str, Any]
-    warnings: list[str]
-    synthetic: bool
-    plain_path: str
+    trace: CachedTraceFields  # type: ignore[valid-type]
     link_report: LinkReport
     extra: dict[str, Any] = {}
 
@@ -138,23 +131,7 @@ def store(
         payload_bytes=offset,
         payload_crc=crc,
         arrays=specs,
-        source=trace.source,
-        format=trace.format,
-        device_kind=trace.device_kind,
-        device_name=trace.device_name,
-        names=trace.names,
-        cats=trace.cats,
-        shapes=trace.shapes,
-        stacks=trace.stacks,
-        threads=trace.threads,
-        chunks=trace.chunks,
-        origin_ns=trace.origin_ns,
-        origin_is_unix=trace.origin_is_unix,
-        stats=trace.stats,
-        metadata=trace.metadata,
-        warnings=trace.warnings,
-        synthetic=trace.synthetic,
-        plain_path=trace.plain_path,
+        trace=CachedTraceFields(**{f: getattr(trace, f) for f in CachedTraceFields.__struct_fields__}),
         link_report=links.report,
         extra=extra or {},
     )
@@ -220,25 +197,9 @@ def _decode(buffer: mmap.mmap, key: str) -> tuple[Trace, Links, EventTimes | Non
         )
     events = EventColumns(**{f: arrays[f"events.{f}"] for f in EventColumns.__struct_fields__})
     trace = Trace(
-        source=header.source,
-        format=header.format,
-        device_kind=header.device_kind,
-        device_name=header.device_name,
         events=events,
-        names=header.names,
-        cats=header.cats,
-        shapes=header.shapes,
-        stacks=header.stacks,
-        threads=header.threads,
-        chunks=header.chunks,
-        origin_ns=header.origin_ns,
-        origin_is_unix=header.origin_is_unix,
-        stats=header.stats,
-        metadata=header.metadata,
-        warnings=header.warnings,
-        synthetic=header.synthetic,
-        plain_path=header.plain_path,
         source_index=arrays.get("source_index"),
+        **msgspec.structs.asdict(header.trace),
     )
     trace.stats.from_cache = True
     links = Links(**{name: arrays[f"links.{name}"] for name in _LINK_ARRAYS}, report=header.link_report)
