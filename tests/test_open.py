@@ -44,3 +44,20 @@ def test_host_tree_in_a_helper_thread_gives_the_same_links(monkeypatch, name: st
         if isinstance(value, np.ndarray):
             np.testing.assert_array_equal(value, getattr(overlapped, field), err_msg=field)
     assert alone.report == overlapped.report
+
+
+def test_prefer_small_pages_is_seen_by_worker_setup() -> None:
+    """The CLI's NumPy page setting, and the flag decode workers are started with."""
+    from trnscope.memory import _numpy_hook, prefer_small_pages, small_pages_preferred
+
+    getter, setter = _numpy_hook("_get_madvise_hugepage"), _numpy_hook("_set_madvise_hugepage")
+    if getter is None or setter is None:
+        pytest.skip("this NumPy has no huge-page switch")
+    previous = getter()
+    try:
+        setter(True)
+        assert not small_pages_preferred()
+        prefer_small_pages()
+        assert small_pages_preferred() and not getter()
+    finally:
+        setter(previous)

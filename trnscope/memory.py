@@ -13,12 +13,24 @@ settings for its host program."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+
+
+def _numpy_hook(name: str) -> Any:
+    return getattr(getattr(getattr(np, "_core", None), "multiarray", None), name, None)
 
 
 def prefer_small_pages() -> None:
     """Stop NumPy from advising huge pages for new arrays (where it can be told)."""
-    setter = getattr(getattr(np, "_core", None), "multiarray", None)
-    setter = getattr(setter, "_set_madvise_hugepage", None)
+    setter = _numpy_hook("_set_madvise_hugepage")
     if setter is not None:
         setter(False)
+
+
+def small_pages_preferred() -> bool:
+    """Whether ``prefer_small_pages`` is in effect (passed on to worker processes,
+    which a fork server starts without this process's NumPy settings)."""
+    getter = _numpy_hook("_get_madvise_hugepage")
+    return getter is not None and not getter()

@@ -1,8 +1,8 @@
 """Loading: from a path the user typed to a ``Trace``.
 
 ``discover`` says what is at a path (a trace, a capture session, a Neuron profile
-folder, a folder of traces); ``load_source`` reads one of its sources, through the
-index cache when it can.
+folder, a folder of traces); ``load_source`` reads one of its sources.  The parsed-index
+cache sits one level up, in ``trnscope.analysis.open``, because it stores links too.
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ from trnscope.load.events import (
     columns_from_events,
 )
 from trnscope.load.source import PlainSource, Progress, open_plain
+from trnscope.memory import prefer_small_pages, small_pages_preferred
 from trnscope.model import ChunkRef, EventColumns, LoadStats, ThreadInfo, Trace
 
 PARALLEL_MIN_BYTES = 48 << 20
@@ -70,8 +71,6 @@ def _init_worker(slots: Any, small_pages: bool) -> None:
     global _progress_slots
     _progress_slots = slots
     if small_pages:  # as the parent was told (a fork server's child does not inherit it)
-        from trnscope.memory import prefer_small_pages
-
         prefer_small_pages()
 
 
@@ -234,12 +233,6 @@ def start_worker_server() -> None:
         pass
 
 
-def _huge_pages_advised() -> bool:
-    getter = getattr(getattr(np, "_core", None), "multiarray", None)
-    getter = getattr(getter, "_get_madvise_hugepage", None)
-    return bool(getter()) if getter is not None else True
-
-
 def default_workers() -> int:
     return max(1, min(os.cpu_count() or 1, 8))
 
@@ -281,7 +274,7 @@ def _parallel_decode(
     reporter = threading.Thread(target=report_progress, daemon=True)
     reporter.start()
     executor = ProcessPoolExecutor(
-        max_workers=len(starts), mp_context=ctx, initializer=_init_worker, initargs=(slots, not _huge_pages_advised())
+        max_workers=len(starts), mp_context=ctx, initializer=_init_worker, initargs=(slots, small_pages_preferred())
     )
     try:
         futures = [
