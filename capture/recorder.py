@@ -41,6 +41,20 @@ class CaptureOptions(msgspec.Struct):
     atol: float = 1e-4
 
 
+def check_output_folder(out: Path) -> None:
+    """Refuse a session folder that cannot be created (its parent is made if missing):
+    called before any work starts, and again when the folder is written."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise TrnscopeError(f"output folder exists and is not empty: {out}")
+    parent = out.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise TrnscopeError(f"cannot create {parent}: {error.strerror or error}") from None
+    if not os.access(parent, os.W_OK):
+        raise TrnscopeError(f"cannot write to {parent}: permission denied")
+
+
 class _Workspace:
     """A session folder that appears complete or not at all.
 
@@ -49,15 +63,8 @@ class _Workspace:
 
     def __init__(self, out: Path) -> None:
         self.out = out
-        if out.exists() and (not out.is_dir() or any(out.iterdir())):
-            raise TrnscopeError(f"output folder exists and is not empty: {out}")
+        check_output_folder(out)
         parent = out.parent
-        try:
-            parent.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise TrnscopeError(f"cannot create {parent}: {error.strerror or error}") from None
-        if not os.access(parent, os.W_OK):
-            raise TrnscopeError(f"cannot write to {parent}: permission denied")
         self.temp = parent / f".{out.name}.partial-{os.getpid()}"
         try:
             self.temp.mkdir()

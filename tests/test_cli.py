@@ -259,6 +259,14 @@ def test_compare_table_csv_and_limits(capsys, small_synthetic, tmp_path: Path) -
         (["capture", "--demo", "nope"], "unknown demo 'nope'; choose one of: rmsnorm, attention"),
         (["capture", "--demo", "rmsnorm", "--size", "huge"], "unknown size 'huge'; choose small or large"),
         (["capture", "--demo", "rmsnorm", "--device", "tpu"], "unknown device 'tpu': choose neuron, cuda or cpu"),
+        (
+            ["capture", "--demo", "rmsnorm", "--device", "cuda"],
+            "CUDA capture requested but torch.cuda.is_available() is False on this host",
+        ),
+        (["capture"], "capture needs --demo NAME or 'run SCRIPT.py'"),
+        (["capture", "--demo", "rmsnorm", "extra"], "unexpected arguments: extra"),
+        (["capture", "run"], "usage: trnscope capture run SCRIPT.py [ARGS...] --out DIR"),
+        (["capture", "run", "no_such_script.py"], "no such script: no_such_script.py"),
     ],
 )
 def test_capture_argument_errors(capsys, tmp_path: Path, args: list[str], message: str) -> None:
@@ -281,3 +289,108 @@ def test_skip_python_flag_and_capture_demo_list(capsys, small_synthetic) -> None
     assert code == 0 and out.split() == ["rmsnorm", "attention"]
     code, _, err = run(capsys, "capture", "--demo", "rmsnorm")
     assert code == 2 and "--out" in err
+
+
+def test_version(capsys) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip().startswith("trnscope ")
+
+
+def test_summary_stack_depth_limits_the_stack_key(capsys, small_synthetic) -> None:
+    path, _ = small_synthetic
+    _, out, _ = run(capsys, "summary", str(path), "--format", "json", "--group-by", "stack", "--no-cache")
+    deep = json.loads(out)["ops"]
+    _, out, _ = run(
+        capsys, "summary", str(path), "--format", "json", "--group-by", "stack", "--stack-depth", "1", "--no-cache"
+    )
+    shallow = json.loads(out)["ops"]
+    assert max(len(op["stack"]) for op in deep) == 5
+    assert max(len(op["stack"]) for op in shallow) == 1
+    assert len(shallow) < len(deep)  # fewer frames, fewer distinct keys
+    assert sum(op["calls"] for op in shallow) == sum(op["calls"] for op in deep)
+
+
+def test_summary_workers_reach_the_loader(capsys, small_synthetic, monkeypatch) -> None:
+    from trnscope.load import kineto
+
+    path, _ = small_synthetic
+    monkeypatch.setattr(kineto, "PARALLEL_MIN_BYTES", 0)  # the small trace takes the parallel path too
+    seen: list[int] = []
+    real = kineto.load_kineto
+
+    def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
+        trace = real(*args, **kwargs)
+        seen.append(trace.stats.workers)
+        return trace
+
+    monkeypatch.setattr(kineto, "load_kineto", recording)
+    outputs = []
+    for workers in ("1", "2"):
+        _, out, _ = run(capsys, "summary", str(path), "--format", "json", "--no-cache", "--workers", workers)
+        outputs.append(json.loads(out))
+    assert seen == [1, 2]
+    assert outputs[0]["ops"] == outputs[1]["ops"] and outputs[0]["kernels"] == outputs[1]["kernels"]
+
+
+def test_open_passes_its_options_to_the_app(monkeypatch, small_synthetic) -> None:
+    """`trnscope open` hands --theme, --select, --skip, --no-cache, --workers and
+    --export to the app (the app's own handling of each is tested in the Pilot tests)."""
+    import tui.app
+    from trnscope.load import kineto
+
+    path, _ = small_synthetic
+    made: dict[str, object] = {}
+
+    class RecordingApp:
+        return_code = 0
+
+        def __init__(self, paths, **options) -> None:  # type: ignore[no-untyped-def]
+            made.update(options, paths=paths)
+
+        def run(self) -> None:
+            made["ran"] = True
+
+    monkeypatch.setattr(tui.app, "TrnscopeApp", RecordingApp)
+    monkeypatch.setattr(kineto, "start_worker_server", lambda: None)
+    argv = ["open", str(path), "--theme", "ansi", "--select", "0", "--skip", "python", "--no-cache", "--workers", "1"]
+    assert main([*argv, "--export"]) == 0
+    assert made == {
+        "paths": [str(path)],
+        "select": "0",
+        "skip": ("python",),
+        "use_cache": False,
+        "theme": "ansi",
+        "workers": 1,
+        "export": True,
+        "ran": True,
+    }
+
+
+def test_capture_refuses_a_folder_that_is_not_empty(capsys, tmp_path: Path) -> None:
+    out = tmp_path / "session"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    code, _, err = run(capsys, "capture", "--demo", "rmsnorm", "--out", str(out))
+    assert code == 2 and err == f"trnscope: error: output folder exists and is not empty: {out}\n"
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
+
+
+def test_more_input_errors_are_one_line(capsys, tmp_path: Path, monkeypatch) -> None:
+    import gzip
+
+    empty = tmp_path / "empty.json.gz"
+    empty.write_bytes(gzip.compress(b""))
+    code, _, err = run(capsys, "summary", str(empty), "--no-cache")
+    assert code == 2 and err == f"trnscope: error: gzip file holds no data: {empty}\n"
+
+    not_folder = tmp_path / "raw.ntff"
+    not_folder.write_bytes(b"\x00")
+    code, _, err = run(capsys, "neuron-export", str(not_folder), "--yes")
+    assert code == 2 and err == f"trnscope: error: not a folder: {not_folder}\n"
+
+    monkeypatch.setitem(sys.modules, "textual_serve", None)  # as if not installed
+    monkeypatch.setitem(sys.modules, "textual_serve.server", None)
+    code, _, err = run(capsys, "serve", str(empty))
+    assert code == 2 and err == "trnscope: error: serve needs textual-serve: pip install 'trnscope[serve]'\n"
