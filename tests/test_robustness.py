@@ -301,6 +301,8 @@ def test_invariants_on_random_traces(tmp_path_factory, spec) -> None:  # type: i
     ev = analysis.trace.events
     alive = links.in_tree & (links.merged_into < 0)
     roots = alive & (links.parent < 0)
+    nested = np.flatnonzero(alive & (links.parent >= 0))
+    assert alive[links.parent[nested]].all()  # folding never leaves a row under a folded one
     self_sum = np.bincount(
         ev.thread[alive], weights=analysis.times.self_cpu[alive], minlength=len(analysis.trace.threads)
     )

@@ -111,7 +111,6 @@ def event_times(trace: Trace, links: Links) -> EventTimes:
     # sums by np.add.at: exact in int64, and faster than a float bincount here
     cpu_total = np.where(alive, dur, 0)
     children = np.flatnonzero(alive & (parent >= 0))
-    children = children[alive[parent[children]]]  # folding never leaves a dead parent; be sure
     self_cpu = cpu_total.copy()
     np.subtract.at(self_cpu, parent[children], dur[children])
 
