@@ -18,9 +18,9 @@ from common import OUT, TARGET_BYTES, ensure_trace, median_of, run_measured, war
 TRNSCOPE = """
 import time
 from pathlib import Path
-from trnscope.load import SourceRef
-from trnscope.analysis.open import open_analysis
-from trnscope.memory import prefer_small_pages
+from trnscope.core.formats import SourceRef
+from trnscope.core.opening.open import open_analysis
+from trnscope.core.base.memory import prefer_small_pages
 prefer_small_pages()  # as the CLI and TUI entry point does
 path = sys.argv[1]
 started = time.perf_counter()

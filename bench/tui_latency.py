@@ -25,7 +25,7 @@ from common import OUT, TARGET_BYTES, ensure_trace
 async def measure(path: Path) -> dict:
     from tui_helpers import settle, wait_loaded
 
-    from tui.app import TrnscopeApp
+    from trnscope.tui.app import TrnscopeApp
 
     app = TrnscopeApp([str(path)])
     results: dict[str, list[float]] = {}
@@ -110,8 +110,8 @@ def main() -> None:
         args.bytes,
         OUT / "bench_trace.json" if args.bytes == TARGET_BYTES else OUT / f"bench_trace_{args.bytes >> 20}MB.json",
     )
-    from trnscope.load.kineto import start_worker_server
-    from trnscope.memory import prefer_small_pages
+    from trnscope.core.base.memory import prefer_small_pages
+    from trnscope.core.formats.kineto.loader import start_worker_server
 
     prefer_small_pages()  # as the CLI entry point does before it starts the TUI
     start_worker_server()

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trnscope.arrays import first_of_each, group_order, is_member, sorted_unique, unique_inverse
+from trnscope.core.base.arrays import first_of_each, group_order, is_member, sorted_unique, unique_inverse
 
 ints = st.lists(st.integers(-(2**40), 2**40), max_size=200)
 small = st.lists(st.integers(-5, 30), max_size=200)

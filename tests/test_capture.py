@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, SAMPLES
-from trnscope.analysis.analysis import Analysis
-from trnscope.analysis.parity import check_parity
-from trnscope.cli import main
-from trnscope.load import discover, load_source
-from trnscope.session import read_manifest
+from trnscope.cli.main import main
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.parity import check_parity
+from trnscope.core.formats import discover, load_source
+from trnscope.core.model.session import read_manifest
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
@@ -90,7 +90,7 @@ def test_capture_run_too_few_steps_leaves_nothing(tmp_path: Path, capsys) -> Non
 
 
 def test_compare_records_failed_variants_and_keeps_others(tmp_path: Path) -> None:
-    from capture import CaptureOptions, compare
+    from trnscope.capture import CaptureOptions, compare
 
     def good(x):  # type: ignore[no-untyped-def]
         return x * 2
@@ -119,8 +119,8 @@ def test_compare_records_failed_variants_and_keeps_others(tmp_path: Path) -> Non
 
 
 def test_record_failures_are_clean(tmp_path: Path) -> None:
-    from capture import CaptureOptions, record
-    from trnscope.errors import TrnscopeError
+    from trnscope.capture import CaptureOptions, record
+    from trnscope.core.base.errors import TrnscopeError
 
     def broken() -> None:
         raise ValueError("bad shape")
@@ -162,8 +162,8 @@ class Recording(original):
         })
         super().__init__(*args, **kwargs)
 tp.profile = Recording
-from capture import CaptureOptions, record
-from capture.device import NeuronOptions
+from trnscope.capture import CaptureOptions, record
+from trnscope.capture.device import NeuronOptions
 options = CaptureOptions(device="neuron", warmup=2, steps=3, neuron=NeuronOptions(capture_enabled_for_nc="0-1", max_events_per_nc=5000))
 x = torch.randn(32, 32)
 record(lambda a: (a @ a).relu(), (x,), out=sys.argv[1], label="probe", options=options)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CORPUS, requires_corpus
-from trnscope.cli import main
+from trnscope.cli.main import main
 
 JSON_KEYS = {"source", "device_kind", "totals", "ops", "kernels", "link_coverage", "warnings"}
 OP_KEYS = {"name", "input_shapes", "stack", "calls", "self_cpu_us", "cpu_total_us", "self_device_us", "device_total_us"}
@@ -116,7 +116,7 @@ def test_permission_denied(capsys, tmp_path: Path, small_synthetic, monkeypatch)
     path.write_bytes(small_synthetic[0].read_bytes())
     path.chmod(0)
     if os.geteuid() == 0:  # root reads anything: make the check see what a user would
-        import trnscope.load.source as source
+        import trnscope.core.formats.source as source
 
         monkeypatch.setattr(source.os, "access", lambda *_: False)
     code, _, err = run(capsys, "summary", str(path), "--no-cache")
@@ -161,7 +161,7 @@ def test_cache_info_and_clear(capsys, small_synthetic, isolated_cache: Path) -> 
 def test_entry_point_runs_without_textual_import(small_synthetic, tmp_path: Path) -> None:
     """summary must stay fast: it never imports Textual (nor torch)."""
     code = (
-        "import sys; from trnscope.cli import main; rc = main(['summary', sys.argv[1], '--format', 'json']);"
+        "import sys; from trnscope.cli.main import main; rc = main(['summary', sys.argv[1], '--format', 'json']);"
         "assert 'textual' not in sys.modules and 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith(('textual','torch')))[:5];"
         "sys.exit(rc)"
     )
@@ -216,7 +216,7 @@ def test_serve_builds_the_textual_serve_command(monkeypatch, small_synthetic) ->
 
 
 def test_progress_reports_bytes_and_events(tmp_path: Path, small_synthetic) -> None:
-    from trnscope.load.kineto import load_kineto
+    from trnscope.core.formats.kineto.loader import load_kineto
 
     seen: list[tuple] = []
     load_kineto(small_synthetic[0], progress=lambda *a: seen.append(a), workers=1, chunk_bytes=64 << 10)
@@ -313,7 +313,7 @@ def test_summary_stack_depth_limits_the_stack_key(capsys, small_synthetic) -> No
 
 
 def test_summary_workers_reach_the_loader(capsys, small_synthetic, monkeypatch) -> None:
-    from trnscope.load import kineto
+    from trnscope.core.formats.kineto import loader as kineto
 
     path, _ = small_synthetic
     monkeypatch.setattr(kineto, "PARALLEL_MIN_BYTES", 0)  # the small trace takes the parallel path too
@@ -337,8 +337,8 @@ def test_summary_workers_reach_the_loader(capsys, small_synthetic, monkeypatch) 
 def test_open_passes_its_options_to_the_app(monkeypatch, small_synthetic) -> None:
     """`trnscope open` hands --theme, --select, --skip, --no-cache, --workers and
     --export to the app (the app's own handling of each is tested in the Pilot tests)."""
-    import tui.app
-    from trnscope.load import kineto
+    import trnscope.tui.app
+    from trnscope.core.formats.kineto import loader as kineto
 
     path, _ = small_synthetic
     made: dict[str, object] = {}
@@ -352,7 +352,7 @@ def test_open_passes_its_options_to_the_app(monkeypatch, small_synthetic) -> Non
         def run(self) -> None:
             made["ran"] = True
 
-    monkeypatch.setattr(tui.app, "TrnscopeApp", RecordingApp)
+    monkeypatch.setattr(trnscope.tui.app, "TrnscopeApp", RecordingApp)
     monkeypatch.setattr(kineto, "start_worker_server", lambda: None)
     argv = ["open", str(path), "--theme", "ansi", "--select", "0", "--skip", "python", "--no-cache", "--workers", "1"]
     assert main([*argv, "--export"]) == 0

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from conftest import corpus_files, requires_corpus
-from trnscope.analysis.analysis import Analysis
-from trnscope.layers import Role
-from trnscope.link import forward_links
-from trnscope.load import load_path
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.formats import load_path
+from trnscope.core.link.linker import forward_links
+from trnscope.core.model.roles import Role
 
 # Event counts from an independent json.load of each file (len(traceEvents)).
 EXPECTED = {

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trnscope.nesting import nest, nest_with_stack
+from trnscope.core.link.nesting import nest, nest_with_stack
 
 
 def _assert_same(ts: np.ndarray, end: np.ndarray, thread: np.ndarray, rows: np.ndarray) -> None:

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from conftest import assert_ops_match
-from trnscope.analysis.analysis import Analysis
-from trnscope.analysis.chain import chain_for
-from trnscope.cli import main
-from trnscope.load import discover, load_source
-from trnscope.neuron.reader import load_neuron
-from trnscope.report import analysis_warnings, neuron_summary
+from trnscope.cli.main import main
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.chain import chain_for
+from trnscope.core.analysis.summary import analysis_warnings, neuron_summary
+from trnscope.core.formats import discover, load_source
+from trnscope.core.formats.neuron.reader import load_neuron
 from trnscope.testing.synth_neuron import (
     BASE_TIME_NS,
     write_multi_rank,

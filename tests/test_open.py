@@ -10,8 +10,8 @@ def test_forward_links_wait_until_after_the_first_table(tmp_path, monkeypatch) -
     """The op table does not need forward → backward links: an open computes them in
     its deferred work (run once the first table is shown), not before."""
     from conftest import SAMPLES
-    from trnscope.analysis.open import open_analysis
-    from trnscope.load import SourceRef
+    from trnscope.core.formats import SourceRef
+    from trnscope.core.opening.open import open_analysis
 
     monkeypatch.setenv("TRNSCOPE_CACHE_DIR", str(tmp_path))
     path = SAMPLES / "cpu_rmsnorm_session" / "eager.pt.trace.json.gz"
@@ -28,8 +28,8 @@ def test_host_tree_in_a_helper_thread_gives_the_same_links(monkeypatch, name: st
     """Big traces build the host tree in a helper thread while the device lookups run;
     the links must not depend on which way it ran."""
     from conftest import CORPUS, SAMPLES
-    from trnscope import link as link_module
-    from trnscope.load import load_path
+    from trnscope.core.formats import load_path
+    from trnscope.core.link import linker as link_module
 
     path = SAMPLES / "cpu_rmsnorm_session" / "eager.pt.trace.json.gz" if name == "sample" else CORPUS / name
     if not path.exists():
@@ -48,7 +48,7 @@ def test_host_tree_in_a_helper_thread_gives_the_same_links(monkeypatch, name: st
 
 def test_prefer_small_pages_is_seen_by_worker_setup() -> None:
     """The CLI's NumPy page setting, and the flag decode workers are started with."""
-    from trnscope.memory import _numpy_hook, prefer_small_pages, small_pages_preferred
+    from trnscope.core.base.memory import _numpy_hook, prefer_small_pages, small_pages_preferred
 
     getter, setter = _numpy_hook("_get_madvise_hugepage"), _numpy_hook("_set_madvise_hugepage")
     if getter is None or setter is None:

@@ -15,10 +15,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from capture.reference import reference_rows  # noqa: E402
-from trnscope.analysis.analysis import Analysis  # noqa: E402
-from trnscope.analysis.parity import check_parity  # noqa: E402
-from trnscope.load import load_path  # noqa: E402
+from trnscope.capture.reference import reference_rows  # noqa: E402
+from trnscope.core.analysis.analysis import Analysis  # noqa: E402
+from trnscope.core.analysis.parity import check_parity  # noqa: E402
+from trnscope.core.formats import load_path  # noqa: E402
 
 pytestmark = pytest.mark.torch
 

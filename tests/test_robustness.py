@@ -18,13 +18,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import REPO
-from trnscope.analysis.analysis import Analysis
-from trnscope.analysis.open import open_analysis
-from trnscope.cli import main
-from trnscope.errors import TrnscopeError
-from trnscope.layers import Role
-from trnscope.load import SourceRef, load_path
-from trnscope.model import Trace
+from trnscope.cli.main import main
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.base.errors import TrnscopeError
+from trnscope.core.formats import SourceRef, load_path
+from trnscope.core.model.roles import Role
+from trnscope.core.model.trace import Trace
+from trnscope.core.opening.open import open_analysis
 from trnscope.testing.synth_kineto import generate_text
 
 SMALL_TEXT, SMALL_TRUTH = generate_text(1500, seed=11)
@@ -91,7 +91,7 @@ def test_truncated_trace_in_cli_and_tui_messages(tmp_path: Path, capsys) -> None
     code = main(["summary", str(path), "--format", "json"])
     doc = json.loads(capsys.readouterr().out)
     assert code == 0 and any("truncated" in w for w in doc["warnings"])
-    from tui.status import status_text
+    from trnscope.tui.status import status_text
 
     analysis = open_analysis(SourceRef("t", str(path)))
     assert "TRUNCATED" in str(status_text(analysis))

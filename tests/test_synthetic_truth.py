@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from conftest import assert_ops_match
-from trnscope.analysis.analysis import Analysis
-from trnscope.load import load_path
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.formats import load_path
 
 
 def test_op_table_matches_ground_truth(small_synthetic) -> None:
@@ -20,7 +20,7 @@ def test_op_table_matches_ground_truth(small_synthetic) -> None:
 
 
 def test_parallel_and_sequential_decoding_agree(small_synthetic, monkeypatch) -> None:
-    from trnscope.load import kineto
+    from trnscope.core.formats.kineto import loader as kineto
 
     path, _ = small_synthetic
     sequential = load_path(path, workers=1, use_cache=False)
@@ -35,7 +35,7 @@ def test_parallel_and_sequential_decoding_agree(small_synthetic, monkeypatch) ->
 
 
 def test_parallel_decoding_reports_problems_of_every_range(small_synthetic, tmp_path, monkeypatch) -> None:
-    from trnscope.load import kineto
+    from trnscope.core.formats.kineto import loader as kineto
 
     path, _ = small_synthetic
     data = path.read_bytes()

@@ -9,12 +9,12 @@ from textual.widgets import Label
 from tui_helpers import press, settle, wait_loaded
 
 from conftest import CORPUS, SAMPLES, requires_corpus
-from trnscope.load.events import PH_X
-from tui.app import ErrorScreen, HelpScreen, LoadingScreen, TrnscopeApp, WarningsScreen
-from tui.screen_compare import CompareScreen
-from tui.screen_drill import DrillScreen
-from tui.screen_ops import OpsScreen, PickScreen
-from tui.vtable import VirtualTable
+from trnscope.core.formats.kineto.events import PH_X
+from trnscope.tui.app import ErrorScreen, HelpScreen, LoadingScreen, TrnscopeApp, WarningsScreen
+from trnscope.tui.screen_compare import CompareScreen
+from trnscope.tui.screen_drill import DrillScreen
+from trnscope.tui.screen_ops import OpsScreen, PickScreen
+from trnscope.tui.vtable import VirtualTable
 
 TRN = SAMPLES / "trn_synthetic_rmsnorm_session"
 CPU_SESSION = SAMPLES / "cpu_rmsnorm_session"
@@ -284,8 +284,8 @@ async def test_large_trace_loads_without_blocking_the_ui(tmp_path: Path, monkeyp
     loading runs off the UI thread and the screen keeps updating its progress."""
     import threading
 
-    from trnscope.analysis import open as open_module
-    from trnscope.load import kineto
+    from trnscope.core.formats.kineto import loader as kineto
+    from trnscope.core.opening import open as open_module
     from trnscope.testing.synth_kineto import generate
 
     path = tmp_path / "big.pt.trace.json"
@@ -361,7 +361,7 @@ async def test_ansi_theme_and_unknown_theme() -> None:
 
 
 async def test_open_via_cli_entry_refuses_missing_path(capsys, tmp_path: Path) -> None:
-    from trnscope.cli import main
+    from trnscope.cli.main import main
 
     assert main(["open", str(tmp_path / "nope")]) == 2
     assert "no such file" in capsys.readouterr().err

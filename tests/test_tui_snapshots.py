@@ -9,7 +9,7 @@ import pytest
 from tui_helpers import settle, wait_loaded
 
 from conftest import CORPUS, SAMPLES, requires_corpus
-from tui.app import TrnscopeApp
+from trnscope.tui.app import TrnscopeApp
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 48), id="160x48")]
 H100 = CORPUS / "tracelens_h100_bert_small.json.gz"

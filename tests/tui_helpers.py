@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.app import LoadingScreen
+from trnscope.tui.app import LoadingScreen
 
 
 async def wait_loaded(pilot: Any, timeout: float = 60.0) -> None:

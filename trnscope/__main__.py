@@ -1,5 +1,5 @@
 import sys
 
-from trnscope.cli import main
+from trnscope.cli.main import main
 
 sys.exit(main())

@@ -33,8 +33,8 @@ from typing import Any
 
 import msgspec
 
-from trnscope.neuron.discover import SYNTHETIC_MARKER
-from trnscope.session import SESSION_FILE, SessionManifest, VariantRecord, encode_manifest
+from trnscope.core.formats.neuron.discover import SYNTHETIC_MARKER
+from trnscope.core.model.session import SESSION_FILE, SessionManifest, VariantRecord, encode_manifest
 
 BASE_TIME_NS = 1767189312000000000
 INSTANCE = "i-0synthetic0000000"

@@ -1,0 +1,115 @@
+"""``trnscope capture``: built-in demos and user scripts."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+
+from trnscope.core.base.errors import TrnscopeError
+
+
+def _require_torch() -> None:
+    if importlib.util.find_spec("torch") is None:
+        raise TrnscopeError("capture needs torch: pip install 'trnscope[capture]' (the viewer itself runs without it)")
+
+
+def _log(message: str) -> None:
+    sys.stderr.write(f"capture: {message}\n")
+    sys.stderr.flush()
+
+
+_OWN_OPTIONS = {
+    "--out": "out",
+    "--steps": "steps",
+    "--warmup": "warmup",
+    "--device": "device",
+    "--demo": "demo",
+    "--size": "size",
+}
+
+
+def split_script_arguments(rest: list[str], args: argparse.Namespace) -> list[str]:
+    """``run SCRIPT [ARGS...] --steps N --out DIR``: our options may follow the
+    script's arguments; anything after a literal ``--`` belongs to the script."""
+    kept: list[str] = []
+    index = 0
+    while index < len(rest):
+        item = rest[index]
+        if item == "--":
+            kept.extend(rest[index + 1 :])
+            break
+        name, _, inline = item.partition("=")
+        if name in _OWN_OPTIONS and (inline or index + 1 < len(rest)):
+            value = inline or rest[index + 1]
+            field = _OWN_OPTIONS[name]
+            setattr(args, field, int(value) if field in ("steps", "warmup") else value)
+            index += 1 if inline else 2
+            continue
+        kept.append(item)
+        index += 1
+    return kept
+
+
+def cmd_capture(args: argparse.Namespace) -> int:
+    rest = list(args.rest or [])
+    if rest and rest[0] == "--":
+        rest = rest[1:]
+    try:
+        rest = split_script_arguments(rest, args)
+    except ValueError as error:
+        raise TrnscopeError(f"bad capture option: {error}") from None
+    if args.demo == "list":
+        from trnscope.capture.demos import SIZES
+
+        for name in SIZES:
+            print(name)
+        return 0
+    if not args.out:
+        raise TrnscopeError("capture needs --out DIR (the session folder to create)")
+    from trnscope.capture.recorder import check_output_folder
+
+    check_output_folder(Path(args.out))  # before any work: a refusal should come first
+    _require_torch()
+    from trnscope.capture.recorder import CaptureOptions
+
+    options = CaptureOptions(device=args.device)
+    if args.steps is not None:
+        options.steps = max(1, args.steps)
+    if args.warmup is not None:
+        options.warmup = max(0, args.warmup)
+    out = Path(args.out)
+    if rest and rest[0] == "run":
+        if len(rest) < 2:
+            raise TrnscopeError("usage: trnscope capture run SCRIPT.py [ARGS...] --out DIR")
+        from trnscope.capture.runscript import run_script
+
+        session = run_script(Path(rest[1]), rest[2:], out=out, options=options)
+        _log(f"session written to {session}")
+        return 0
+    if rest:
+        raise TrnscopeError(f"unexpected arguments: {' '.join(rest)}")
+    if not args.demo:
+        raise TrnscopeError("capture needs --demo NAME or 'run SCRIPT.py'")
+    from trnscope.capture.demos import build_demo
+    from trnscope.capture.device import plan_device
+    from trnscope.capture.recorder import compare
+
+    plan = plan_device(options.device)
+    demo = build_demo(args.demo, plan.device, args.size or "small")
+    options.region = demo.region
+    options.rtol, options.atol = demo.rtol, demo.atol
+    _log(f"{demo.name} on {plan.kind} ({plan.name}): {', '.join(demo.variants)}")
+    session = compare(
+        demo.variants,
+        demo.inputs,
+        out=out,
+        options=options,
+        descriptions=demo.descriptions,
+        demo=demo.name,
+        plan=plan,
+        log=_log,
+    )
+    _log(f"session written to {session}")
+    return 0

@@ -1,0 +1,330 @@
+"""The ``trnscope`` command.
+
+Imports are deferred to each subcommand so ``--help`` and ``summary`` never pay for
+Textual (or torch).  Every error a user can cause ends as one line on stderr and exit
+status 2; no traceback reaches the terminal unless ``TRNSCOPE_DEBUG=1``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from trnscope.core.base.errors import TrnscopeError
+
+PROG = "trnscope"
+
+
+def _add_load_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--select", metavar="LABEL", help="which trace of a folder, session or multi-rank profile (label or index)"
+    )
+    parser.add_argument(
+        "--skip", action="append", default=[], metavar="CATEGORY", help="drop a category at load, e.g. --skip python"
+    )
+    parser.add_argument("--no-cache", action="store_true", help="neither read nor write the parsed-index cache")
+    parser.add_argument(
+        "--workers", type=int, default=None, metavar="N", help="parallel decode processes (default: CPU count)"
+    )
+    parser.add_argument(
+        "--export",
+        action="store_true",
+        help="run neuron-explorer first on raw Neuron captures (.pb/.ntff) that have no export yet",
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Terminal trace explorer for PyTorch profiles (Trainium, CUDA, ROCm, MTIA, CPU)."
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("open", help="explore one or more profiles in the terminal UI")
+    p.add_argument(
+        "paths", nargs="+", metavar="PATH", help="trace file, capture session, Neuron profile folder; several = compare"
+    )
+    p.add_argument("--theme", default=None, help="Textual theme; 'ansi' uses the terminal's own colours")
+    _add_load_options(p)
+
+    p = sub.add_parser("summary", help="print the op and kernel tables (key_averages style)")
+    p.add_argument("path", metavar="PATH")
+    p.add_argument("--group-by", choices=("op", "shape", "stack"), default="op")
+    p.add_argument(
+        "--stack-depth", type=int, default=5, metavar="N", help="frames in the stack key (with --group-by stack)"
+    )
+    p.add_argument(
+        "--sort",
+        default=None,
+        metavar="COLUMN",
+        help="self_cpu, cpu_total, cpu_avg, self_device, device_total, device_avg, calls, name",
+    )
+    p.add_argument(
+        "--limit", type=int, default=None, metavar="N", help="rows to print (table default 30; csv/json default all)"
+    )
+    p.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    p.add_argument(
+        "--table",
+        choices=("both", "ops", "kernels"),
+        default="both",
+        help="which table (csv prints one: ops unless kernels)",
+    )
+    p.add_argument("--step", type=int, default=-1, metavar="K", help="only the K-th ProfilerStep (0-based)")
+    p.add_argument(
+        "--hide",
+        action="append",
+        default=[],
+        metavar="KIND",
+        help="hide rows of a kind: python, annotation, runtime, device, op",
+    )
+    p.add_argument(
+        "--merge", action="store_true", help="sum the tables of every trace in a folder / multi-rank profile / session"
+    )
+    _add_load_options(p)
+
+    p = sub.add_parser("chain", help="follow one op instance from dispatch to the device")
+    p.add_argument("path", metavar="PATH")
+    p.add_argument("--op", required=True, metavar="NAME", help="op name (exact, or a unique substring)")
+    p.add_argument(
+        "--instance",
+        type=int,
+        default=None,
+        metavar="K",
+        help="K-th instance (0-based, in time order); default: the slowest",
+    )
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    _add_load_options(p)
+
+    p = sub.add_parser("compare", help="compare two or three variants op by op")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="two or three traces, or one capture session")
+    p.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    p.add_argument("--limit", type=int, default=None, metavar="N")
+    _add_load_options(p)
+
+    p = sub.add_parser("capture", help="record a profile: a built-in demo, or your script")
+    p.add_argument("--demo", metavar="NAME", help="built-in demo: rmsnorm, attention (or 'list')")
+    p.add_argument("--out", metavar="DIR", help="session folder to create")
+    p.add_argument("--steps", type=int, default=None, metavar="N")
+    p.add_argument("--warmup", type=int, default=None, metavar="W")
+    p.add_argument("--device", default=None, metavar="KIND", help="neuron, cuda or cpu (default: what this host has)")
+    p.add_argument("--size", default=None, metavar="PRESET", help="demo size preset: small (default) or large")
+    p.add_argument("rest", nargs=argparse.REMAINDER, help="'run SCRIPT.py [ARGS...]' to profile a script")
+
+    p = sub.add_parser("cache", help="show or clear the parsed-index cache")
+    p.add_argument("action", choices=("info", "clear"))
+
+    p = sub.add_parser("neuron-export", help="convert raw Neuron .pb/.ntff captures with neuron-explorer")
+    p.add_argument("path", metavar="DIR")
+    p.add_argument("--yes", action="store_true", help="run neuron-explorer without asking")
+
+    p = sub.add_parser("serve", help="serve the terminal UI to a browser on localhost (textual-serve)")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--port", type=int, default=8000)
+    return parser
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("trnscope")
+    except Exception:  # pragma: no cover - not installed
+        return "0"
+
+
+def _progress_printer(enabled: bool) -> Callable[..., None] | None:
+    if not enabled:
+        return None
+    last = [-1]
+
+    def show(phase: str, done: int, total: int, events: int = 0) -> None:
+        percent = int(100 * done / total) if total else 0
+        if percent != last[0]:
+            last[0] = percent
+            sys.stderr.write(f"\r{phase} {percent:3d}%" + (f" {events:,} events" if events else ""))
+            sys.stderr.flush()
+            if percent >= 100:
+                sys.stderr.write("\r" + " " * 20 + "\r")
+
+    return show
+
+
+def load_analysis(args: argparse.Namespace, path: str, select: str | None = None):  # type: ignore[no-untyped-def]
+    from trnscope.core.formats import discover
+    from trnscope.core.opening.open import open_analysis
+
+    ref = discover(Path(path))
+    source = ref.select(select if select is not None else getattr(args, "select", None))
+    if getattr(args, "export", False) and source.kind == "neuron":
+        from trnscope.core.formats.neuron.export import ensure_export
+
+        ensure_export(Path(source.path), echo=sys.stderr.isatty())
+    progress = _progress_printer(sys.stderr.isatty())
+    analysis = open_analysis(
+        source, progress=progress, skip=tuple(args.skip), use_cache=not args.no_cache, workers=args.workers
+    )
+    if progress is not None:
+        sys.stderr.write("\r\033[K")
+    notes = list(ref.notes)
+    if len(ref.sources) > 1 and getattr(args, "select", None) is None and select is None:
+        others = ", ".join(s.label for s in ref.sources[1:6]) + (" …" if len(ref.sources) > 6 else "")
+        notes.append(
+            f"{path} holds {len(ref.sources)} traces; showing {source.label!r} (others: {others}; pick with --select)"
+        )
+    return analysis, ref, notes
+
+
+def cmd_summary(args: argparse.Namespace) -> int:
+    from trnscope.core.analysis.summary import build_summary, merge_summaries, render_csv, render_json, render_table
+
+    analysis, ref, notes = load_analysis(args, args.path)
+    limit = args.limit if args.limit is not None else (30 if args.format == "table" else 0)
+    if args.merge and len(ref.sources) > 1:
+        analyses = [analysis] + [load_analysis(args, args.path, select=s.label)[0] for s in ref.sources[1:]]
+        notes = [n for n in notes if "pick with --select" not in n]
+    else:
+        analyses = [analysis]
+    try:
+        summaries = [
+            build_summary(
+                a,
+                group_by=args.group_by,
+                sort=args.sort,
+                limit=0 if len(analyses) > 1 else limit,
+                stack_depth=args.stack_depth,
+                step=args.step,
+                hide=tuple(h for item in args.hide for h in item.split(",") if h),
+                extra_warnings=notes,
+            )
+            for a in analyses
+        ]
+        summary = (
+            merge_summaries(summaries, args.path, sort=args.sort, limit=limit) if len(summaries) > 1 else summaries[0]
+        )
+    except (ValueError, IndexError) as error:
+        raise TrnscopeError(str(error)) from None
+    if args.format == "json":
+        sys.stdout.write(render_json(summary) + "\n")
+    elif args.format == "csv":
+        sys.stdout.write(render_csv(summary, "kernels" if args.table == "kernels" else "ops"))
+        for warning in summary.warnings:
+            sys.stderr.write(f"warning: {warning}\n")
+    else:
+        width = os.get_terminal_size().columns if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "160"))
+        sys.stdout.write(render_table(summary, width=width, which=args.table))
+    sys.stdout.flush()
+    for item in analyses:
+        item.finish()
+    return 0
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    from trnscope.core.base.cachedir import cache_root, cache_size, clear_cache
+
+    if args.action == "clear":
+        freed = clear_cache()
+        print(f"cleared {cache_root()} ({freed / 1e6:.1f} MB)")
+    else:
+        files, size = cache_size()
+        print(f"{cache_root()}: {files} files, {size / 1e6:.1f} MB")
+    return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "summary": cmd_summary,
+    "cache": cmd_cache,
+}
+
+
+def _cmd_open(args: argparse.Namespace) -> int:
+    from trnscope.tui.launch import run_open
+
+    return run_open(args)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from trnscope.tui.launch import run_serve
+
+    return run_serve(args)
+
+
+def _cmd_chain(args: argparse.Namespace) -> int:
+    from trnscope.cli.chain import cmd_chain
+
+    return cmd_chain(args)
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from trnscope.cli.compare import cmd_compare
+
+    return cmd_compare(args)
+
+
+def _cmd_capture(args: argparse.Namespace) -> int:
+    from trnscope.capture.cli import cmd_capture
+
+    return cmd_capture(args)
+
+
+def _cmd_neuron_export(args: argparse.Namespace) -> int:
+    from trnscope.core.formats.neuron.export import cmd_export
+
+    return cmd_export(args)
+
+
+# Each handler imports its module when it runs, so `--help` and `summary` never pay
+# for Textual (or torch); the imports are plain, so checkers see them.
+COMMANDS.update(
+    {
+        "open": _cmd_open,
+        "serve": _cmd_serve,
+        "chain": _cmd_chain,
+        "compare": _cmd_compare,
+        "capture": _cmd_capture,
+        "neuron-export": _cmd_neuron_export,
+    }
+)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return 2
+    debug = os.environ.get("TRNSCOPE_DEBUG") == "1"
+    try:
+        from trnscope.core.base.memory import prefer_small_pages
+
+        prefer_small_pages()
+        handler = COMMANDS[args.command]
+        return handler(args)
+    except TrnscopeError as error:
+        sys.stderr.write(f"{PROG}: error: {error}\n")
+        return error.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{PROG}: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        # e.g. `trnscope summary ... | head`
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - stdout for the rest of the process
+        return 0
+    except MemoryError:
+        sys.stderr.write(f"{PROG}: error: out of memory (try --skip python, or a machine with more RAM)\n")
+        return 2
+    except Exception as error:  # the last line of defence: users never see a traceback
+        if debug:
+            raise
+        sys.stderr.write(
+            f"{PROG}: internal error: {type(error).__name__}: {error} (set TRNSCOPE_DEBUG=1 for a traceback)\n"
+        )
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

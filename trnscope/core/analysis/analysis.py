@@ -1,0 +1,155 @@
+"""One trace plus everything derived from it, computed once and cached."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+
+import msgspec
+import numpy as np
+
+from trnscope.core.analysis.optable import (
+    EventTimes,
+    GroupBy,
+    KernelTable,
+    OpTable,
+    build_kernel_table,
+    build_op_table,
+    event_times,
+)
+from trnscope.core.formats.kineto.events import PH_X
+from trnscope.core.link.linker import LinkReport, Links, link
+from trnscope.core.model.roles import Role
+from trnscope.core.model.trace import Trace
+
+
+class Step(msgspec.Struct, frozen=True):
+    name: str
+    row: int
+    start: int
+    end: int
+
+
+class Analysis:
+    """Tables, steps and chains of one trace.  Thread-safe: the TUI builds tables in
+    worker threads while the UI reads finished ones."""
+
+    def __init__(self, trace: Trace, links: Links | None = None, times: EventTimes | None = None) -> None:
+        self.trace = trace
+        self.links = links if links is not None else link(trace)
+        self.neuron = None
+        if trace.neuron is not None:
+            from trnscope.core.link.neuron import link_neuron
+
+            self.neuron = link_neuron(trace, self.links)
+        self.times: EventTimes = times if times is not None else event_times(trace, self.links)
+        self._lock = threading.Lock()
+        self._op_tables: dict[tuple[str, int, int], OpTable] = {}
+        self._kernel_tables: dict[int, KernelTable] = {}
+        self._steps: list[Step] | None = None
+        self._device_index: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.extra: dict[str, object] = {}  # readers attach format-specific results here
+        self.pending: list[Callable[[], object]] = []  # deferred work, e.g. writing the index cache
+
+    def finish(self) -> None:
+        """Run deferred work (call once the first result has been shown).  It only
+        speeds up later opens, so a failure here never fails the command."""
+        while self.pending:
+            task = self.pending.pop(0)
+            try:
+                task()
+            except Exception:
+                if os.environ.get("TRNSCOPE_DEBUG") == "1":
+                    raise
+
+    @property
+    def link_report(self) -> LinkReport:
+        return self.links.report
+
+    def steps(self) -> list[Step]:
+        """ProfilerStep#N ranges (or, failing those, top-level annotations)."""
+        if self._steps is None:
+            ev = self.trace.events
+            annotation = (ev.role == int(Role.ANNOTATION)) & (ev.ph == PH_X)
+            step_name = np.array([n.startswith("ProfilerStep#") for n in self.trace.names] or [False], dtype=bool)
+            rows = np.flatnonzero(annotation & step_name[ev.name])
+            rows = rows[np.argsort(ev.ts[rows], kind="stable")]
+            self._steps = [
+                Step(self.trace.names[int(ev.name[r])], int(r), int(ev.ts[r]), int(ev.ts[r] + max(ev.dur[r], 0)))
+                for r in rows.tolist()
+            ]
+        return self._steps
+
+    def window_mask(self, start: int, end: int) -> np.ndarray:
+        """Rows that belong to [start, end): host events by their start, device events
+        by the start of the op that launched them (or their own start if unlinked)."""
+        ev = self.trace.events
+        anchor = ev.ts.copy()
+        device = self.links.device_op >= 0
+        anchor[device] = ev.ts[self.links.device_op[device]]
+        return (anchor >= start) & (anchor < end)
+
+    def _step_mask(self, step: int) -> np.ndarray | None:
+        if step < 0:
+            return None
+        steps = self.steps()
+        if step >= len(steps):
+            raise IndexError(f"step {step} out of range (trace has {len(steps)} steps)")
+        chosen = steps[step]
+        return self.window_mask(chosen.start, chosen.end)
+
+    def op_table(self, group_by: GroupBy | str = GroupBy.OP, stack_depth: int = 5, step: int = -1) -> OpTable:
+        key = (str(GroupBy(group_by)), stack_depth if GroupBy(group_by) is GroupBy.STACK else 0, step)
+        with self._lock:
+            cached = self._op_tables.get(key)
+        if cached is not None:
+            return cached
+        table = build_op_table(self.trace, self.links, group_by, stack_depth, self._step_mask(step), self.times)
+        with self._lock:
+            self._op_tables[key] = table
+        return table
+
+    def kernel_table(self, step: int = -1) -> KernelTable:
+        with self._lock:
+            cached = self._kernel_tables.get(step)
+        if cached is not None:
+            return cached
+        table = build_kernel_table(self.trace, self.links, self._step_mask(step))
+        with self._lock:
+            self._kernel_tables[step] = table
+        return table
+
+    def device_work(self, op_rows: np.ndarray) -> np.ndarray:
+        """Kernel / copy rows launched by these op rows, or — for ops that launch nothing
+        themselves (aten::linear) — by their direct children."""
+        if self._device_index is None:
+            ev = self.trace.events
+            rows = np.flatnonzero((self.links.device_op >= 0) & np.isin(ev.role, [int(Role.KERNEL), int(Role.MEMORY)]))
+            owner = self.links.device_op[rows]
+            order = np.argsort(owner, kind="stable")
+            parent = self.links.raw_parent[owner]
+            parent_order = np.argsort(parent, kind="stable")
+            self._device_index = (owner[order], rows[order], parent[parent_order], rows[parent_order])
+        owners, by_owner, parents, by_parent = self._device_index
+        found = _gather(owners, by_owner, op_rows)
+        return found if found.size else _gather(parents, by_parent, op_rows)
+
+    @property
+    def wall_ns(self) -> int:
+        start, end = self.trace.span_ns
+        return end - start
+
+
+def _gather(sorted_keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """values whose key is in ``wanted`` (``sorted_keys`` ascending)."""
+    if sorted_keys.size == 0 or wanted.size == 0:
+        return np.empty(0, dtype=np.int64)
+    lo = np.searchsorted(sorted_keys, wanted, side="left")
+    hi = np.searchsorted(sorted_keys, wanted, side="right")
+    counts = hi - lo
+    if not counts.any():
+        return np.empty(0, dtype=np.int64)
+    starts = np.repeat(lo, counts)
+    offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    return values[starts + offsets]

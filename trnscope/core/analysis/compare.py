@@ -1,0 +1,170 @@
+"""Compare two or three variants of the same work, op by op.
+
+Ops are aligned by key (name and kind).  Device work whose kernel names differ
+between variants (eager kernels, a compiled graph's kernel, an NKI kernel) is aligned
+through what launched it: each device event is charged to the nearest enclosing
+``record_function`` region of its launching op (``rmsnorm`` in the demos), so the
+region rows line up eager, compiled and fused.  Rows are sorted by the largest change
+against the first variant (the baseline).
+"""
+
+from __future__ import annotations
+
+import msgspec
+import numpy as np
+
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.model.roles import Role
+
+
+class Figures(msgspec.Struct):
+    calls: int = 0
+    self_cpu_ns: int = 0
+    cpu_total_ns: int = 0
+    self_device_ns: int = 0
+    device_total_ns: int = 0
+
+
+class CompareRow(msgspec.Struct):
+    key: str
+    kind: str  # op kind, or "region" / "kernels"
+    values: list[Figures | None]  # one per variant; None: absent there
+    detail: list[str] = []  # per variant: e.g. the kernels behind a region row
+
+    @property
+    def present(self) -> list[bool]:
+        return [v is not None for v in self.values]
+
+    def metric(self, name: str) -> list[int]:
+        return [getattr(v, name) if v is not None else 0 for v in self.values]
+
+
+class Comparison(msgspec.Struct):
+    labels: list[str]
+    rows: list[CompareRow]
+    regions: list[CompareRow]
+    kernels: list[CompareRow]
+    primary: str  # the metric rows are sorted by
+    device_label: str
+    synthetic: list[bool]
+
+    def delta(self, row: CompareRow, metric: str | None = None) -> list[int]:
+        values = row.metric(metric or self.primary)
+        return [v - values[0] for v in values]
+
+
+def _op_rows(analysis: Analysis) -> dict[tuple[str, str], Figures]:
+    table = analysis.op_table()
+    out: dict[tuple[str, str], Figures] = {}
+    for g in range(len(table)):
+        kind = table.kind(g)
+        key = (table.name[g], kind)
+        figures = out.setdefault(key, Figures())
+        figures.calls += int(table.calls[g])
+        figures.self_cpu_ns += int(table.self_cpu[g])
+        figures.cpu_total_ns += int(table.cpu_total[g])
+        figures.self_device_ns += int(table.self_device[g])
+        figures.device_total_ns += int(table.device_total[g])
+    return out
+
+
+def _nearest_annotation(analysis: Analysis) -> np.ndarray:
+    """For each row, its nearest ``user_annotation`` ancestor that is not a
+    ProfilerStep (or -1)."""
+    trace = analysis.trace
+    ev = trace.events
+    parent = analysis.links.raw_parent
+    step = np.array([n.startswith("ProfilerStep#") for n in trace.names] or [False], dtype=bool)
+    is_region = (ev.role == int(Role.ANNOTATION)) & ~step[ev.name]
+    result = np.full(len(ev), -1, dtype=np.int64)
+    rows = np.flatnonzero(analysis.links.in_tree & (parent >= 0))
+    order = rows[np.argsort(analysis.links.depth[rows], kind="stable")]
+    if order.size:
+        levels = analysis.links.depth[order]
+        for level_rows in np.split(order, np.flatnonzero(np.diff(levels)) + 1):
+            p = parent[level_rows]
+            result[level_rows] = np.where(is_region[p], p, result[p])
+    own = np.flatnonzero(is_region)
+    result[own] = np.where(result[own] >= 0, result[own], own)
+    return result
+
+
+def _regions(analysis: Analysis) -> tuple[dict[str, Figures], dict[str, list[str]], dict[str, dict[str, int]]]:
+    """Region name → figures; region → kernel names; region → kernel name → device ns."""
+    trace = analysis.trace
+    ev = trace.events
+    links = analysis.links
+    region_of = _nearest_annotation(analysis)
+    step = np.array([n.startswith("ProfilerStep#") for n in trace.names] or [False], dtype=bool)
+    annotation_rows = np.flatnonzero((ev.role == int(Role.ANNOTATION)) & ~step[ev.name] & links.in_tree)
+    figures: dict[str, Figures] = {}
+    for r in annotation_rows.tolist():
+        f = figures.setdefault(trace.names[int(ev.name[r])], Figures())
+        f.calls += 1
+        f.cpu_total_ns += max(int(ev.dur[r]), 0)
+        f.self_cpu_ns += int(analysis.times.self_cpu[r])
+        f.device_total_ns += int(analysis.times.device_total[r])
+    kernels: dict[str, dict[str, int]] = {}
+    device = np.flatnonzero(np.isin(ev.role, [int(Role.KERNEL), int(Role.MEMORY)]) & (links.device_op >= 0))
+    for d in device.tolist():
+        region = int(region_of[int(links.device_op[d])])
+        name = trace.names[int(ev.name[region])] if region >= 0 else "(outside any region)"
+        per = kernels.setdefault(name, {})
+        kname = trace.names[int(ev.name[d])]
+        per[kname] = per.get(kname, 0) + max(int(ev.dur[d]), 0)
+    names = {region: sorted(per, key=lambda k: -per[k]) for region, per in kernels.items()}
+    return figures, names, kernels
+
+
+def compare(analyses: list[Analysis], labels: list[str]) -> Comparison:
+    if not 2 <= len(analyses) <= 3:
+        raise ValueError("compare takes two or three variants")
+    ops = [_op_rows(a) for a in analyses]
+    keys = sorted(set().union(*ops))
+    any_device = any(a.op_table().total_self_device > 0 for a in analyses)
+    primary = "device_total_ns" if any_device else "cpu_total_ns"
+    rows = [CompareRow(name, kind, [o.get((name, kind)) for o in ops]) for name, kind in keys]
+    region_data = [_regions(a) for a in analyses]
+    region_names = sorted(set().union(*(figs for figs, _, _ in region_data)))
+    regions = [
+        CompareRow(
+            name,
+            "region",
+            [figs.get(name) for figs, _, _ in region_data],
+            [", ".join(kn.get(name, [])[:4]) + (" …" if len(kn.get(name, [])) > 4 else "") for _, kn, _ in region_data],
+        )
+        for name in region_names
+    ]
+    kernel_rows: list[CompareRow] = []
+    region_keys = sorted(set().union(*(k for _, _, k in region_data)))
+    for region in region_keys:
+        values: list[Figures | None] = []
+        detail: list[str] = []
+        for _, names, per in region_data:
+            if region in per:
+                values.append(
+                    Figures(
+                        calls=len(per[region]),
+                        self_device_ns=sum(per[region].values()),
+                        device_total_ns=sum(per[region].values()),
+                    )
+                )
+                detail.append(", ".join(names[region][:4]))
+            else:
+                values.append(None)
+                detail.append("")
+        kernel_rows.append(CompareRow(region, "kernels", values, detail))
+
+    def change(row: CompareRow, metric: str) -> int:
+        values = row.metric(metric)
+        return max(abs(v - values[0]) for v in values)
+
+    def order(row: CompareRow) -> tuple[int, int, str]:
+        # largest change of the primary metric first; CPU time breaks ties
+        return (-change(row, primary), -change(row, "cpu_total_ns"), row.key)
+
+    rows.sort(key=order)
+    regions.sort(key=order)
+    kernel_rows.sort(key=order)
+    device_label = next((a.op_table().device_label for a in analyses if a.op_table().total_self_device > 0), "DEVICE")
+    return Comparison(labels, rows, regions, kernel_rows, primary, device_label, [a.trace.synthetic for a in analyses])

@@ -1,0 +1,445 @@
+"""The op table: ``key_averages()`` computed from a trace, vectorised.
+
+Rules (PyTorch ``profiler_util``; ``shared/reference/kineto-trace-format.md`` §9):
+every host event of the op tree and every device event is a row of its group; a host
+event's self CPU time is its duration less its direct children's; its device total is
+the device time it launched itself plus its children's device totals; device events
+count their own duration; groups are keyed by name (``ProfilerStep#N`` →
+``ProfilerStep*``), host/device, user annotation or not, and optionally input shapes
+or the top of the Python stack.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+import msgspec
+import numpy as np
+
+from trnscope.core.base.arrays import group_order, unique_inverse
+from trnscope.core.formats.kineto.events import PH_INSTANT, PH_X
+from trnscope.core.link.linker import MEMORY_EVENT_NAMES, Links
+from trnscope.core.model.roles import Role
+from trnscope.core.model.trace import Trace
+
+DEVICE_LABEL = {
+    "cuda": "CUDA",
+    "rocm": "CUDA",
+    "neuron": "NEURON",
+    "mtia": "MTIA",
+    "xpu": "XPU",
+    "privateuse1": "PRIVATEUSE1",
+}
+
+
+class GroupBy(StrEnum):
+    OP = "op"
+    SHAPE = "shape"
+    STACK = "stack"
+
+
+KIND_NAMES = {
+    int(Role.OP): "op",
+    int(Role.ANNOTATION): "annotation",
+    int(Role.PYTHON): "python",
+    int(Role.RUNTIME): "runtime",
+    int(Role.DRIVER): "driver",
+    int(Role.KERNEL): "kernel",
+    int(Role.MEMORY): "memory",
+    int(Role.DEVICE_ANNOTATION): "device_annotation",
+    int(Role.PROFILER): "profiler",
+    int(Role.INSTANT): "instant",
+    int(Role.OTHER_HOST): "other",
+}
+
+
+class OpTable(msgspec.Struct):
+    """One row per group; times in integer nanoseconds."""
+
+    group_by: str
+    device_label: str
+    name: list[str]
+    shape: list[str]
+    stack: list[str]
+    role: np.ndarray  # uint8 Role of the group's events
+    is_device: np.ndarray  # bool
+    is_annotation: np.ndarray  # bool (user_annotation / gpu_user_annotation)
+    calls: np.ndarray  # int64
+    self_cpu: np.ndarray
+    cpu_total: np.ndarray
+    self_device: np.ndarray
+    device_total: np.ndarray
+    instance_rows: np.ndarray  # trace rows, grouped
+    instance_offsets: np.ndarray  # group g owns instance_rows[off[g]:off[g+1]]
+    total_self_cpu: int
+    total_self_device: int
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+    def instances(self, group: int) -> np.ndarray:
+        return self.instance_rows[self.instance_offsets[group] : self.instance_offsets[group + 1]]
+
+    def kind(self, group: int) -> str:
+        return KIND_NAMES.get(int(self.role[group]), "other")
+
+    def find(self, name: str, shape: str | None = None) -> int:
+        for index, candidate in enumerate(self.name):
+            if candidate == name and (shape is None or self.shape[index] == shape):
+                return index
+        return -1
+
+
+class EventTimes(msgspec.Struct):
+    """Per-row quantities of key_averages (ns); zero where they do not apply."""
+
+    rows: np.ndarray  # the rows that take part (tree host events, device events, top-level [memory])
+    self_cpu: np.ndarray  # indexed by trace row
+    cpu_total: np.ndarray
+    self_device: np.ndarray
+    device_total: np.ndarray
+    kernel_owner: np.ndarray  # for device rows: the op row whose kernels they count in, -1
+
+
+def event_times(trace: Trace, links: Links) -> EventTimes:
+    ev = trace.events
+    n = len(ev)
+    dur = np.maximum(ev.dur, 0)
+    alive = links.in_tree & (links.merged_into < 0)
+    parent = links.parent
+
+    # sums by np.add.at: exact in int64, and faster than a float bincount here
+    cpu_total = np.where(alive, dur, 0)
+    children = np.flatnonzero(alive & (parent >= 0))
+    self_cpu = cpu_total.copy()
+    np.subtract.at(self_cpu, parent[children], dur[children])
+
+    device_rows = np.flatnonzero(
+        np.isin(ev.role, [int(Role.KERNEL), int(Role.MEMORY), int(Role.DEVICE_ANNOTATION)]) & (ev.ph == PH_X)
+    )
+    kernel_owner = np.full(n, -1, dtype=np.int64)
+    owner = links.device_op[device_rows].copy()
+    owner = _owner_after_folding(links, owner)
+    kernel_owner[device_rows] = owner
+
+    own_kernels = np.zeros(n, dtype=np.int64)
+    attributed = device_rows[owner >= 0]
+    np.add.at(own_kernels, kernel_owner[attributed], dur[attributed])
+    device_total = own_kernels.copy()
+    # children before parents: deepest first
+    depth = np.where(alive, links.depth, -1)
+    order = children[_deepest_first(depth[children])]
+    if order.size:
+        levels = depth[order]
+        boundaries = np.flatnonzero(np.diff(levels)) + 1
+        for level_rows in np.split(order, boundaries):
+            carrying = level_rows[device_total[level_rows] != 0]
+            np.add.at(device_total, parent[carrying], device_total[carrying])
+    self_device = own_kernels
+    device_total[device_rows] = dur[device_rows]
+    self_device = self_device.copy()
+    self_device[device_rows] = dur[device_rows]
+
+    memory_rows = _top_level_memory_records(trace, links)
+    rows = np.concatenate([np.flatnonzero(alive), device_rows, memory_rows])
+    return EventTimes(rows, self_cpu, cpu_total, self_device, device_total, kernel_owner)
+
+
+def _deepest_first(depth: np.ndarray) -> np.ndarray:
+    """Positions by depth, deepest first, ties in order (a radix sort for any real tree)."""
+    if depth.size == 0:
+        return np.empty(0, dtype=np.int64)
+    top = int(depth.max())
+    if top - int(depth.min()) < 1 << 16:
+        return np.argsort((top - depth).astype(np.uint16), kind="stable")
+    return np.argsort(-depth, kind="stable")
+
+
+def _owner_after_folding(links: Links, owner: np.ndarray) -> np.ndarray:
+    """Where PyTorch counts an op's kernels once duplicate nodes are folded.
+
+    ``_remove_dup_nodes`` sets ``parent.kernels = child.kernels`` for each folded
+    child, so a surviving op ends up with the kernels of the deepest node folded into
+    it, and its own (and any intermediate node's) kernels are no longer counted."""
+    merged = links.merged_into
+    if not (merged >= 0).any():
+        return owner
+    folded = np.flatnonzero(merged >= 0)
+    survivor: dict[int, int] = {}
+    for row in folded.tolist():
+        target = int(merged[row])
+        while merged[target] >= 0:
+            target = int(merged[target])
+        survivor[row] = target
+    deepest: dict[int, int] = {}
+    for row, target in survivor.items():
+        if target not in deepest or links.depth[row] > links.depth[deepest[target]]:
+            deepest[target] = row
+    out = owner.copy()
+    special = np.flatnonzero((owner >= 0) & ((merged[np.maximum(owner, 0)] >= 0) | np.isin(owner, list(deepest))))
+    for index in special.tolist():
+        op = int(owner[index])
+        if op in survivor:
+            target = survivor[op]
+            out[index] = target if deepest.get(target) == op else -1
+        else:  # an op that absorbed folded children lost its own kernels
+            out[index] = -1
+    return out
+
+
+def _top_level_memory_records(trace: Trace, links: Links) -> np.ndarray:
+    """[memory] records that no host event's interval covers become rows of their own
+    (``_parse_kineto_results``: "output top-level memory events")."""
+    ev = trace.events
+    memory_name = np.array([n in MEMORY_EVENT_NAMES for n in trace.names] or [False], dtype=bool)
+    records = np.flatnonzero((ev.ph == PH_INSTANT) & memory_name[ev.name])
+    if records.size == 0:
+        return records
+    # Every nested event lies inside its parent (the stack algorithm only nests events
+    # that fit), so the roots cover the same time as all host events together.
+    host = np.flatnonzero(links.in_tree & (links.raw_parent < 0))
+    if host.size == 0:
+        return records
+    order = np.argsort(ev.ts[host], kind="stable")
+    starts = ev.ts[host][order]
+    ends = np.maximum.accumulate((ev.ts[host] + np.maximum(ev.dur[host], 0))[order])
+    t = ev.ts[records]
+    last = np.searchsorted(starts, t, side="right") - 1
+    covered = (last >= 0) & (ends[np.maximum(last, 0)] >= t)
+    return records[~covered]
+
+
+def _group_names(trace: Trace) -> tuple[np.ndarray, list[str]]:
+    """Name id → group name id, with ProfilerStep#N → ProfilerStep*."""
+    names: dict[str, int] = {}
+    mapping = np.empty(max(len(trace.names), 1), dtype=np.int32)
+    for index, name in enumerate(trace.names):
+        key = "ProfilerStep*" if name.startswith("ProfilerStep#") else name
+        mapping[index] = names.setdefault(key, len(names))
+    return mapping, list(names.keys())
+
+
+def python_stacks(trace: Trace, links: Links, depth: int) -> tuple[np.ndarray, list[str]]:
+    """For every row, an id of its innermost ``depth`` Python frames (from
+    ``python_function`` ancestors, or the 2021 ``Call stack`` argument)."""
+    ev = trace.events
+    n = len(ev)
+    stack_id = np.full(n, -1, dtype=np.int64)
+    texts: dict[str, int] = {}
+    legacy = np.flatnonzero(ev.stack >= 0)
+    if legacy.size:
+        for row in legacy.tolist():
+            frames = [f.strip() for f in trace.stacks[int(ev.stack[row])].split(";") if f.strip()]
+            stack_id[row] = texts.setdefault(" ← ".join(frames[:depth]), len(texts))
+    if (ev.role == int(Role.PYTHON)).any():
+        # Key each row by the *names* of its innermost frames, built level by level
+        # as (previous key, frame name) pairs packed into one int64.
+        nearest_py = _nearest_python_ancestor(trace, links)
+        rows = np.flatnonzero((nearest_py >= 0) & (stack_id < 0))
+        if rows.size:
+            current = nearest_py[rows]
+            key = np.full(rows.size, -1, dtype=np.int64)
+            levels: list[tuple[np.ndarray, np.ndarray]] = []  # per level: unique packed keys, parent key
+            for _ in range(depth):
+                present = current >= 0
+                frame_name = np.where(present, ev.name[np.maximum(current, 0)].astype(np.int64), -1)
+                packed = ((key + 1) << 32) | (frame_name + 1)
+                unique, key = np.unique(packed, return_inverse=True)
+                key = np.asarray(key).reshape(-1).astype(np.int64)
+                levels.append((unique, (unique >> 32) - 1))
+                current = np.where(present, nearest_py[np.maximum(current, 0)], -1)
+            final_unique = levels[-1][0]
+            ids = np.empty(final_unique.size, dtype=np.int64)
+            for k in range(final_unique.size):
+                names: list[str] = []
+                index = k
+                for unique, parents in reversed(levels):
+                    frame = int(unique[index] & 0xFFFFFFFF) - 1
+                    if frame >= 0:
+                        names.append(trace.names[frame])
+                    index = int(parents[index])
+                ids[k] = texts.setdefault(" ← ".join(reversed(names)), len(texts))
+            stack_id[rows] = ids[key]
+    return stack_id, list(texts.keys())
+
+
+def _nearest_python_ancestor(trace: Trace, links: Links) -> np.ndarray:
+    ev = trace.events
+    parent = links.raw_parent
+    n = len(ev)
+    result = np.full(n, -1, dtype=np.int64)
+    is_py = ev.role == int(Role.PYTHON)
+    rows = np.flatnonzero(links.in_tree & (parent >= 0))
+    if rows.size == 0:
+        return result
+    levels = links.depth[rows]
+    order = rows[_deepest_first(int(levels.max()) - levels)]
+    levels = links.depth[order]
+    for level_rows in np.split(order, np.flatnonzero(np.diff(levels)) + 1):
+        p = parent[level_rows]
+        result[level_rows] = np.where(is_py[p], p, result[p])
+    return result
+
+
+def _group_keys(columns: list[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Unique key rows and each row's group.  Keys are packed into one int64 when they
+    fit (a 1-D unique is several times faster than ``np.unique(axis=0)``)."""
+    if n == 0:
+        return np.empty((0, len(columns)), dtype=np.int64), np.empty(0, dtype=np.int64)
+    name, device, annotation = columns[:3]
+    base, inverse = unique_inverse((name << 2) | (device << 1) | annotation)
+    decoded = [base >> 2, (base >> 1) & 1, base & 1]
+    if len(columns) == 3:
+        return np.stack(decoded, axis=1), inverse
+    extra = columns[3] + 1
+    width = int(extra.max()) + 1
+    if base.size * width < 2**62:
+        pairs, inverse = unique_inverse(inverse * width + extra)
+        first = pairs // width
+        return np.stack([d[first] for d in decoded] + [pairs % width - 1], axis=1), inverse
+    keys = np.stack(columns, axis=1)
+    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+    return unique, np.asarray(inverse).reshape(-1)
+
+
+def build_op_table(
+    trace: Trace,
+    links: Links,
+    group_by: GroupBy | str = GroupBy.OP,
+    stack_depth: int = 5,
+    rows_mask: np.ndarray | None = None,
+    times: EventTimes | None = None,
+) -> OpTable:
+    group_by = GroupBy(group_by)
+    times = times or event_times(trace, links)
+    ev = trace.events
+    rows = times.rows
+    if rows_mask is not None:
+        rows = rows[rows_mask[rows]]
+    name_map, group_names = _group_names(trace)
+    role = ev.role[rows]
+    is_device = np.isin(role, [int(Role.KERNEL), int(Role.MEMORY), int(Role.DEVICE_ANNOTATION)])
+    is_annotation = np.isin(role, [int(Role.ANNOTATION), int(Role.DEVICE_ANNOTATION)])
+    columns = [name_map[ev.name[rows]].astype(np.int64), is_device.astype(np.int64), is_annotation.astype(np.int64)]
+    stack_texts: list[str] = []
+    if group_by is GroupBy.SHAPE:
+        columns.append(ev.dims[rows].astype(np.int64))
+    elif group_by is GroupBy.STACK:
+        stack_id, stack_texts = python_stacks(trace, links, stack_depth)
+        columns.append(stack_id[rows])
+    uniq, inverse = _group_keys(columns, rows.size)
+    groups = uniq.shape[0]
+
+    def total(values: np.ndarray) -> np.ndarray:
+        return np.bincount(inverse, weights=values[rows].astype(np.float64), minlength=groups).round().astype(np.int64)
+
+    calls = np.bincount(inverse, minlength=groups).astype(np.int64)
+    order = group_order(inverse, groups)
+    offsets = np.zeros(groups + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum(calls)
+    first_row = rows[order[offsets[:-1]]] if groups else np.empty(0, dtype=np.int64)
+    self_cpu = total(times.self_cpu)
+    self_device = total(times.self_device)
+    device_rows = uniq[:, 1] == 1 if groups else np.empty(0, bool)
+    annotation_rows = uniq[:, 2] == 1 if groups else np.empty(0, bool)
+    return OpTable(
+        group_by=str(group_by),
+        device_label=DEVICE_LABEL.get(trace.device_kind, "DEVICE"),
+        name=[group_names[int(k)] for k in (uniq[:, 0] if groups else [])],
+        shape=[trace.shapes[int(k)] if k >= 0 else "[]" for k in uniq[:, 3]]
+        if group_by is GroupBy.SHAPE and groups
+        else [""] * groups,
+        stack=[stack_texts[int(k)] if k >= 0 else "" for k in uniq[:, 3]]
+        if group_by is GroupBy.STACK and groups
+        else [""] * groups,
+        role=ev.role[first_row],
+        is_device=device_rows,
+        is_annotation=annotation_rows,
+        calls=calls,
+        self_cpu=self_cpu,
+        cpu_total=total(times.cpu_total),
+        self_device=self_device,
+        device_total=total(times.device_total),
+        instance_rows=rows[order],
+        instance_offsets=offsets,
+        total_self_cpu=int(self_cpu.sum()),
+        total_self_device=int(self_device[device_rows & ~annotation_rows].sum()) if groups else 0,
+    )
+
+
+class KernelTable(msgspec.Struct):
+    name: list[str]
+    role: np.ndarray
+    calls: np.ndarray
+    total: np.ndarray
+    minimum: np.ndarray
+    maximum: np.ndarray
+    top_op: list[str]  # the op that launched most of this kernel's time ("" if none)
+    top_op_share: np.ndarray  # float: that op's share of the kernel's time
+    unattributed: np.ndarray  # int64 ns not attributed to any op
+    instance_rows: np.ndarray
+    instance_offsets: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+    @property
+    def mean(self) -> np.ndarray:
+        return np.where(self.calls > 0, self.total // np.maximum(self.calls, 1), 0)
+
+    def instances(self, group: int) -> np.ndarray:
+        return self.instance_rows[self.instance_offsets[group] : self.instance_offsets[group + 1]]
+
+
+def build_kernel_table(trace: Trace, links: Links, rows_mask: np.ndarray | None = None) -> KernelTable:
+    ev = trace.events
+    rows = np.flatnonzero(np.isin(ev.role, [int(Role.KERNEL), int(Role.MEMORY)]) & (ev.ph == PH_X))
+    if rows_mask is not None:
+        rows = rows[rows_mask[rows]]
+    names, inverse = unique_inverse(ev.name[rows])
+    groups = names.size
+    dur = np.maximum(ev.dur[rows], 0)
+    calls = np.bincount(inverse, minlength=groups).astype(np.int64)
+    total = np.bincount(inverse, weights=dur.astype(np.float64), minlength=groups).round().astype(np.int64)
+    minimum = np.full(groups, np.iinfo(np.int64).max, dtype=np.int64)
+    maximum = np.zeros(groups, dtype=np.int64)
+    np.minimum.at(minimum, inverse, dur)
+    np.maximum.at(maximum, inverse, dur)
+    order = group_order(inverse, groups)
+    offsets = np.zeros(groups + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum(calls)
+    op_rows = links.device_op[rows]
+    op_name = np.where(op_rows >= 0, ev.name[np.maximum(op_rows, 0)], -1)
+    top_op: list[str] = []
+    share = np.zeros(groups, dtype=np.float64)
+    unattributed = np.zeros(groups, dtype=np.int64)
+    # time per (kernel, launching op name): pick the largest
+    pair_keys = inverse.astype(np.int64) * (len(trace.names) + 1) + (op_name + 1)
+    uniq_pairs, pair_inverse = unique_inverse(pair_keys)
+    pair_time = np.bincount(pair_inverse, weights=dur.astype(np.float64))
+    pair_kernel = uniq_pairs // (len(trace.names) + 1)
+    pair_op = uniq_pairs % (len(trace.names) + 1) - 1
+    best = np.full(groups, -1, dtype=np.int64)
+    best_time = np.full(groups, -1.0)
+    for k, op, t in zip(pair_kernel.tolist(), pair_op.tolist(), pair_time.tolist()):
+        if op < 0:
+            unattributed[k] += round(t)
+            continue
+        if t > best_time[k]:
+            best_time[k], best[k] = t, op
+    for k in range(groups):
+        top_op.append(trace.names[int(best[k])] if best[k] >= 0 else "")
+        share[k] = best_time[k] / total[k] if best[k] >= 0 and total[k] > 0 else 0.0
+    return KernelTable(
+        name=[trace.names[int(i)] for i in names],
+        role=ev.role[rows[order[offsets[:-1]]]] if groups else np.empty(0, np.uint8),
+        calls=calls,
+        total=total,
+        minimum=np.where(calls > 0, minimum, 0),
+        maximum=maximum,
+        top_op=top_op,
+        top_op_share=share,
+        unattributed=unattributed,
+        instance_rows=rows[order],
+        instance_offsets=offsets,
+    )

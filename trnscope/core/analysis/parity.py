@@ -1,0 +1,71 @@
+"""Check our op table against PyTorch's own ``key_averages()`` figures.
+
+The reference rows come from ``session.json`` (written by ``capture`` while the
+profiler was still in memory) or from a test holding the live profiler.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.model.session import ReferenceRow
+
+TOLERANCE_REL = 0.01
+TOLERANCE_US = 2.0
+
+
+class Mismatch(msgspec.Struct):
+    key: str
+    field: str
+    ours: float
+    theirs: float
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.field} ours={self.ours:g} pytorch={self.theirs:g}"
+
+
+def _close(ours: float, theirs: float) -> bool:
+    return abs(ours - theirs) <= max(TOLERANCE_US, TOLERANCE_REL * abs(theirs))
+
+
+def check_parity(
+    analysis: Analysis, reference: list[ReferenceRow], by_shape: bool = False, device: bool = True
+) -> list[Mismatch]:
+    """Every reference key must exist with equal calls and Self CPU / CPU total (and,
+    with ``device``, Self device / device total) within 1% or 2 µs; and we must have
+    no key PyTorch lacks."""
+    table = analysis.op_table("shape" if by_shape else "op")
+    ours: dict[tuple[str, str, bool, bool], int] = {}
+    for group in range(len(table)):
+        key = (
+            table.name[group],
+            table.shape[group] if by_shape else "",
+            bool(table.is_annotation[group]),
+            bool(table.is_device[group]),
+        )
+        ours[key] = group
+    problems: list[Mismatch] = []
+    for row in reference:
+        key = (row.name, row.input_shapes if by_shape else "", row.is_annotation, row.is_device)
+        label = f"{row.name}{' ' + row.input_shapes if by_shape else ''}{' (device)' if row.is_device else ''}"
+        group = ours.pop(key, None)
+        if group is None:
+            problems.append(Mismatch(label, "missing", 0, row.calls))
+            continue
+        checks = [
+            ("calls", float(table.calls[group]), float(row.calls), True),
+            ("self_cpu_us", table.self_cpu[group] / 1e3, row.self_cpu_us, False),
+            ("cpu_total_us", table.cpu_total[group] / 1e3, row.cpu_total_us, False),
+        ]
+        if device:
+            checks += [
+                ("self_device_us", table.self_device[group] / 1e3, row.self_device_us, False),
+                ("device_total_us", table.device_total[group] / 1e3, row.device_total_us, False),
+            ]
+        for field, mine, theirs, exact in checks:
+            if (mine != theirs) if exact else not _close(mine, theirs):
+                problems.append(Mismatch(label, field, mine, theirs))
+    for key, group in ours.items():
+        problems.append(Mismatch(f"{key[0]}{' ' + key[1] if by_shape else ''}", "extra", float(table.calls[group]), 0))
+    return problems

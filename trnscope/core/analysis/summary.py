@@ -1,0 +1,511 @@
+"""``trnscope summary``: the op and kernel tables as a terminal table, CSV or JSON.
+
+The JSON document is a stable contract for scripts (see README, "JSON output").
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.optable import OpTable
+from trnscope.core.base.units import fmt_percent, fmt_time_ns, us
+from trnscope.core.model.roles import Role
+
+SORT_COLUMNS = ("self_cpu", "cpu_total", "cpu_avg", "self_device", "device_total", "device_avg", "calls", "name")
+HIDE_KINDS = {
+    "python": (int(Role.PYTHON),),
+    "annotation": (int(Role.ANNOTATION), int(Role.DEVICE_ANNOTATION)),
+    "runtime": (int(Role.RUNTIME), int(Role.DRIVER)),
+    "device": (int(Role.KERNEL), int(Role.MEMORY), int(Role.DEVICE_ANNOTATION)),
+    "op": (int(Role.OP),),
+}
+
+
+class Totals(msgspec.Struct):
+    self_cpu_us: float
+    self_device_us: float
+    wall_us: float
+
+
+class OpOut(msgspec.Struct):
+    name: str
+    input_shapes: Any
+    stack: list[str] | None
+    calls: int
+    self_cpu_us: float
+    cpu_total_us: float
+    self_device_us: float
+    device_total_us: float
+    kind: str
+
+
+class KernelOut(msgspec.Struct):
+    name: str
+    calls: int
+    total_us: float
+    min_us: float
+    max_us: float
+    op: str
+
+
+class LinkOut(msgspec.Struct):
+    device_events: int
+    linked: int
+    by_external_id: int
+    by_correlation: int
+    by_flow: int
+    unlinkable: int
+    outside_ops: int
+    unresolved: int
+
+
+class NeuronOpOut(msgspec.Struct):
+    name: str
+    executions: int
+    device_us: float
+    engines_us: dict[str, float]  # summed busy time per engine (tensor, vector, scalar, gpsimd, sync, dma, cc)
+
+
+class NeuronOut(msgspec.Struct):
+    export_format: str
+    executions: int
+    linked: int
+    by_mapping: int
+    by_flow: int
+    by_time: int
+    unlinked_executions: int
+    executions_without_request: int
+    requests_without_op: int
+    instructions: int
+    instructions_outside_executions: int
+    profiles_without_executions: int
+    aligned_by_sync_point: int
+    max_clock_disagreement_us: float
+    ops: list[NeuronOpOut]
+
+
+def neuron_summary(analysis: Analysis) -> NeuronOut | None:
+    """Per-op NeuronCore executions and engine time, and what could not be linked."""
+    neuron = analysis.neuron
+    data = analysis.trace.neuron
+    if neuron is None or data is None:
+        return None
+    from trnscope.core.formats.neuron.device import ENGINES
+
+    names = analysis.trace.names
+    ev = analysis.trace.events
+    per_op: dict[str, NeuronOpOut] = {}
+    for i, op in enumerate(neuron.exec_op.tolist()):
+        if op < 0:
+            continue
+        name = names[int(ev.name[op])]
+        out = per_op.setdefault(name, NeuronOpOut(name, 0, 0.0, {}))
+        out.executions += 1
+        out.device_us = round(out.device_us + us(max(int(ev.dur[int(data.exec_rows[i])]), 0)), 3)
+        for e, busy in enumerate(neuron.engine_busy[i].tolist()):
+            if busy:
+                out.engines_us[ENGINES[e]] = round(out.engines_us.get(ENGINES[e], 0.0) + us(busy), 3)
+    r = neuron.report
+    return NeuronOut(
+        export_format=data.export_format,
+        executions=r.executions,
+        linked=r.linked,
+        by_mapping=r.by_mapping,
+        by_flow=r.by_flow,
+        by_time=r.by_time,
+        unlinked_executions=r.unlinked_executions,
+        executions_without_request=r.executions_without_request,
+        requests_without_op=r.requests_without_op,
+        instructions=r.instructions,
+        instructions_outside_executions=r.instructions_outside_executions,
+        profiles_without_executions=r.profiles_without_executions,
+        aligned_by_sync_point=data.alignment.aligned_by_sync_point,
+        max_clock_disagreement_us=us(data.alignment.max_disagreement_ns),
+        ops=sorted(per_op.values(), key=lambda o: -o.device_us),
+    )
+
+
+class SummaryOut(msgspec.Struct):
+    source: str
+    device_kind: str
+    totals: Totals
+    ops: list[OpOut]
+    kernels: list[KernelOut]
+    link_coverage: float
+    warnings: list[str]
+    label: str = ""
+    device_name: str = ""
+    synthetic: bool = False
+    group_by: str = "op"
+    events: int = 0
+    link: LinkOut | None = None
+    device_label: str = "DEVICE"
+    merged: list[str] = []
+    neuron: NeuronOut | None = None
+
+
+def sort_order(table: OpTable, column: str) -> np.ndarray:
+    calls = np.maximum(table.calls, 1)
+    values = {
+        "self_cpu": table.self_cpu,
+        "cpu_total": table.cpu_total,
+        "cpu_avg": table.cpu_total / calls,
+        "self_device": table.self_device,
+        "device_total": table.device_total,
+        "device_avg": table.device_total / calls,
+        "calls": table.calls,
+    }
+    if column == "name":
+        return np.array(sorted(range(len(table)), key=lambda g: table.name[g]), dtype=np.int64)
+    if column not in values:
+        raise ValueError(f"unknown sort column {column!r}; choose one of {', '.join(SORT_COLUMNS)}")
+    return np.argsort(-np.asarray(values[column], dtype=np.float64), kind="stable")
+
+
+def default_sort(table: OpTable) -> str:
+    return "self_device" if table.total_self_device > 0 else "self_cpu"
+
+
+def visible_groups(table: OpTable, hide: tuple[str, ...]) -> np.ndarray:
+    mask = np.ones(len(table), dtype=bool)
+    for kind in hide:
+        if kind not in HIDE_KINDS:
+            raise ValueError(f"unknown kind to hide {kind!r}; choose from {', '.join(HIDE_KINDS)}")
+        mask &= ~np.isin(table.role, HIDE_KINDS[kind])
+    return mask
+
+
+def _shapes(text: str) -> Any:
+    if not text:
+        return None
+    try:
+        return msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        return text
+
+
+def build_summary(
+    analysis: Analysis,
+    *,
+    group_by: str = "op",
+    sort: str | None = None,
+    limit: int = 0,
+    stack_depth: int = 5,
+    step: int = -1,
+    hide: tuple[str, ...] = (),
+    extra_warnings: list[str] | None = None,
+) -> SummaryOut:
+    trace = analysis.trace
+    table = analysis.op_table(group_by, stack_depth, step)
+    kernels = analysis.kernel_table(step)
+    order = sort_order(table, sort or default_sort(table))
+    order = order[visible_groups(table, hide)[order]]
+    if limit > 0:
+        order = order[:limit]
+    ops = [
+        OpOut(
+            name=table.name[g],
+            input_shapes=_shapes(table.shape[g]) if table.group_by == "shape" else None,
+            stack=table.stack[g].split(" ← ")
+            if table.group_by == "stack" and table.stack[g]
+            else ([] if table.group_by == "stack" else None),
+            calls=int(table.calls[g]),
+            self_cpu_us=us(table.self_cpu[g]),
+            cpu_total_us=us(table.cpu_total[g]),
+            self_device_us=us(table.self_device[g]),
+            device_total_us=us(table.device_total[g]),
+            kind=table.kind(g),
+        )
+        for g in order.tolist()
+    ]
+    korder = np.argsort(-kernels.total, kind="stable")
+    if limit > 0:
+        korder = korder[:limit]
+    kernel_rows = [
+        KernelOut(
+            name=kernels.name[k],
+            calls=int(kernels.calls[k]),
+            total_us=us(kernels.total[k]),
+            min_us=us(kernels.minimum[k]),
+            max_us=us(kernels.maximum[k]),
+            op=kernels.top_op[k],
+        )
+        for k in korder.tolist()
+    ]
+    report = analysis.link_report
+    warnings = analysis_warnings(analysis, extra_warnings)
+    return SummaryOut(
+        source=trace.source,
+        device_kind=trace.device_kind,
+        totals=Totals(us(table.total_self_cpu), us(table.total_self_device), us(analysis.wall_ns)),
+        ops=ops,
+        kernels=kernel_rows,
+        link_coverage=round(report.coverage, 6),
+        warnings=warnings,
+        label=trace.label,
+        device_name=trace.device_name,
+        synthetic=trace.synthetic,
+        group_by=table.group_by,
+        events=len(trace.events),
+        device_label=table.device_label,
+        neuron=neuron_summary(analysis),
+        link=LinkOut(
+            report.device_events,
+            report.linked,
+            report.by_external_id,
+            report.by_correlation,
+            report.by_flow,
+            report.unlinkable,
+            report.outside_ops,
+            report.unresolved,
+        ),
+    )
+
+
+def analysis_warnings(analysis: Analysis, extra: list[str] | None = None) -> list[str]:
+    """Everything a reader of this analysis should know was lost, coerced or not linked."""
+    return [*analysis.trace.warnings, *(extra or []), *link_warnings(analysis)]
+
+
+def link_warnings(analysis: Analysis) -> list[str]:
+    report = analysis.link_report
+    out = []
+    if report.unlinkable:
+        out.append(
+            f"{report.unlinkable:,} of {report.device_events:,} device events carry no link to the host "
+            "(launched before the capture window); they count in the kernel table only"
+        )
+    if report.outside_ops:
+        out.append(f"{report.outside_ops:,} device events were launched by runtime calls outside any profiled op")
+    if report.unresolved:
+        out.append(f"{report.unresolved:,} device events point at ops missing from the trace")
+    neuron = analysis.neuron.report if analysis.neuron is not None else None
+    if neuron is not None and neuron.instructions_outside_executions:
+        orphans = neuron.profiles_without_executions
+        unmatched = (
+            f" ({orphans:,} device profile{' matches' if orphans == 1 else 's match'} no execution)" if orphans else ""
+        )
+        out.append(
+            f"{neuron.instructions_outside_executions:,} of {neuron.instructions:,} NeuronCore instructions fall "
+            f"outside every execution{unmatched}; they count in no engine time"
+        )
+    return out
+
+
+def render_json(summary: SummaryOut) -> str:
+    return msgspec.json.format(msgspec.json.encode(summary), indent=2).decode()
+
+
+def render_csv(summary: SummaryOut, which: str = "ops") -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    if which == "kernels":
+        writer.writerow(["name", "calls", "total_us", "mean_us", "min_us", "max_us", "op"])
+        for k in summary.kernels:
+            writer.writerow(
+                [k.name, k.calls, k.total_us, round(k.total_us / max(k.calls, 1), 3), k.min_us, k.max_us, k.op]
+            )
+        return out.getvalue()
+    writer.writerow(
+        [
+            "name",
+            "input_shapes",
+            "stack",
+            "kind",
+            "calls",
+            "self_cpu_us",
+            "cpu_total_us",
+            "cpu_avg_us",
+            "self_device_us",
+            "device_total_us",
+            "device_avg_us",
+        ]
+    )
+    for op in summary.ops:
+        calls = max(op.calls, 1)
+        writer.writerow(
+            [
+                op.name,
+                "" if op.input_shapes is None else msgspec.json.encode(op.input_shapes).decode(),
+                "" if op.stack is None else " ; ".join(op.stack),
+                op.kind,
+                op.calls,
+                op.self_cpu_us,
+                op.cpu_total_us,
+                round(op.cpu_total_us / calls, 3),
+                op.self_device_us,
+                op.device_total_us,
+                round(op.device_total_us / calls, 3),
+            ]
+        )
+    return out.getvalue()
+
+
+def render_table(summary: SummaryOut, width: int | None = None, which: str = "both") -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    device = summary.device_label
+    console = Console(
+        width=width or 160, record=True, file=io.StringIO(), force_terminal=False, color_system=None, highlight=False
+    )
+    title = f"{summary.label or summary.source}  [{summary.device_kind}{' · ' + summary.device_name if summary.device_name else ''}]"
+    if summary.synthetic:
+        title += "  SYNTHETIC"
+    has_device = summary.totals.self_device_us > 0
+    if which in ("both", "ops"):
+        t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, box=None, header_style="bold")
+        t.add_column("Name", overflow="ellipsis", no_wrap=True, max_width=60)
+        if summary.group_by == "shape":
+            t.add_column("Input Shapes", overflow="ellipsis", no_wrap=True, max_width=40)
+        if summary.group_by == "stack":
+            t.add_column("Stack", overflow="ellipsis", no_wrap=True, max_width=50)
+        for header in ("Calls", "Self CPU %", "Self CPU", "CPU total", "CPU avg"):
+            t.add_column(header, justify="right", no_wrap=True, min_width=len(header))
+        if has_device:
+            for header in (f"Self {device} %", f"Self {device}", f"{device} total", f"{device} avg"):
+                t.add_column(header, justify="right", no_wrap=True, min_width=len(header))
+        total_cpu = summary.totals.self_cpu_us
+        total_dev = summary.totals.self_device_us
+        for op in summary.ops:
+            calls = max(op.calls, 1)
+            cells = [op.name]
+            if summary.group_by == "shape":
+                cells.append(
+                    "" if op.input_shapes is None else msgspec.json.encode(op.input_shapes).decode().replace(",", ", ")
+                )
+            if summary.group_by == "stack":
+                cells.append(" ← ".join(op.stack or []))
+            cells += [
+                f"{op.calls:,}",
+                fmt_percent(op.self_cpu_us, total_cpu),
+                fmt_time_ns(op.self_cpu_us * 1000),
+                fmt_time_ns(op.cpu_total_us * 1000),
+                fmt_time_ns(op.cpu_total_us * 1000 / calls),
+            ]
+            if has_device:
+                cells += [
+                    fmt_percent(op.self_device_us, total_dev),
+                    fmt_time_ns(op.self_device_us * 1000),
+                    fmt_time_ns(op.device_total_us * 1000),
+                    fmt_time_ns(op.device_total_us * 1000 / calls),
+                ]
+            t.add_row(*cells)
+        console.print(t)
+        console.print(f"Self CPU time total: {fmt_time_ns(total_cpu * 1000)}")
+        if has_device:
+            console.print(f"Self {device} time total: {fmt_time_ns(total_dev * 1000)}")
+        console.print(f"Wall time: {fmt_time_ns(summary.totals.wall_us * 1000)}   events: {summary.events:,}")
+    if which in ("both", "kernels") and summary.kernels:
+        console.print()
+        k = Table(
+            title="Device events (kernels, copies)",
+            title_justify="left",
+            show_edge=False,
+            pad_edge=False,
+            box=None,
+            header_style="bold",
+        )
+        k.add_column("Kernel", overflow="ellipsis", no_wrap=True, max_width=70)
+        for header in ("Calls", "Total", "Mean", "Min", "Max"):
+            k.add_column(header, justify="right", no_wrap=True, min_width=10)
+        k.add_column("Launched by", overflow="ellipsis", no_wrap=True, max_width=40)
+        for row in summary.kernels:
+            k.add_row(
+                row.name,
+                f"{row.calls:,}",
+                fmt_time_ns(row.total_us * 1000),
+                fmt_time_ns(row.total_us * 1000 / max(row.calls, 1)),
+                fmt_time_ns(row.min_us * 1000),
+                fmt_time_ns(row.max_us * 1000),
+                row.op or "—",
+            )
+        console.print(k)
+    if summary.link and summary.link.device_events:
+        console.print(
+            f"Linked {summary.link.linked:,} of {summary.link.device_events:,} device events to ops "
+            f"(coverage {100 * summary.link_coverage:.2f}% of linkable)"
+        )
+    for warning in summary.warnings:
+        console.print(f"warning: {warning}")
+    return console.export_text()
+
+
+def merge_summaries(summaries: list[SummaryOut], source: str, sort: str | None = None, limit: int = 0) -> SummaryOut:
+    """One summary for several traces (ranks, variants): rows with the same key summed."""
+    ops: dict[tuple[str, str, str, str], OpOut] = {}
+    for summary in summaries:
+        for op in summary.ops:
+            key = (op.name, op.kind, msgspec.json.encode(op.input_shapes).decode(), " ; ".join(op.stack or []))
+            mine = ops.get(key)
+            if mine is None:
+                ops[key] = msgspec.structs.replace(op)
+                continue
+            mine.calls += op.calls
+            mine.self_cpu_us = round(mine.self_cpu_us + op.self_cpu_us, 3)
+            mine.cpu_total_us = round(mine.cpu_total_us + op.cpu_total_us, 3)
+            mine.self_device_us = round(mine.self_device_us + op.self_device_us, 3)
+            mine.device_total_us = round(mine.device_total_us + op.device_total_us, 3)
+    kernels: dict[str, KernelOut] = {}
+    for summary in summaries:
+        for k in summary.kernels:
+            mine_k = kernels.get(k.name)
+            if mine_k is None:
+                kernels[k.name] = msgspec.structs.replace(k)
+                continue
+            mine_k.calls += k.calls
+            mine_k.total_us = round(mine_k.total_us + k.total_us, 3)
+            mine_k.min_us = min(mine_k.min_us, k.min_us)
+            mine_k.max_us = max(mine_k.max_us, k.max_us)
+    has_device = any(s.totals.self_device_us for s in summaries)
+    key = sort or ("self_device" if has_device else "self_cpu")
+    field = {
+        "self_cpu": "self_cpu_us",
+        "cpu_total": "cpu_total_us",
+        "self_device": "self_device_us",
+        "device_total": "device_total_us",
+        "calls": "calls",
+    }
+    if key == "name":
+        rows = sorted(ops.values(), key=lambda op: op.name)
+    elif key in ("cpu_avg", "device_avg"):
+        total = "cpu_total_us" if key == "cpu_avg" else "device_total_us"
+        rows = sorted(ops.values(), key=lambda op: -getattr(op, total) / max(op.calls, 1))
+    elif key in field:
+        rows = sorted(ops.values(), key=lambda op: -getattr(op, field[key]))
+    else:
+        raise ValueError(f"unknown sort column {key!r}; choose one of {', '.join(SORT_COLUMNS)}")
+    kernel_rows = sorted(kernels.values(), key=lambda k: -k.total_us)
+    if limit > 0:
+        rows, kernel_rows = rows[:limit], kernel_rows[:limit]
+    links = [s.link for s in summaries if s.link is not None]
+    linked = sum(link.linked for link in links)
+    linkable = sum(link.device_events - link.unlinkable - link.outside_ops for link in links)
+    first = summaries[0]
+    return SummaryOut(
+        source=source,
+        device_kind=first.device_kind,
+        totals=Totals(
+            round(sum(s.totals.self_cpu_us for s in summaries), 3),
+            round(sum(s.totals.self_device_us for s in summaries), 3),
+            max(s.totals.wall_us for s in summaries),
+        ),
+        ops=rows,
+        kernels=kernel_rows,
+        link_coverage=round(linked / linkable, 6) if linkable else 1.0,
+        warnings=[f"{s.label}: {w}" for s in summaries for w in s.warnings],
+        label=f"{len(summaries)} traces merged",
+        device_name=first.device_name,
+        synthetic=any(s.synthetic for s in summaries),
+        group_by=first.group_by,
+        events=sum(s.events for s in summaries),
+        link=LinkOut(*[sum(getattr(link, f) for link in links) for f in LinkOut.__struct_fields__]) if links else None,
+        device_label=first.device_label,
+        merged=[s.label for s in summaries],
+    )

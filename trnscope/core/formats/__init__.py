@@ -1,0 +1,46 @@
+"""Loading: from a path the user typed to a ``Trace``.
+
+``discover`` says what is at a path (a trace, a capture session, a Neuron profile
+folder, a folder of traces); ``load_source`` reads one of its sources.  The parsed-index
+cache sits one level up, in ``trnscope.core.opening.open``, because it stores links too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from trnscope.core.formats.discover import ProfileRef, SourceRef, discover
+from trnscope.core.formats.source import Progress
+from trnscope.core.model.trace import Trace
+
+__all__ = ["ProfileRef", "SourceRef", "discover", "load_path", "load_source"]
+
+
+def load_source(
+    source: SourceRef,
+    *,
+    progress: Progress | None = None,
+    cancelled: Callable[[], bool] | None = None,
+    skip: tuple[str, ...] = (),
+    use_cache: bool = True,
+    workers: int | None = None,
+) -> Trace:
+    path = Path(source.path)
+    if source.kind == "neuron":
+        from trnscope.core.formats.neuron.reader import load_neuron
+
+        trace = load_neuron(path, progress=progress, cancelled=cancelled, skip=skip, use_cache=use_cache)
+    else:
+        from trnscope.core.formats.kineto.loader import load_kineto
+
+        trace = load_kineto(path, progress=progress, cancelled=cancelled, skip=skip, workers=workers)
+    trace.label = source.label
+    trace.synthetic = trace.synthetic or source.synthetic
+    return trace
+
+
+def load_path(path: str | Path, select: str | None = None, **options: object) -> Trace:
+    """Discover ``path`` and load one of its sources (the first unless ``select``)."""
+    ref = discover(Path(path))
+    return load_source(ref.select(select), **options)  # type: ignore[arg-type]

@@ -1,0 +1,174 @@
+"""What is at a path: one trace, a capture session, a Neuron profile, or a folder of traces."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from pathlib import Path
+
+import msgspec
+
+from trnscope.core.base.errors import InputError
+from trnscope.core.formats.source import GZIP_MAGIC, check_readable_file
+from trnscope.core.model.session import SESSION_FILE, SessionManifest, read_manifest
+
+_PROBE_BYTES = 2 << 20
+_TRACE_SUFFIXES = (".json", ".json.gz", ".json.tmp")
+_MAX_DEPTH = 4
+
+
+class SourceRef(msgspec.Struct):
+    """One loadable thing: a Kineto trace file, or a Neuron process-session folder."""
+
+    label: str
+    path: str
+    kind: str = "kineto"  # "kineto" | "neuron"
+    description: str = ""
+    synthetic: bool = False
+
+
+class ProfileRef(msgspec.Struct):
+    root: str
+    kind: str  # "trace" | "session" | "neuron" | "folder"
+    sources: list[SourceRef]
+    manifest: SessionManifest | None = None
+    notes: list[str] = []
+
+    def select(self, label: str | None) -> SourceRef:
+        if not self.sources:
+            raise InputError(f"{self.root}: nothing to open")
+        if label is None:
+            return self.sources[0]
+        for source in self.sources:
+            if source.label == label:
+                return source
+        for index, source in enumerate(self.sources):
+            if label == str(index):
+                return source
+        choices = ", ".join(s.label for s in self.sources)
+        raise InputError(f"{self.root}: no trace labelled {label!r}; choose one of: {choices}")
+
+
+def head_bytes(path: Path, limit: int = _PROBE_BYTES) -> bytes:
+    """The first ``limit`` bytes of the file's text (decompressing gzip)."""
+    with open(path, "rb") as fh:
+        raw = fh.read(limit)
+        if raw[:2] != GZIP_MAGIC:
+            return raw
+        fh.seek(0)
+        try:
+            with gzip.GzipFile(fileobj=fh) as gz:
+                return gz.read(limit)
+        except (OSError, EOFError, zlib.error):
+            return b""
+
+
+def looks_like_kineto(path: Path) -> bool:
+    head = head_bytes(path)
+    stripped = head.lstrip()
+    if stripped[:1] == b"[":
+        return b'"ph"' in head
+    return b'"traceEvents"' in head
+
+
+def looks_like_neuron_json(path: Path) -> bool:
+    head = head_bytes(path, 1 << 16)
+    return head.lstrip()[:1] == b"{" and (
+        b'"trace_event"' in head or b'"trace_events"' in head or b'"instruction"' in head
+    )
+
+
+def _trace_files(folder: Path) -> list[Path]:
+    found: list[Path] = []
+
+    def walk(directory: Path, depth: int) -> None:
+        try:
+            entries = sorted(directory.iterdir())
+        except OSError:
+            return
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            if entry.is_dir() and depth < _MAX_DEPTH:
+                walk(entry, depth + 1)
+            elif entry.is_file() and entry.name.endswith(_TRACE_SUFFIXES):
+                try:
+                    if looks_like_kineto(entry):
+                        found.append(entry)
+                except OSError:
+                    continue
+
+    walk(folder, 0)
+    return found
+
+
+def _label_for(path: Path, root: Path) -> str:
+    rel = path.relative_to(root) if path.is_relative_to(root) else path
+    name = str(rel)
+    for suffix in (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def discover(path: Path) -> ProfileRef:
+    if not path.exists():
+        raise InputError(f"no such file or directory: {path}")
+    if path.is_dir():
+        return _discover_folder(path)
+    check_readable_file(path)
+    if looks_like_neuron_json(path):
+        return ProfileRef(str(path), "neuron", [SourceRef(path.stem, str(path), kind="neuron")])
+    return ProfileRef(str(path), "trace", [SourceRef(_label_for(path, path.parent), str(path))])
+
+
+def _discover_folder(folder: Path) -> ProfileRef:
+    try:
+        next(iter(folder.iterdir()), None)
+    except PermissionError:
+        raise InputError(f"permission denied: {folder}") from None
+    if (folder / SESSION_FILE).is_file():
+        return _discover_session(folder)
+    from trnscope.core.formats.neuron.discover import find_neuron_sessions
+
+    neuron = find_neuron_sessions(folder)
+    if neuron:
+        return ProfileRef(
+            str(folder),
+            "neuron",
+            [
+                SourceRef(s.label, s.path, kind="neuron", description=s.description, synthetic=s.synthetic)
+                for s in neuron
+            ],
+        )
+    traces = _trace_files(folder)
+    if not traces:
+        raise InputError(
+            f"{folder}: no PyTorch profiler trace (.json / .json.gz with traceEvents) found in this folder"
+        )
+    return ProfileRef(str(folder), "folder", [SourceRef(_label_for(p, folder), str(p)) for p in traces])
+
+
+def _discover_session(folder: Path) -> ProfileRef:
+    try:
+        manifest = read_manifest(folder)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError) as error:
+        raise InputError(f"{folder / SESSION_FILE}: unreadable session manifest ({error})") from None
+    sources: list[SourceRef] = []
+    notes: list[str] = []
+    for variant in manifest.variants:
+        if variant.status != "ok":
+            notes.append(f"variant {variant.label!r} failed during capture: {variant.error}")
+            continue
+        sources.append(
+            SourceRef(
+                variant.label,
+                str(folder / variant.trace),
+                kind=variant.trace_format,
+                description=variant.description,
+                synthetic=manifest.synthetic,
+            )
+        )
+    if not sources:
+        raise InputError(f"{folder}: the session has no successfully captured variant")
+    return ProfileRef(str(folder), "session", sources, manifest=manifest, notes=notes)

@@ -1,0 +1,355 @@
+"""Cut the ``traceEvents`` array into chunks that msgspec can decode on their own.
+
+A chunk is a byte range ``[start, end)`` that begins with the ``{`` of one event and
+ends after the ``}`` of another, at the top level of the array.  Candidate cuts are
+found with a regular expression (``}`` , ``{``); a candidate is *proven* when the text
+from a proven cut up to it decodes as a JSON array, since then the parser is back
+at the array's top level there.  A candidate inside a string or inside nested
+``args`` never decodes, so it is never taken.
+
+When a chunk does not decode, the chunk is read piece by piece, from candidate to
+candidate: pieces that decode are kept, pieces that never do (an unescaped quote,
+a cut in the middle of the file) are counted as lost, and a missing end (a
+truncated file) stops the scan with the number of bytes that could not be read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import re
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from trnscope.core.formats.kineto.events import ANY_DECODER, EVENT_LIST_DECODER, RawEvent, coerce_event
+
+_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+_ARRAY_END = re.compile(rb"\}\s*\]")
+_TRACE_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_MAX_PIECE_BYTES = 4 << 20
+
+
+class Cut(msgspec.Struct, frozen=True):
+    end: int  # index just after the closing brace of the last event of a chunk
+    next_start: int  # index of the next event's "{", or -1 when the array closes
+    array_end: int  # index of the closing "]" when next_start == -1, else -1
+
+
+class Piece(msgspec.Struct):
+    """A decoded range of events, ready to be turned into columns."""
+
+    start: int
+    end: int
+    events: list[RawEvent]
+    utf8_repaired: bool = False
+
+
+class ScanReport(msgspec.Struct):
+    array_end: int = -1  # -1: the array never closed (truncated input)
+    lost_events: int = 0
+    lost_bytes: int = 0
+    repaired_chunks: int = 0
+    lenient_chunks: int = 0
+    stopped_at: int = -1  # where a limited scan ended (a proven cut), -1 if at the array end
+
+
+def next_cut(buf: Any, after: int) -> Cut | None:
+    """The first candidate cut at or after ``after``; None when there is none."""
+    boundary = _BOUNDARY.search(buf, after)
+    limit = boundary.start() if boundary is not None else len(buf)
+    array_end = _ARRAY_END.search(buf, after, limit + 1)
+    if array_end is None:
+        if boundary is None:
+            return None
+        return Cut(end=boundary.start() + 1, next_start=boundary.end() - 1, array_end=-1)
+    return Cut(end=array_end.start() + 1, next_start=-1, array_end=array_end.end() - 1)
+
+
+# entries that are not objects after the last event: `, 7`, `, "text"`, `, null`
+_SCALAR_TAIL = re.compile(rb'(?:\s*,\s*(?:-?[0-9][0-9.eE+-]*|"[^"\\]*"|true|false|null))+\s*\Z')
+_TAIL_WINDOW = 4096
+
+
+def last_array_end(buf: Any, after: int) -> Cut | None:
+    """The last "}" "]" in the file after ``after``: where a complete events array ends
+    unless the file goes on with more nested lists (then decoding reports it).  Scalar
+    entries between the last event and the "]" stay inside the chunk, so they are
+    decoded (and counted as skipped) like such entries anywhere else."""
+    close = len(buf)
+    while True:
+        close = buf.rfind(b"]", after, close)
+        if close < 0:
+            return None
+        end = _entries_end(buf, after, close)
+        if end >= 0:
+            return Cut(end=end, next_start=-1, array_end=close)
+
+
+def _entries_end(buf: Any, after: int, close: int) -> int:
+    """Where the array's last entry ends before its "]" at ``close``: just after a "}",
+    or after scalar entries that follow the last "}"; -1 if neither."""
+    index = close - 1
+    while index > after and buf[index : index + 1] in (b" ", b"\n", b"\r", b"\t"):
+        index -= 1
+    if buf[index : index + 1] == b"}":
+        return index + 1
+    brace = buf.rfind(b"}", max(after, close - _TAIL_WINDOW), close)
+    if brace >= 0 and _SCALAR_TAIL.match(bytes(buf[brace + 1 : index + 1])):
+        return index + 1
+    return -1
+
+
+def cut_before(buf: Any, start: int) -> Cut | None:
+    """The candidate cut whose next event starts at ``start`` (for parallel ranges)."""
+    window_start = max(0, start - 4096)
+    last = None
+    for match in _BOUNDARY.finditer(buf, window_start, start + 1):
+        if match.end() - 1 == start:
+            last = match
+    if last is None:
+        return None
+    return Cut(end=last.start() + 1, next_start=start, array_end=-1)
+
+
+def find_events_array(buf: Any) -> tuple[str, int]:
+    """Where the events array starts: ("object", index of "[") for a Kineto object,
+    ("array", index) for a bare legacy array.  Raises ValueError with a reason."""
+    size = len(buf)
+    head = bytes(buf[: min(size, 64)]).lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not head:
+        raise ValueError("empty file" if size == 0 else "file holds only whitespace")
+    first = head[:1]
+    if first == b"[":
+        return "array", bytes(buf[:64]).index(b"[")
+    if first != b"{":
+        raise ValueError("not JSON (does not start with '{' or '[')")
+    match = _TRACE_EVENTS_KEY.search(buf)
+    if match is None:
+        raise LookupError("JSON object without a traceEvents array")
+    return "object", match.end() - 1
+
+
+def first_event_start(buf: Any, array_open: int) -> int:
+    """Index of the first "{" after the array's "[", or -1 for an empty array."""
+    index = array_open + 1
+    size = len(buf)
+    while index < size and buf[index : index + 1] in (b" ", b"\n", b"\r", b"\t"):
+        index += 1
+    if index >= size:
+        return -2  # truncated right after "["
+    char = buf[index : index + 1]
+    if char == b"{":
+        return index
+    if char == b"]":
+        return -1
+    return -3
+
+
+def _decode(data: bytes | bytearray) -> list[RawEvent]:
+    return EVENT_LIST_DECODER.decode(data)
+
+
+def _decode_lenient(data: bytes | bytearray) -> list[RawEvent]:
+    values = ANY_DECODER.decode(data)
+    if not isinstance(values, list):
+        raise msgspec.DecodeError("not an array")
+    return [coerce_event(v) for v in values]
+
+
+def _framed(buf: Any, start: int, end: int) -> bytearray:
+    data = bytearray(b"[")
+    data += memoryview(buf)[start:end]
+    data += b"]"
+    return data
+
+
+def decode_range(buf: Any, start: int, end: int) -> tuple[list[RawEvent], bool, bool]:
+    """Decode events in ``buf[start:end]``: (events, lenient_used, utf8_repaired).
+
+    Raises msgspec.DecodeError when the range is not valid JSON even after repair."""
+    data = _framed(buf, start, end)
+    try:
+        return _decode(data), False, False
+    except msgspec.ValidationError:
+        return _decode_lenient(data), True, False
+    except msgspec.DecodeError as error:
+        if "UTF-8" not in str(error):
+            raise
+    repaired = bytes(data).decode("utf-8", "replace").encode("utf-8")
+    try:
+        return _decode(repaired), False, True
+    except msgspec.ValidationError:
+        return _decode_lenient(repaired), True, True
+
+
+_TRAILING = re.compile(r"trailing characters \(byte (\d+)\)")
+
+
+def _array_closed_early(buf: Any, start: int, end: int, error: msgspec.DecodeError) -> Cut | None:
+    """When the framed range parsed up to a "]" and then found more text, the events
+    array really closed inside the range: return the cut at that "]"."""
+    match = _TRAILING.search(str(error))
+    if match is None:
+        return None
+    limit = min(end, start + int(match.group(1)) - 1)
+    close = buf.rfind(b"]", start, limit)
+    entries_end = _entries_end(buf, start, close) if close >= 0 else -1
+    if entries_end < 0:
+        brace = buf.rfind(b"}", start, close) if close >= 0 else -1
+        if brace < 0:
+            return None
+        entries_end = brace + 1
+    return Cut(end=entries_end, next_start=-1, array_end=close)
+
+
+def scan(
+    buf: Any,
+    start: int,
+    *,
+    chunk_bytes: int = 8 << 20,
+    stop: int | None = None,
+    on_piece: Callable[[Piece], None],
+    report: ScanReport,
+    cancelled: Callable[[], bool] = lambda: False,
+) -> None:
+    """Decode events from the proven start ``start`` (the index of an event's "{").
+
+    With ``stop`` (the "{" of a later event, found heuristically), the scan ends at the
+    cut just before it and sets ``report.stopped_at`` to ``stop`` if that cut proved
+    right; a scan that could not prove it runs on to the end of the array."""
+    position = start
+    size = len(buf)
+    stop_cut = cut_before(buf, stop) if stop is not None else None
+    while position >= 0:
+        if cancelled():
+            return
+        if stop_cut is not None and position == stop_cut.next_start:
+            report.stopped_at = position
+            return
+        target = position + chunk_bytes
+        cut: Cut | None
+        if stop_cut is not None and stop_cut.end > position and target >= stop_cut.end:
+            cut = stop_cut
+        elif target < size:
+            cut = next_cut(buf, target) or last_array_end(buf, position)
+        else:
+            cut = last_array_end(buf, position)
+        if cut is None:
+            _piecewise(buf, position, size, on_piece, report, stop_cut)
+            return
+        try:
+            events, lenient, repaired = decode_range(buf, position, cut.end)
+        except msgspec.DecodeError as error:
+            early = _array_closed_early(buf, position, cut.end, error)
+            if early is not None:
+                cut = early
+                try:
+                    events, lenient, repaired = decode_range(buf, position, cut.end)
+                except msgspec.DecodeError:
+                    position = _piecewise(buf, position, cut.end, on_piece, report, stop_cut)
+                    continue
+            else:
+                position = _piecewise(buf, position, cut.end, on_piece, report, stop_cut)
+                continue
+        report.lenient_chunks += int(lenient)
+        report.repaired_chunks += int(repaired)
+        on_piece(Piece(position, cut.end, events, repaired))
+        release(buf, position, cut.end)
+        if cut.next_start < 0:
+            report.array_end = cut.array_end
+            return
+        position = cut.next_start
+
+
+def release(buf: Any, start: int, end: int) -> None:
+    """Let the kernel drop the pages of a mapped file region we are done with, so the
+    whole file never sits in this process's resident memory (they are clean file pages:
+    dropping them costs nothing, touching them again re-reads from the page cache)."""
+    madvise = getattr(buf, "madvise", None)
+    if madvise is None:
+        return
+    page = mmap.PAGESIZE
+    lo = (start // page) * page
+    hi = (end // page) * page
+    if hi > lo:
+        with contextlib.suppress(OSError, ValueError):
+            madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
+
+def _piecewise(
+    buf: Any,
+    position: int,
+    until: int,
+    on_piece: Callable[[Piece], None],
+    report: ScanReport,
+    stop_cut: Cut | None,
+) -> int:
+    """Decode event by event from ``position`` until past ``until``.  Returns where the
+    normal scan resumes (a cut's next start), or -1 when the input has ended."""
+    while 0 <= position < until:
+        if stop_cut is not None and position == stop_cut.next_start:
+            return position
+        first = next_cut(buf, position + 1)
+        if first is None:  # no end anywhere after this point: a truncated tail
+            return _truncated_tail(buf, position, on_piece, report)
+        cut = first
+        decoded = None
+        while True:
+            try:
+                decoded = decode_range(buf, position, cut.end)
+                break
+            except msgspec.DecodeError:
+                if cut.next_start < 0 or cut.end - position > _MAX_PIECE_BYTES:
+                    break
+                following = next_cut(buf, cut.end)
+                if following is None:
+                    break
+                cut = following
+        if decoded is not None:
+            events, lenient, repaired = decoded
+            report.lenient_chunks += int(lenient)
+            report.repaired_chunks += int(repaired)
+            on_piece(Piece(position, cut.end, events, repaired))
+            if cut.next_start < 0:
+                report.array_end = cut.array_end
+                return -1
+            position = cut.next_start
+            continue
+        # nothing starting here decodes: count the first piece as lost and resync after it
+        report.lost_events += 1
+        if first.next_start < 0:
+            report.lost_bytes += first.end - position
+            report.array_end = first.array_end
+            return -1
+        report.lost_bytes += first.next_start - position
+        position = first.next_start
+    return position
+
+
+_TAIL_ATTEMPTS = 64
+
+
+def _truncated_tail(buf: Any, position: int, on_piece: Callable[[Piece], None], report: ScanReport) -> int:
+    """The input ends inside the array.  The last complete event(s) may be followed by
+    a comma and nothing else, so try the last closing braces as ends, latest first."""
+    size = len(buf)
+    close = size
+    for _ in range(_TAIL_ATTEMPTS):
+        close = buf.rfind(b"}", position, close)
+        if close < 0:
+            break
+        try:
+            events, lenient, repaired = decode_range(buf, position, close + 1)
+        except msgspec.DecodeError:
+            continue
+        report.lenient_chunks += int(lenient)
+        report.repaired_chunks += int(repaired)
+        on_piece(Piece(position, close + 1, events, repaired))
+        position = close + 1
+        break
+    report.lost_bytes += size - position
+    if buf[position:size].strip(b" \t\r\n,"):
+        report.lost_events += 1
+    return -1

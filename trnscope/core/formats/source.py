@@ -1,0 +1,190 @@
+"""Open an input file as plain JSON bytes, whatever it is stored as.
+
+Plain files are memory-mapped read-only.  Gzip files are decompressed once into the
+user cache directory (so later chunks can be re-read for lazy ``args``); a cut or
+corrupt gzip stream keeps everything decompressed before the damage and says so.
+Input files are only ever opened for reading.
+"""
+
+from __future__ import annotations
+
+import errno
+import mmap
+import os
+import stat
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from trnscope.core.base.cachedir import fingerprint, writable_dir
+from trnscope.core.base.errors import InputError, LoadCancelled
+
+GZIP_MAGIC = b"\x1f\x8b"
+_READ_BLOCK = 4 << 20
+
+Progress = Callable[..., None]  # (phase, bytes done, bytes total[, events decoded])
+
+
+class PlainSource(msgspec.Struct):
+    path: str  # what the user gave
+    plain_path: str  # the plain JSON file the buffer maps ("" when held in memory)
+    buffer: Any  # mmap or bytes
+    file_bytes: int
+    compressed: bool
+    gzip_damage: str = ""  # why decompression stopped early, if it did
+
+    def close(self) -> None:
+        if isinstance(self.buffer, mmap.mmap):
+            self.buffer.close()
+
+
+def check_readable_file(path: Path) -> os.stat_result:
+    """Stat ``path`` and turn every way it can be unreadable into one clear line."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise InputError(f"no such file or directory: {path}") from None
+    except PermissionError:
+        raise InputError(f"permission denied: {path}") from None
+    except OSError as error:
+        raise InputError(f"cannot read {path}: {error.strerror or error}") from None
+    mode = info.st_mode
+    if stat.S_ISFIFO(mode):
+        raise InputError(f"{path} is a FIFO, not a regular file; copy the trace to a file first")
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        raise InputError(f"{path} is a device, not a trace file")
+    if stat.S_ISSOCK(mode):
+        raise InputError(f"{path} is a socket, not a trace file")
+    if not stat.S_ISREG(mode):
+        raise InputError(f"{path} is not a regular file")
+    if not os.access(path, os.R_OK):
+        raise InputError(f"permission denied: {path}")
+    return info
+
+
+def _open_read(path: Path) -> Any:
+    try:
+        return open(path, "rb")
+    except PermissionError:
+        raise InputError(f"permission denied: {path}") from None
+    except OSError as error:
+        raise InputError(f"cannot read {path}: {error.strerror or error}") from None
+
+
+def open_plain(
+    path: Path, progress: Progress | None = None, cancelled: Callable[[], bool] | None = None
+) -> PlainSource:
+    info = check_readable_file(path)
+    if info.st_size == 0:
+        raise InputError(f"empty file: {path}")
+    with _open_read(path) as fh:
+        magic = fh.read(2)
+    if magic == GZIP_MAGIC:
+        return _open_gzip(path, info.st_size, progress, cancelled)
+    with _open_read(path) as fh:
+        try:
+            buffer = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):
+            buffer = fh.read()
+    return PlainSource(str(path), str(path), buffer, info.st_size, compressed=False)
+
+
+class _GzipCacheEntry(msgspec.Struct):
+    plain_bytes: int
+    damage: str
+
+
+def _open_gzip(path: Path, size: int, progress: Progress | None, cancelled: Callable[[], bool] | None) -> PlainSource:
+    folder = writable_dir("plain")
+    key = fingerprint(path)
+    if folder is not None:
+        target = folder / f"{key}.json"
+        meta = folder / f"{key}.meta"
+        entry = _read_entry(meta)
+        if entry is not None and target.exists() and target.stat().st_size == entry.plain_bytes:
+            return _map_cached(path, target, size, entry.damage)
+        temp = folder / f".{key}.{os.getpid()}.tmp"
+        try:
+            with open(temp, "wb") as out:
+                damage = _inflate(path, size, out.write, progress, cancelled)
+            os.replace(temp, target)
+            meta.write_bytes(msgspec.json.encode(_GzipCacheEntry(target.stat().st_size, damage)))
+            return _map_cached(path, target, size, damage)
+        except OSError as error:
+            temp.unlink(missing_ok=True)
+            if error.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES):
+                raise InputError(f"cannot decompress {path}: {error.strerror or error}") from None
+        except BaseException:
+            temp.unlink(missing_ok=True)
+            raise
+    # No usable cache directory: keep the decompressed text in memory.
+    parts: list[bytes] = []
+    damage = _inflate(path, size, parts.append, progress, cancelled)
+    data = b"".join(parts)
+    if not data:
+        raise InputError(f"gzip file holds no data: {path}" + (f" ({damage})" if damage else ""))
+    return PlainSource(str(path), "", data, size, compressed=True, gzip_damage=damage)
+
+
+def _read_entry(meta: Path) -> _GzipCacheEntry | None:
+    try:
+        return msgspec.json.decode(meta.read_bytes(), type=_GzipCacheEntry)
+    except (OSError, msgspec.DecodeError):
+        return None
+
+
+def _map_cached(path: Path, target: Path, size: int, damage: str) -> PlainSource:
+    if target.stat().st_size == 0:
+        raise InputError(f"gzip file holds no data: {path}" + (f" ({damage})" if damage else ""))
+    with open(target, "rb") as fh:
+        buffer = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    return PlainSource(str(path), str(target), buffer, size, compressed=True, gzip_damage=damage)
+
+
+def _inflate(
+    path: Path,
+    size: int,
+    write: Callable[[bytes], Any],
+    progress: Progress | None,
+    cancelled: Callable[[], bool] | None,
+) -> str:
+    """Stream-decompress every gzip member of ``path``; returns "" or what went wrong."""
+    decomp = zlib.decompressobj(wbits=47)
+    fed = False  # the current member has consumed input
+    done = 0
+    with _open_read(path) as fh:
+        while True:
+            if cancelled is not None and cancelled():
+                raise LoadCancelled()
+            block = fh.read(_READ_BLOCK)
+            if not block:
+                break
+            done += len(block)
+            data = block
+            while data:
+                try:
+                    out = decomp.decompress(data)
+                except zlib.error as error:
+                    return f"gzip data corrupt near compressed byte {done - len(data):,} ({error})"
+                fed = True
+                if out:
+                    write(out)
+                if decomp.eof:
+                    data = decomp.unused_data
+                    decomp = zlib.decompressobj(wbits=47)
+                    fed = False
+                    if not data.strip(b"\x00"):
+                        data = b""
+                else:
+                    data = b""
+            if progress is not None:
+                progress("decompress", done, size)
+    if fed and not decomp.eof:
+        tail = decomp.flush()
+        if tail:
+            write(tail)
+        return "gzip stream ends early (file cut off)"
+    return ""

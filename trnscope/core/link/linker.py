@@ -1,0 +1,492 @@
+"""Link events: host nesting, op → runtime → device, and forward → backward.
+
+Nesting follows PyTorch's own ``EventList._populate_cpu_children`` exactly (per
+thread, sorted by start then longest first, a stack that pops events that end
+before the next one starts or that it overlaps only partly), so self times match
+``key_averages()``; ``trnscope.core.link.nesting`` computes it.
+
+Device events are attributed to the op that launched them by three strategies, in
+order (see ``shared/reference/kineto-trace-format.md`` §7.2):
+
+A. ``External id`` on the device event equals an op's ``External id`` (skipped when
+   it equals the event's own ``correlation``: pre-2024-10 Kineto wrote that for
+   unlinked work, and such values collide with real op ids);
+B. ``correlation`` → the runtime call with the same correlation → its
+   ``External id``, or else the innermost op that encloses it on its thread;
+C. flow events (``ac2g``, ``async_cpu_to_gpu``, ``async``) from a runtime call to the
+   device event, then B's last step.
+
+Device events that carry none of this (work launched before the capture window)
+are counted as unlinkable, never guessed.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from enum import IntEnum
+
+import msgspec
+import numpy as np
+
+from trnscope.core.base.arrays import first_of_each, is_member, sorted_unique
+from trnscope.core.formats.kineto.events import NONE_ID, PH_FLOW_END, PH_FLOW_START, PH_INSTANT, PH_X
+from trnscope.core.link.nesting import nest
+from trnscope.core.model.roles import (
+    DEVICE_ROLES,
+    FLOW_FWDBWD_CATEGORIES,
+    FLOW_TO_DEVICE_CATEGORIES,
+    Role,
+)
+from trnscope.core.model.trace import Trace
+
+# Names PyTorch drops before building its tree (profiler_util._filter_name).
+FILTERED_NAMES = frozenset(
+    {
+        "[memory]",
+        "[OutOfMemory]",
+        "profiler::_record_function_enter",
+        "profiler::_record_function_enter_new",
+        "profiler::_record_function_exit",
+        "aten::is_leaf",
+        "aten::output_nr",
+        "aten::_version",
+    }
+)
+MEMORY_EVENT_NAMES = frozenset({"[memory]"})
+
+
+class LinkMethod(IntEnum):
+    NONE = 0
+    EXTERNAL_ID = 1
+    CORRELATION = 2
+    FLOW = 3
+    NEURON = 4  # set by the Neuron linker (framework mapping / flow ids)
+
+
+class LinkReport(msgspec.Struct):
+    device_events: int = 0  # kernels and memory operations
+    linked: int = 0
+    by_external_id: int = 0
+    by_correlation: int = 0
+    by_flow: int = 0
+    unlinkable: int = 0  # no External id, runtime call or flow: launched before the window
+    outside_ops: int = 0  # launched by a runtime call that no profiled op encloses
+    unresolved: int = 0  # carried an op link that points at nothing in the trace
+
+    @property
+    def linkable(self) -> int:
+        """Device events whose link information leads to an op, or should."""
+        return self.device_events - self.unlinkable - self.outside_ops
+
+    @property
+    def coverage(self) -> float:
+        """Share of device events with link information that were attributed to an op."""
+        return self.linked / self.linkable if self.linkable else 1.0
+
+
+class Links(msgspec.Struct):
+    """Everything derived by linking, indexed by trace row."""
+
+    in_tree: np.ndarray  # bool: host event that takes part in PyTorch's op tree
+    parent: np.ndarray  # int64 row of the CPU parent after duplicate removal, -1 for roots
+    raw_parent: np.ndarray  # int64 parent before duplicate removal (for drill-down)
+    depth: np.ndarray  # int32 depth in the raw tree, -1 outside it
+    merged_into: np.ndarray  # int64: row this event was folded into by duplicate removal, else -1
+    device_op: np.ndarray  # int64 for device rows: the launching op row, -1
+    device_launch: np.ndarray  # int64 for device rows: the runtime row that launched it, -1
+    link_method: np.ndarray  # uint8 LinkMethod per row
+    report: LinkReport
+    # int64 for backward ops: their forward op row, -1.  Only the drill-down reads it,
+    # so ``forward_links`` computes it on first use rather than before the first table.
+    forward_of: np.ndarray | None = None
+
+
+def _host_tree_mask(trace: Trace) -> np.ndarray:
+    ev = trace.events
+    host_roles = np.array(
+        [
+            int(Role.OP),
+            int(Role.ANNOTATION),
+            int(Role.PYTHON),
+            int(Role.RUNTIME),
+            int(Role.DRIVER),
+            int(Role.OTHER_HOST),
+        ],
+        dtype=np.uint8,
+    )
+    is_host_role = np.zeros(256, dtype=bool)
+    is_host_role[host_roles] = True
+    in_tree = (ev.ph == PH_X) & is_host_role[ev.role]
+    overhead = np.array([c.lower() == "overhead" for c in trace.cats] or [False], dtype=bool)
+    if overhead.any():
+        in_tree |= (ev.ph == PH_X) & (ev.role == int(Role.PROFILER)) & overhead[ev.cat]
+    # Instants of the profiler itself ("Record Window End", iteration markers) carry no
+    # category and are not PyTorch events; [memory] records are handled apart.
+    instant_cat = np.array([c.lower() == "cpu_instant_event" for c in trace.cats] or [False], dtype=bool)
+    if instant_cat.any():
+        in_tree |= (ev.ph == PH_INSTANT) & instant_cat[ev.cat]
+    filtered = np.array([n in FILTERED_NAMES for n in trace.names] or [False], dtype=bool)
+    if filtered.any():
+        in_tree &= ~filtered[ev.name]
+    return in_tree
+
+
+def _remove_duplicate_nodes(trace: Trace, parent: np.ndarray, in_tree: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """PyTorch's ``_remove_dup_nodes``: a child with its parent's name that is its only
+    child is folded into the parent (its children move up).  Repeated until stable.
+
+    Returns the input ``parent`` array itself when nothing folds (most traces)."""
+    merged_into = np.full(parent.size, -1, dtype=np.int64)
+    name = trace.events.name
+    nested = np.flatnonzero(in_tree & (parent >= 0))
+    if not (name[nested] == name[parent[nested]]).any():
+        return parent, merged_into
+    parent = parent.copy()
+    alive = in_tree.copy()
+    while True:
+        rows = np.flatnonzero(alive & (parent >= 0))
+        if rows.size == 0:
+            break
+        counts = np.bincount(parent[rows], minlength=parent.size)
+        p = parent[rows]
+        fold = rows[(name[rows] == name[p]) & (counts[p] == 1)]
+        if fold.size == 0:
+            break
+        # Fold the top of each same-name chain first; the next pass takes the next link.
+        # The end state is the one PyTorch's in-order single pass reaches.
+        fold_set = np.zeros(parent.size, dtype=bool)
+        fold_set[fold] = True
+        fold = fold[~fold_set[parent[fold]]]
+        fold_set[:] = False
+        fold_set[fold] = True
+        # Children of folded rows move up to the folded row's parent.
+        children = np.flatnonzero(alive & (parent >= 0))
+        moving = children[fold_set[parent[children]]]
+        parent[moving] = parent[parent[moving]]
+        merged_into[fold] = parent[fold]
+        alive[fold] = False
+        parent[fold] = -1
+    return parent, merged_into
+
+
+def _op_by_external_id(trace: Trace, op_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    rows = np.flatnonzero(op_mask & (trace.events.external_id != NONE_ID))
+    ids = trace.events.external_id[rows]
+    order = np.argsort(ids, kind="stable")
+    return ids[order], rows[order]
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarray:
+    if keys.size == 0 or query.size == 0:
+        return np.full(query.size, -1, dtype=np.int64)
+    pos = np.searchsorted(keys, query)
+    pos_c = np.minimum(pos, keys.size - 1)
+    found = keys[pos_c] == query
+    return np.where(found, values[pos_c], -1)
+
+
+def _enclosing_op(parent: np.ndarray, role: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Innermost op/annotation ancestor of each row (by the raw tree), -1 if none."""
+    result = np.full(rows.size, -1, dtype=np.int64)
+    current = parent[rows].copy()
+    todo = np.arange(rows.size)
+    op_roles = np.array([int(Role.OP), int(Role.ANNOTATION)], dtype=np.uint8)
+    while todo.size:
+        valid = current[todo] >= 0
+        todo = todo[valid]
+        if todo.size == 0:
+            break
+        is_op = np.isin(role[current[todo]], op_roles)
+        result[todo[is_op]] = current[todo[is_op]]
+        todo = todo[~is_op]
+        current[todo] = parent[current[todo]]
+    return result
+
+
+class _PointIndex:
+    """X events of some kind sorted by (thread, start), to bind flow points to them."""
+
+    def __init__(self, trace: Trace, candidates: np.ndarray, low: int, span: int) -> None:
+        ev = trace.events
+        order = np.lexsort((-ev.dur[candidates], ev.ts[candidates], ev.thread[candidates]))
+        self.rows = candidates[order]
+        self.keys = ev.thread[self.rows].astype(np.int64) * span + (ev.ts[self.rows] - low)
+        self.low, self.span = low, span
+
+
+def _point_index(trace: Trace, candidates: np.ndarray) -> _PointIndex | None:
+    ev = trace.events
+    if candidates.size == 0:
+        return None
+    low = int(ev.ts.min())
+    span = int(ev.ts.max()) - low + 2
+    if (len(trace.threads) + 1) * span >= 2**62:
+        return None  # pathological clock range: flows stay unbound
+    return _PointIndex(trace, candidates, low, span)
+
+
+def _bind_points(trace: Trace, points: np.ndarray, index: _PointIndex | None, parent: np.ndarray | None) -> np.ndarray:
+    """Bind flow points to the X event on the same thread that starts at the same time,
+    else to the innermost one that encloses it.  -1 if none."""
+    ev = trace.events
+    bound = np.full(points.size, -1, dtype=np.int64)
+    if points.size == 0 or index is None:
+        return bound
+    cand, c_key = index.rows, index.keys
+    p_key = ev.thread[points].astype(np.int64) * index.span + (ev.ts[points] - index.low)
+    exact = np.searchsorted(c_key, p_key, side="left")
+    exact_c = np.minimum(exact, cand.size - 1)
+    hit = c_key[exact_c] == p_key
+    bound[hit] = cand[exact_c[hit]]
+    miss = np.flatnonzero(~hit)
+    if miss.size:
+        last = np.searchsorted(c_key, p_key[miss], side="right") - 1
+        ok = last >= 0
+        miss, last = miss[ok], last[ok]
+        row = cand[last]
+        same_thread = ev.thread[row] == ev.thread[points[miss]]
+        miss, row = miss[same_thread], row[same_thread]
+        t = ev.ts[points[miss]]
+        for _ in range(64):
+            inside = (ev.ts[row] <= t) & (t < ev.ts[row] + np.maximum(ev.dur[row], 0))
+            bound[miss[inside]] = row[inside]
+            if parent is None:
+                break
+            rest = ~inside
+            miss, row, t = miss[rest], parent[row[rest]], t[rest]
+            keep = row >= 0
+            miss, row, t = miss[keep], row[keep], t[keep]
+            if miss.size == 0:
+                break
+    return bound
+
+
+def _flow_pairs(trace: Trace, categories: frozenset[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(start row, end row) of flow events of the given categories, paired by id."""
+    ev = trace.events
+    cat_ok = np.array([c.lower() in categories for c in trace.cats] or [False], dtype=bool)
+    flows = cat_ok[ev.cat] & (ev.role == int(Role.FLOW))
+    starts = np.flatnonzero(flows & (ev.ph == PH_FLOW_START))
+    ends = np.flatnonzero(flows & (ev.ph == PH_FLOW_END))
+    if starts.size == 0 or ends.size == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    s_key = ev.flow_id[starts] * 64 + ev.cat[starts]
+    order = np.argsort(s_key, kind="stable")
+    s_sorted, s_rows = s_key[order], starts[order]
+    e_key = ev.flow_id[ends] * 64 + ev.cat[ends]
+    match = _lookup(s_sorted, s_rows, e_key)
+    ok = match >= 0
+    return match[ok], ends[ok]
+
+
+def _host_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """in_tree, raw_parent, depth, parent (after folding), merged_into."""
+    ev = trace.events
+    n = len(ev)
+    end = ev.ts + np.maximum(ev.dur, 0)
+    in_tree = _host_tree_mask(trace)
+    tree_rows = np.flatnonzero(in_tree)
+    raw_parent = np.full(n, -1, dtype=np.int64)
+    depth = np.full(n, -1, dtype=np.int32)
+    p, d = nest(ev.ts, end, ev.thread, tree_rows)
+    raw_parent[tree_rows] = p
+    depth[tree_rows] = d
+    parent, merged_into = _remove_duplicate_nodes(trace, raw_parent, in_tree)
+    return in_tree, raw_parent, depth, parent, merged_into
+
+
+_OVERLAP_MIN_EVENTS = 1_000_000
+
+
+class _DeviceLookups(msgspec.Struct):
+    """What the device links need that does not depend on the host tree."""
+
+    device_rows: np.ndarray
+    launch_rows: np.ndarray  # runtime/driver calls
+    launch_op: np.ndarray  # per launch row: its op by External id, -1
+    launch: np.ndarray  # per device row: its launch row by correlation, -1
+    d_ext: np.ndarray
+    d_corr: np.ndarray
+    flow_starts: np.ndarray  # flows still needed: device events correlation did not tie
+    flow_ends: np.ndarray
+    by_ext: np.ndarray  # per device row: its op by External id, -1
+    # the per-row outputs, allocated here so that touching their fresh memory overlaps
+    # the tree's construction too
+    device_op: np.ndarray
+    device_launch: np.ndarray
+    method: np.ndarray
+
+
+def _device_lookups(trace: Trace) -> _DeviceLookups:
+    ev = trace.events
+    op_mask = np.isin(ev.role, np.array([int(Role.OP), int(Role.ANNOTATION)], dtype=np.uint8)) & (ev.ph == PH_X)
+    op_keys, op_rows = _op_by_external_id(trace, op_mask)
+    device_mask = np.isin(ev.role, np.array([int(r) for r in DEVICE_ROLES], dtype=np.uint8)) & (ev.ph == PH_X)
+    device_rows = np.flatnonzero(device_mask)
+
+    # runtime/driver calls: the op each one belongs to (by External id here; by the
+    # enclosing op once the host tree is known)
+    launch_mask = np.isin(ev.role, np.array([int(Role.RUNTIME), int(Role.DRIVER)], dtype=np.uint8)) & (ev.ph == PH_X)
+    launch_rows = np.flatnonzero(launch_mask)
+    launch_ext = ev.external_id[launch_rows]
+    launch_corr = ev.correlation[launch_rows]
+    launch_op = _lookup(
+        op_keys, op_rows, np.where((launch_ext != launch_corr) & (launch_ext != NONE_ID), launch_ext, -(2**62))
+    )
+
+    corr_valid = launch_corr != NONE_ID
+    corr_order = np.argsort(launch_corr[corr_valid], kind="stable")
+    corr_keys = launch_corr[corr_valid][corr_order]
+    corr_rows = launch_rows[corr_valid][corr_order]
+
+    d_ext = ev.external_id[device_rows]
+    d_corr = ev.correlation[device_rows]
+    # B first for the launch row (so the drill-down can show it), then A for the op.
+    launch = _lookup(corr_keys, corr_rows, np.where(d_corr != NONE_ID, d_corr, -(2**62)))
+    # C: flows from a runtime call to a device event — only needed for device events
+    # the correlation did not already tie to their launch (flow ids are correlations).
+    starts, ends = _flow_pairs(trace, FLOW_TO_DEVICE_CATEGORIES)
+    if starts.size:
+        needed = ~is_member(sorted_unique(d_corr[launch >= 0]), ev.flow_id[ends])
+        starts, ends = starts[needed], ends[needed]
+    by_ext = _lookup(op_keys, op_rows, np.where((d_ext != NONE_ID) & (d_ext != d_corr), d_ext, -(2**62)))
+    n = len(ev)
+    return _DeviceLookups(
+        device_rows,
+        launch_rows,
+        launch_op,
+        launch,
+        d_ext,
+        d_corr,
+        starts,
+        ends,
+        by_ext,
+        device_op=np.full(n, -1, dtype=np.int64),
+        device_launch=np.full(n, -1, dtype=np.int64),
+        method=np.zeros(n, dtype=np.uint8),
+    )
+
+
+def link(trace: Trace) -> Links:
+    ev = trace.events
+    n = len(ev)
+    # The host tree and the device lookups are independent: on big traces the tree is
+    # built in a helper thread while this one does the lookups (NumPy's sorts and
+    # searches release the GIL).
+    if n >= _OVERLAP_MIN_EVENTS and (os.cpu_count() or 1) > 1:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="trnscope-tree") as pool:
+            tree = pool.submit(_host_tree, trace)
+            found = _device_lookups(trace)
+            in_tree, raw_parent, depth, parent, merged_into = tree.result()
+    else:
+        in_tree, raw_parent, depth, parent, merged_into = _host_tree(trace)
+        found = _device_lookups(trace)
+    device_rows, launch_rows, launch_op, launch = found.device_rows, found.launch_rows, found.launch_op, found.launch
+    d_ext, d_corr, by_ext = found.d_ext, found.d_corr, found.by_ext
+    starts, ends = found.flow_starts, found.flow_ends
+
+    device_op, device_launch, method = found.device_op, found.device_launch, found.method
+    via_flow = np.full(device_rows.size, -1, dtype=np.int64)
+    unresolved = launch_op < 0
+    if unresolved.any():
+        launch_op[unresolved] = _enclosing_op(raw_parent, ev.role, launch_rows[unresolved])
+    launch_op_full = np.full(n, -1, dtype=np.int64)
+    launch_op_full[launch_rows] = launch_op
+    if starts.size:
+        s_bound = _bind_points(trace, starts, _point_index(trace, launch_rows), raw_parent)
+        e_bound = _bind_points(trace, ends, _point_index(trace, device_rows), None)
+        ok = (s_bound >= 0) & (e_bound >= 0)
+        position = np.searchsorted(device_rows, e_bound[ok])
+        via_flow[position] = s_bound[ok]
+
+    by_corr = np.where(launch >= 0, launch_op_full[np.maximum(launch, 0)], -1)
+    by_flow = np.where(via_flow >= 0, launch_op_full[np.maximum(via_flow, 0)], -1)
+
+    op = np.where(by_ext >= 0, by_ext, np.where(by_corr >= 0, by_corr, by_flow))
+    chosen = np.where(
+        by_ext >= 0,
+        LinkMethod.EXTERNAL_ID,
+        np.where(by_corr >= 0, LinkMethod.CORRELATION, np.where(by_flow >= 0, LinkMethod.FLOW, LinkMethod.NONE)),
+    )
+    device_op[device_rows] = op
+    device_launch[device_rows] = np.where(launch >= 0, launch, via_flow)
+    method[device_rows] = chosen
+
+    counted = np.isin(ev.role[device_rows], np.array([int(Role.KERNEL), int(Role.MEMORY)], dtype=np.uint8))
+    has_info = (d_ext != NONE_ID) & (d_ext != d_corr) | (launch >= 0) | (via_flow >= 0)
+    report = LinkReport(
+        device_events=int(counted.sum()),
+        linked=int((counted & (op >= 0)).sum()),
+        by_external_id=int((counted & (chosen == LinkMethod.EXTERNAL_ID)).sum()),
+        by_correlation=int((counted & (chosen == LinkMethod.CORRELATION)).sum()),
+        by_flow=int((counted & (chosen == LinkMethod.FLOW)).sum()),
+        unlinkable=int((counted & ~has_info).sum()),
+        outside_ops=int((counted & (op < 0) & (by_ext < 0) & ((launch >= 0) | (via_flow >= 0))).sum()),
+        unresolved=int((counted & has_info & (op < 0) & ~((launch >= 0) | (via_flow >= 0))).sum()),
+    )
+    return Links(
+        in_tree=in_tree,
+        parent=parent,
+        raw_parent=raw_parent,
+        depth=depth,
+        merged_into=merged_into,
+        device_op=device_op,
+        device_launch=device_launch,
+        link_method=method,
+        report=report,
+    )
+
+
+def forward_links(trace: Trace, links: Links) -> np.ndarray:
+    """Per row, the forward op of a backward op (-1 elsewhere); computed once."""
+    if links.forward_of is None:
+        ev = trace.events
+        op_mask = np.isin(ev.role, np.array([int(Role.OP), int(Role.ANNOTATION)], dtype=np.uint8)) & (ev.ph == PH_X)
+        links.forward_of = _forward_backward(trace, op_mask, links.raw_parent)
+    return links.forward_of
+
+
+def _forward_backward(trace: Trace, op_mask: np.ndarray, raw_parent: np.ndarray) -> np.ndarray:
+    """Backward op → forward op, from fwdbwd flows, else from ``Sequence number``."""
+    ev = trace.events
+    n = len(ev)
+    forward_of = np.full(n, -1, dtype=np.int64)
+    op_rows = np.flatnonzero(op_mask)
+    starts, ends = _flow_pairs(trace, FLOW_FWDBWD_CATEGORIES)
+    if starts.size:
+        ops = _point_index(trace, op_rows)
+        fwd = _bind_points(trace, starts, ops, raw_parent)
+        bwd = _bind_points(trace, ends, ops, raw_parent)
+        ok = (fwd >= 0) & (bwd >= 0)
+        forward_of[bwd[ok]] = fwd[ok]
+    # Sequence numbers: backward ops are those inside the autograd engine's
+    # evaluate_function ranges; their forward op is the outermost op with the same
+    # sequence number that is not itself a backward op.
+    names = trace.names
+    is_bwd_name = np.array(
+        [
+            n.startswith("autograd::engine::evaluate_function") or n.endswith("Backward0") or n.endswith("Backward1")
+            for n in names
+        ]
+        or [False],
+        dtype=bool,
+    )
+    seq_rows = op_rows[ev.sequence[op_rows] >= 0]
+    if seq_rows.size == 0:
+        return forward_of
+    bwd_rows = seq_rows[is_bwd_name[ev.name[seq_rows]]]
+    fwd_rows = seq_rows[~is_bwd_name[ev.name[seq_rows]]]
+    if bwd_rows.size == 0 or fwd_rows.size == 0:
+        return forward_of
+    # outermost forward op per (thread, sequence): the one whose parent lacks that sequence
+    fwd_parent = raw_parent[fwd_rows]
+    parent_seq = np.where(fwd_parent >= 0, ev.sequence[np.maximum(fwd_parent, 0)], -2)
+    outer = fwd_rows[parent_seq != ev.sequence[fwd_rows]]
+    order = np.lexsort((ev.ts[outer], ev.sequence[outer]))
+    keys, rows = ev.sequence[outer][order], outer[order]
+    unique_keys, first = first_of_each(keys)
+    found = _lookup(unique_keys, rows[first], ev.sequence[bwd_rows])
+    todo = forward_of[bwd_rows] < 0
+    forward_of[bwd_rows[todo]] = found[todo]
+    return forward_of

@@ -1,0 +1,147 @@
+"""The one columnar model every reader produces and every analysis consumes.
+
+Events live in numpy columns, one row per event, in file order; strings are
+interned into lists (``names``, ``cats``, ``shapes``, ``stacks``).  Times are integer
+nanoseconds relative to ``origin_ns`` (the first host/device event), so arithmetic is
+exact and independent of the file's time unit or era.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from trnscope.core.model.roles import Role
+
+
+class ThreadInfo(msgspec.Struct):
+    pid: str
+    tid: str
+    process_label: str = ""
+    thread_label: str = ""
+    is_device: bool = False
+    sort_index: int = 0
+
+    @property
+    def display(self) -> str:
+        if self.is_device:
+            lane = self.thread_label.strip() or f"stream {self.tid}"
+            return f"{self.process_label or 'device ' + self.pid} / {lane}"
+        return self.thread_label.strip() or f"thread {self.tid}"
+
+
+class ChunkRef(msgspec.Struct):
+    """Where a run of events came from, so their full args can be re-read lazily."""
+
+    start: int  # byte offset of the first event's "{" in the plain file
+    end: int  # byte offset just after the last event's "}"
+    first_row: int
+    rows: int
+    utf8_repaired: bool = False
+
+
+class LoadStats(msgspec.Struct):
+    path: str
+    file_bytes: int
+    plain_bytes: int
+    compressed: bool
+    events: int
+    seconds: float = 0.0
+    lost_events: int = 0
+    lost_bytes: int = 0
+    truncated: bool = False
+    invalid_events: int = 0
+    bad_values: int = 0
+    skipped_events: int = 0
+    workers: int = 1
+    from_cache: bool = False
+
+
+class EventColumns(msgspec.Struct):
+    ph: np.ndarray  # uint8 phase code (trnscope.core.formats.kineto.events.PH_*)
+    role: np.ndarray  # uint8 trnscope.core.model.roles.Role
+    name: np.ndarray  # int32 → Trace.names
+    cat: np.ndarray  # int32 → Trace.cats
+    thread: np.ndarray  # int32 → Trace.threads
+    ts: np.ndarray  # int64 ns since Trace.origin_ns
+    dur: np.ndarray  # int64 ns, -1 for events without a duration
+    external_id: np.ndarray  # int64, -1 if absent
+    correlation: np.ndarray  # int64, -1 if absent
+    sequence: np.ndarray  # int64 autograd sequence number, -1 if absent
+    flow_id: np.ndarray  # int64 for flow events
+    flow_bind_end: np.ndarray  # bool, flow "bp": "e"
+    dims: np.ndarray  # int32 → Trace.shapes, -1 if absent
+    stack: np.ndarray  # int32 → Trace.stacks (2021 "Call stack"), -1 if absent
+
+    def __len__(self) -> int:
+        return int(self.ph.shape[0])
+
+    def take(self, rows: np.ndarray) -> EventColumns:
+        return EventColumns(**{f: getattr(self, f)[rows] for f in self.__struct_fields__})
+
+    @classmethod
+    def concatenate(cls, parts: list[EventColumns]) -> EventColumns:
+        return cls(**{f: np.concatenate([getattr(p, f) for p in parts]) for f in cls.__struct_fields__})
+
+    def dtypes(self) -> dict[str, np.dtype]:
+        return {f: getattr(self, f).dtype for f in self.__struct_fields__}
+
+    @classmethod
+    def empty(cls) -> EventColumns:
+        return cls(
+            ph=np.empty(0, np.uint8),
+            role=np.empty(0, np.uint8),
+            name=np.empty(0, np.int32),
+            cat=np.empty(0, np.int32),
+            thread=np.empty(0, np.int32),
+            ts=np.empty(0, np.int64),
+            dur=np.empty(0, np.int64),
+            external_id=np.empty(0, np.int64),
+            correlation=np.empty(0, np.int64),
+            sequence=np.empty(0, np.int64),
+            flow_id=np.empty(0, np.int64),
+            flow_bind_end=np.empty(0, bool),
+            dims=np.empty(0, np.int32),
+            stack=np.empty(0, np.int32),
+        )
+
+
+class Trace(msgspec.Struct):
+    """A loaded profile: columns plus what is known about where it came from."""
+
+    source: str
+    format: str  # "kineto", "chrome-array", "neuron-system", …
+    device_kind: str  # neuron / cuda / rocm / mtia / xpu / cpu
+    device_name: str
+    events: EventColumns
+    names: list[str]
+    cats: list[str]
+    shapes: list[str]
+    stacks: list[str]
+    threads: list[ThreadInfo]
+    chunks: list[ChunkRef]
+    origin_ns: int  # absolute Unix ns of ts == 0 when the file says so, else the file's own zero
+    origin_is_unix: bool
+    stats: LoadStats
+    metadata: dict[str, Any] = {}
+    warnings: list[str] = []
+    synthetic: bool = False
+    plain_path: str = ""  # the uncompressed JSON the chunks point into (may be a cache file)
+    label: str = ""  # variant / rank label when part of a session
+    source_index: np.ndarray | None = None  # int64: each row's position among the file's events
+    buffer: Any = None  # the decompressed text when no cache file could hold it
+    neuron: Any = None  # trnscope.core.formats.neuron.reader.NeuronData for Neuron profiles
+
+    @property
+    def span_ns(self) -> tuple[int, int]:
+        """(first start, last end) over events that carry time, excluding metadata,
+        flows and the profiler's own window span."""
+        ev = self.events
+        timed = (ev.ph == 0) & (ev.role != int(Role.PROFILER))
+        if not timed.any():
+            return 0, 0
+        starts = ev.ts[timed]
+        ends = starts + np.maximum(ev.dur[timed], 0)
+        return int(starts.min()), int(ends.max())

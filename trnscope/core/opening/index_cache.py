@@ -1,0 +1,209 @@
+"""Parsed-index cache: a loaded and linked trace, stored so the next open is instant.
+
+One file per (input file identity + content fingerprint + load options + format
+version) under ``<user cache>/index``.  Layout: magic, header length, a msgpack header
+(every non-array field, plus name/dtype/shape/offset of each array and a CRC-32 of
+the payload), then the arrays, 64-byte aligned.  Reading maps the file and builds
+numpy views on it without copying; a wrong magic, version, key, size or checksum
+means the file is ignored and rebuilt, never trusted.  Writes go through a
+temporary file and ``os.replace``, so concurrent openers see a whole file or none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mmap
+import os
+import struct
+import tempfile
+import zlib
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from trnscope.core.analysis.optable import EventTimes
+from trnscope.core.base.cachedir import fingerprint, writable_dir
+from trnscope.core.link.linker import LinkReport, Links, forward_links
+from trnscope.core.model.trace import EventColumns, Trace
+
+MAGIC = b"TRNSCOPE-INDEX\x00\x02"
+FORMAT_VERSION = 7  # 7: the header's trace fields derived from Trace
+_ALIGN = 64
+_LINK_ARRAYS = (
+    "in_tree",
+    "parent",
+    "raw_parent",
+    "depth",
+    "merged_into",
+    "device_op",
+    "device_launch",
+    "link_method",
+    "forward_of",
+)
+
+
+class ArraySpec(msgspec.Struct, array_like=True):
+    name: str
+    dtype: str
+    shape: list[int]
+    offset: int
+    nbytes: int
+
+
+# Every Trace field but the arrays (stored as arrays), the caller's label and the
+# in-memory handles; derived from Trace so that a new field is cached without a change here.
+_NOT_IN_HEADER = frozenset({"events", "source_index", "buffer", "neuron", "label"})
+CachedTraceFields = msgspec.defstruct(
+    "CachedTraceFields",
+    [(field.name, field.type) for field in msgspec.structs.fields(Trace) if field.name not in _NOT_IN_HEADER],
+)
+
+
+class CacheHeader(msgspec.Struct):
+    version: int
+    key: str
+    payload_bytes: int
+    payload_crc: int
+    arrays: list[ArraySpec]
+    trace: CachedTraceFields  # type: ignore[valid-type]
+    link_report: LinkReport
+    extra: dict[str, Any] = {}
+
+
+def cache_key(path: Path, options: dict[str, Any]) -> str:
+    return f"v{FORMAT_VERSION}:{fingerprint(path)}:{msgspec.json.encode(options).decode()}"
+
+
+def _cache_file(key: str) -> Path | None:
+    folder = writable_dir("index")
+    if folder is None:
+        return None
+    return folder / (hashlib.blake2b(key.encode(), digest_size=16).hexdigest() + ".idx")
+
+
+def _arrays_of(trace: Trace, links: Links, times: EventTimes | None) -> dict[str, np.ndarray]:
+    arrays = {f"events.{f}": getattr(trace.events, f) for f in trace.events.__struct_fields__}
+    if trace.source_index is not None:
+        arrays["source_index"] = trace.source_index
+    forward_links(trace, links)
+    for name in _LINK_ARRAYS:
+        arrays[f"links.{name}"] = getattr(links, name)
+    if times is not None:
+        for name in EventTimes.__struct_fields__:
+            arrays[f"times.{name}"] = getattr(times, name)
+    return arrays
+
+
+def store(
+    path: Path,
+    options: dict[str, Any],
+    trace: Trace,
+    links: Links,
+    times: EventTimes | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Path | None:
+    """Write the cache entry for ``path``; returns where, or None if it could not."""
+    key = cache_key(path, options)
+    target = _cache_file(key)
+    if target is None:
+        return None
+    specs: list[ArraySpec] = []
+    blobs: list[bytes | memoryview] = []
+    offset = 0
+    crc = 0
+    for name, array in _arrays_of(trace, links, times).items():
+        data = np.ascontiguousarray(array)
+        raw = memoryview(data).cast("B") if data.size else memoryview(b"")
+        pad = (-offset) % _ALIGN
+        if pad:
+            blobs.append(b"\x00" * pad)
+            crc = zlib.crc32(b"\x00" * pad, crc)
+            offset += pad
+        specs.append(ArraySpec(name, data.dtype.str, list(data.shape), offset, data.nbytes))
+        blobs.append(raw)
+        crc = zlib.crc32(raw, crc)
+        offset += data.nbytes
+    header = CacheHeader(
+        version=FORMAT_VERSION,
+        key=key,
+        payload_bytes=offset,
+        payload_crc=crc,
+        arrays=specs,
+        trace=CachedTraceFields(**{f: getattr(trace, f) for f in CachedTraceFields.__struct_fields__}),
+        link_report=links.report,
+        extra=extra or {},
+    )
+    try:
+        head = msgspec.msgpack.encode(header)
+    except (TypeError, msgspec.EncodeError):
+        return None
+    prefix = MAGIC + struct.pack("<Q", len(head)) + head
+    prefix += b"\x00" * ((-len(prefix)) % _ALIGN)
+    try:
+        handle, temp = tempfile.mkstemp(dir=target.parent, prefix=".idx-", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "wb") as fh:
+                fh.write(prefix)
+                for blob in blobs:
+                    fh.write(blob)
+            os.replace(temp, target)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+    except OSError:
+        return None
+    return target
+
+
+def load(path: Path, options: dict[str, Any]) -> tuple[Trace, Links, EventTimes | None, dict[str, Any]] | None:
+    """The cached trace and links for ``path``, or None when absent or not trustworthy."""
+    key = cache_key(path, options)
+    target = _cache_file(key)
+    if target is None or not target.exists():
+        return None
+    try:
+        with open(target, "rb") as fh:
+            buffer = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
+    try:
+        return _decode(buffer, key)
+    except (ValueError, KeyError, TypeError, struct.error, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def _decode(buffer: mmap.mmap, key: str) -> tuple[Trace, Links, EventTimes | None, dict[str, Any]] | None:
+    if buffer[: len(MAGIC)] != MAGIC:
+        return None
+    (head_len,) = struct.unpack_from("<Q", buffer, len(MAGIC))
+    start = len(MAGIC) + 8
+    header = msgspec.msgpack.decode(buffer[start : start + head_len], type=CacheHeader)
+    if header.version != FORMAT_VERSION or header.key != key:
+        return None
+    payload_start = start + head_len
+    payload_start += (-payload_start) % _ALIGN
+    if len(buffer) - payload_start != header.payload_bytes:
+        return None
+    payload = memoryview(buffer)[payload_start:]
+    if zlib.crc32(payload) != header.payload_crc:
+        return None
+    arrays: dict[str, np.ndarray] = {}
+    for spec in header.arrays:
+        count = int(np.prod(spec.shape)) if spec.shape else 1
+        arrays[spec.name] = np.frombuffer(payload, dtype=np.dtype(spec.dtype), count=count, offset=spec.offset).reshape(
+            spec.shape
+        )
+    events = EventColumns(**{f: arrays[f"events.{f}"] for f in EventColumns.__struct_fields__})
+    trace = Trace(
+        events=events,
+        source_index=arrays.get("source_index"),
+        **msgspec.structs.asdict(header.trace),
+    )
+    trace.stats.from_cache = True
+    links = Links(**{name: arrays[f"links.{name}"] for name in _LINK_ARRAYS}, report=header.link_report)
+    times = None
+    if all(f"times.{name}" in arrays for name in EventTimes.__struct_fields__):
+        times = EventTimes(**{name: arrays[f"times.{name}"] for name in EventTimes.__struct_fields__})
+    return trace, links, times, header.extra

@@ -1,0 +1,45 @@
+"""From a source to an ``Analysis``, through the parsed-index cache."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.formats import SourceRef, load_source
+from trnscope.core.formats.source import Progress
+from trnscope.core.link.linker import forward_links
+from trnscope.core.opening import index_cache
+
+
+def open_analysis(
+    source: SourceRef,
+    *,
+    progress: Progress | None = None,
+    cancelled: Callable[[], bool] | None = None,
+    skip: tuple[str, ...] = (),
+    use_cache: bool = True,
+    workers: int | None = None,
+) -> Analysis:
+    path = Path(source.path)
+    options = {"skip": sorted(skip), "kind": source.kind}
+    cacheable = use_cache and path.is_file() and source.kind == "kineto"
+    if cacheable:
+        started = time.perf_counter()
+        cached = index_cache.load(path, options)
+        if cached is not None:
+            trace, links, times, _extra = cached
+            trace.label = source.label
+            trace.synthetic = trace.synthetic or source.synthetic
+            trace.stats.seconds = time.perf_counter() - started
+            return Analysis(trace, links, times)
+    trace = load_source(source, progress=progress, cancelled=cancelled, skip=skip, use_cache=use_cache, workers=workers)
+    analysis = Analysis(trace)
+    # After the first table: links only the drill-down needs, ready before it is opened.
+    analysis.pending.append(lambda: forward_links(trace, analysis.links))
+    if cacheable:
+        # Written after the caller has shown its first result (``Analysis.finish``):
+        # the cache speeds up the next open and must not slow down this one.
+        analysis.pending.append(lambda: index_cache.store(path, options, trace, analysis.links, analysis.times))
+    return analysis

@@ -1,0 +1,206 @@
+"""The Textual app: loads profiles in a worker, then shows the explorer screens.
+
+The app is thin: it owns the loaded analyses and the loading/cancel flow; each screen
+(op table, drill-down, compare) is a module of its own and gets its data from the
+headless core.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Label, ProgressBar, Static
+
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.base.errors import LoadCancelled, TrnscopeError
+from trnscope.tui.messages import LoadFailed, LoadProgress, ProfileLoaded
+from trnscope.tui.screen_text import HelpScreen, TextScreen, WarningsScreen
+
+
+class LoadingScreen(Screen[None]):
+    """Progress of the first load; Esc cancels it."""
+
+    BINDINGS = [Binding("escape,c", "cancel", "Cancel load")]
+
+    def __init__(self, paths: list[str]) -> None:
+        super().__init__()
+        self.paths = paths
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="loading-box"):
+            yield Label(f"Opening {', '.join(Path(p).name for p in self.paths)}", id="loading-title")
+            yield ProgressBar(total=100, show_eta=False, id="loading-bar")
+            yield Label("", id="loading-status")
+        yield Footer(compact=True)
+
+    def show(self, phase: str, done: int, total: int, label: str, events: int = 0) -> None:
+        bar = self.query_one("#loading-bar", ProgressBar)
+        if total:
+            bar.update(total=total, progress=done)
+        words = {"decompress": "decompressing", "parse": "reading events", "link": "linking"}.get(phase, phase)
+        amount = f"{done / 1e6:,.1f} of {total / 1e6:,.1f} MB" if total else ""
+        if events:
+            amount += f" · {events:,} events"
+        self.query_one("#loading-status", Label).update(f"{label}: {words} {amount}")
+
+    def action_cancel(self) -> None:
+        self.app.cancel_load()  # type: ignore[attr-defined]
+
+
+class ErrorScreen(Screen[None]):
+    BINDINGS = [Binding("q,escape", "app.quit", "Quit")]
+
+    def __init__(self, message: str) -> None:
+        super().__init__()
+        self.message = message
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="error-box"):
+            yield Label("trnscope could not open this profile", id="error-title")
+            yield Static(self.message, id="error-message")
+            yield Label("Press q to quit.", id="error-hint")
+        yield Footer(compact=True)
+
+
+class TrnscopeApp(App[None]):
+    TITLE = "trnscope"
+    CSS_PATH = "app.tcss"
+    BINDINGS = [
+        Binding("q", "quit", "Quit", priority=False),
+        Binding("question_mark", "help", "Help"),
+        Binding("w", "warnings", "Warnings", show=False),
+    ]
+
+    def __init__(
+        self,
+        paths: list[str],
+        *,
+        select: str | None = None,
+        skip: tuple[str, ...] = (),
+        use_cache: bool = True,
+        theme: str | None = None,
+        workers: int | None = None,
+        export: bool = False,
+    ) -> None:
+        super().__init__()
+        self.export = export
+        self.paths = paths
+        self.select = select
+        self.skip = skip
+        self.use_cache = use_cache
+        self.load_workers = workers
+        self.requested_theme = theme
+        self._cancel = threading.Event()
+        self.ref: Any = None
+        self.analyses: dict[str, Analysis] = {}
+        self.labels: list[str] = []
+
+    def on_mount(self) -> None:
+        self.push_screen(LoadingScreen(self.paths))
+        if self.requested_theme:
+            name = {"ansi": "ansi-dark", "ansi-dark": "ansi-dark", "ansi-light": "ansi-light"}.get(
+                self.requested_theme, self.requested_theme
+            )
+            if name in self.available_themes:
+                self.theme = name
+            else:
+                self.notify(f"unknown theme {self.requested_theme!r}; using {self.theme}", severity="warning")
+        from trnscope.tui.commands import TrnscopeCommands
+
+        self.COMMANDS = self.COMMANDS | {TrnscopeCommands}
+        self.run_worker(self._load_initial, thread=True, exclusive=True, group="load")
+
+    # -- loading ------------------------------------------------------------------
+    def cancel_load(self) -> None:
+        self._cancel.set()
+
+    def _progress(self, label: str) -> Any:
+        def report(phase: str, done: int, total: int, events: int = 0) -> None:
+            self.post_message(LoadProgress(phase, done, total, label, events))
+
+        return report
+
+    def load_analysis(self, source: Any) -> Analysis:
+        """Load (or return the loaded) analysis of one source.  Runs in a worker."""
+        key = f"{source.path}::{source.label}"
+        if key in self.analyses:
+            return self.analyses[key]
+        from trnscope.core.opening.open import open_analysis
+
+        if self.export and source.kind == "neuron":
+            from trnscope.core.formats.neuron.export import ensure_export
+
+            self.post_message(LoadProgress("running neuron-explorer", 0, 0, source.label))
+            ensure_export(Path(source.path), echo=False)
+        analysis = open_analysis(
+            source,
+            progress=self._progress(source.label),
+            cancelled=self._cancel.is_set,
+            skip=self.skip,
+            use_cache=self.use_cache,
+            workers=self.load_workers,
+        )
+        analysis.op_table()  # the first table, built off the UI thread
+        self.analyses[key] = analysis
+        return analysis
+
+    def _load_initial(self) -> None:
+        from trnscope.core.formats import discover
+
+        try:
+            refs = [discover(Path(p)) for p in self.paths]
+            if len(refs) > 1:
+                sources = [r.select(self.select) for r in refs]
+                analyses = [self.load_analysis(s) for s in sources]
+                self.post_message(ProfileLoaded(analyses, [s.label for s in sources], refs, compare=True))
+                for analysis in analyses:
+                    analysis.finish()  # the index cache, once the first screen is up
+                return
+            ref = refs[0]
+            self.ref = ref
+            source = ref.select(self.select)
+            analysis = self.load_analysis(source)
+            self.post_message(ProfileLoaded([analysis], [source.label], [ref], compare=False))
+            analysis.finish()  # the index cache, once the first screen is up
+        except LoadCancelled:
+            self.call_from_thread(self.exit, None, 0, "load cancelled")
+        except TrnscopeError as error:
+            self.post_message(LoadFailed(str(error)))
+        except Exception as error:  # shown on the error screen, never a traceback
+            self.post_message(LoadFailed(f"internal error: {type(error).__name__}: {error}"))
+
+    def on_load_progress(self, message: LoadProgress) -> None:
+        if isinstance(self.screen, LoadingScreen):
+            self.screen.show(message.phase, message.done, message.total, message.label, message.events)
+
+    def on_profile_loaded(self, message: ProfileLoaded) -> None:
+        from trnscope.tui.screen_compare import CompareScreen
+        from trnscope.tui.screen_ops import OpsScreen
+
+        self.refs = message.ref
+        if message.compare:
+            self.switch_screen(CompareScreen(message.analyses, message.labels, root=True))
+        else:
+            self.switch_screen(OpsScreen(message.analyses[0], message.ref[0]))
+
+    def on_load_failed(self, message: LoadFailed) -> None:
+        self.switch_screen(ErrorScreen(message.error))
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, TextScreen):
+            self.push_screen(HelpScreen())
+
+    def action_warnings(self) -> None:
+        """What the open profile(s) lost, coerced or could not link (the status line's ⚠ count)."""
+        screen = self.screen
+        analyses = getattr(screen, "analyses", None) or (
+            [screen.analysis] if isinstance(getattr(screen, "analysis", None), Analysis) else []
+        )
+        if analyses and not isinstance(screen, TextScreen):
+            self.push_screen(WarningsScreen(analyses))

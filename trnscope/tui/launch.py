@@ -1,0 +1,46 @@
+"""``trnscope open`` and ``trnscope serve``."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+from trnscope.core.base.errors import TrnscopeError
+
+
+def run_open(args: argparse.Namespace) -> int:
+    if len(args.paths) > 3:
+        raise TrnscopeError("open at most three profiles at once (several = compare)")
+    from pathlib import Path
+
+    for path in args.paths:
+        if not Path(path).exists():
+            raise TrnscopeError(f"no such file or directory: {path}")
+    from trnscope.core.formats.kineto.loader import start_worker_server
+    from trnscope.tui.app import TrnscopeApp
+
+    start_worker_server()
+    app = TrnscopeApp(
+        list(args.paths),
+        select=args.select,
+        skip=tuple(args.skip),
+        use_cache=not args.no_cache,
+        theme=args.theme,
+        workers=args.workers,
+        export=args.export,
+    )
+    app.run()
+    if app.return_code:
+        return app.return_code
+    return 0
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    try:
+        from textual_serve.server import Server
+    except ImportError:
+        raise TrnscopeError("serve needs textual-serve: pip install 'trnscope[serve]'") from None
+    command = " ".join([shlex.quote(sys.executable), "-m", "trnscope", "open", *map(shlex.quote, args.paths)])
+    Server(command, host="localhost", port=args.port).serve()
+    return 0

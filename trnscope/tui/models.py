@@ -1,0 +1,349 @@
+"""Table models for the explorer: op table, kernel table, instances, chain, compare.
+
+Each builder turns a core result into a ``TableModel`` (columns + a cell function that
+formats only the rows being drawn).  ``op_order`` / ``kernel_order`` compute the
+display permutation for a sort and filter; they are pure numpy/regex work, run by
+the screens in thread workers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+from rich.text import Text
+
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.chain import Chain
+from trnscope.core.analysis.compare import CompareRow, Comparison
+from trnscope.core.analysis.optable import KernelTable, OpTable
+from trnscope.core.analysis.summary import default_sort, sort_order
+from trnscope.core.base.units import fmt_ratio, fmt_time_short
+from trnscope.core.model.roles import Role
+from trnscope.tui.vtable import Column, TableModel
+
+BAR_CHARS = " ▏▎▍▌▋▊▉█"
+KIND_STYLE = {
+    "python": "dim",
+    "annotation": "italic",
+    "runtime": "",
+    "driver": "",
+    "kernel": "bold",
+    "memory": "bold",
+    "device_annotation": "italic dim",
+}
+LAYER_STYLE = {"framework": "", "runtime": "cyan", "device": "green"}
+
+
+def bar(fraction: float, width: int) -> str:
+    fraction = max(0.0, min(1.0, fraction))
+    eighths = round(fraction * width * 8)
+    full, part = divmod(eighths, 8)
+    text = "█" * full + (BAR_CHARS[part] if part and full < width else "")
+    return text.ljust(width)
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100.0 * part / whole:5.1f}%" if whole else ""
+
+
+@dataclass
+class OpViewState:
+    mode: str = "ops"  # "ops" | "kernels"
+    group_by: str = "op"
+    sort_key: str = ""
+    descending: bool = True
+    filter_text: str = ""
+    hide_python: bool = False
+    hide_annotations: bool = False
+    step: int = -1
+
+
+OP_SORT_KEYS = ("self_device", "device_total", "self_cpu", "cpu_total", "calls", "cpu_avg", "device_avg", "name")
+KERNEL_SORT_KEYS = ("total", "calls", "mean", "max", "min", "name")
+
+
+def compile_filter(text: str) -> re.Pattern[str] | None:
+    if not text:
+        return None
+    try:
+        return re.compile(text, re.IGNORECASE)
+    except re.error:
+        return re.compile(re.escape(text), re.IGNORECASE)
+
+
+def op_order(table: OpTable, state: OpViewState) -> np.ndarray:
+    """Display order: the core's sort (``trnscope.core.analysis.summary.sort_order``), then the
+    screen's filters (hidden kinds, the name regex)."""
+    mask = np.ones(len(table), dtype=bool)
+    if state.hide_python:
+        mask &= table.role != int(Role.PYTHON)
+    if state.hide_annotations:
+        mask &= ~np.isin(table.role, [int(Role.ANNOTATION), int(Role.DEVICE_ANNOTATION)])
+    pattern = compile_filter(state.filter_text)
+    if pattern is not None:
+        texts = (
+            table.name
+            if table.group_by == "op"
+            else [f"{n} {s}{t}" for n, s, t in zip(table.name, table.shape, table.stack)]
+        )
+        mask &= np.fromiter((pattern.search(t) is not None for t in texts), dtype=bool, count=len(table))
+    key = state.sort_key or default_sort(table)
+    order = sort_order(table, key)  # descending, except names (ascending)
+    if state.descending == (key == "name"):
+        order = order[::-1]
+    return order[mask[order]]
+
+
+def kernel_order(table: KernelTable, state: OpViewState) -> np.ndarray:
+    values = {
+        "total": table.total,
+        "calls": table.calls,
+        "mean": table.mean,
+        "max": table.maximum,
+        "min": table.minimum,
+    }
+    mask = np.ones(len(table), dtype=bool)
+    pattern = compile_filter(state.filter_text)
+    if pattern is not None:
+        mask &= np.fromiter(
+            (pattern.search(n) is not None or pattern.search(o) is not None for n, o in zip(table.name, table.top_op)),
+            dtype=bool,
+            count=len(table),
+        )
+    rows = np.flatnonzero(mask)
+    key = state.sort_key if state.sort_key in values or state.sort_key == "name" else "total"
+    if key == "name":
+        order = rows[np.argsort(np.array(table.name, dtype=object)[rows], kind="stable")]
+        return order[::-1] if state.descending else order
+    keyed = np.asarray(values[key], dtype=np.float64)[rows]
+    return rows[np.argsort(-keyed if state.descending else keyed, kind="stable")]
+
+
+def op_model(table: OpTable, order: np.ndarray, state: OpViewState, width: int) -> TableModel:
+    device = table.device_label
+    has_device = table.total_self_device > 0 or bool(table.device_total.any())
+    total_cpu = max(table.total_self_cpu, 1)
+    total_dev = max(table.total_self_device, 1)
+    sort_key = state.sort_key or ("self_device" if table.total_self_device else "self_cpu")
+    wide = width >= 130
+    columns = [Column("name", "Name", 16, "left", flex=True)]
+    if table.group_by == "shape":
+        columns.append(Column("shape", "Input shapes", 18 if wide else 12, "left"))
+    if table.group_by == "stack":
+        columns.append(Column("stack", "Stack", 30 if wide else 14, "left"))
+    columns.append(Column("calls", "Calls", 7))
+    columns.append(Column("self_cpu", "Self CPU", 9))
+    if wide:
+        columns.append(Column("self_cpu_pct", "CPU %", 6))
+    columns.append(Column("cpu_total", "CPU tot", 8))
+    if wide:
+        columns.append(Column("cpu_avg", "CPU avg", 8))
+    if has_device:
+        columns.append(Column("self_device", f"Self {device[:4]}", 10))
+        if wide:
+            columns.append(Column("self_device_pct", f"{device[:4]} %", 6))
+        columns.append(Column("device_total", f"{device[:4]} tot", 10))
+        if wide:
+            columns.append(Column("device_avg", f"{device[:4]} avg", 9))
+    share_column = (
+        sort_key
+        if sort_key in ("self_device", "device_total", "self_cpu", "cpu_total")
+        else ("self_device" if has_device else "self_cpu")
+    )
+    share_values = getattr(table, share_column)
+    share_max = max(int(np.max(share_values)) if len(table) else 1, 1)
+    if width >= 96:
+        columns.append(Column("share", "share", 8 if wide else 6, "left"))
+
+    def cells(g: int) -> list[str | Text]:
+        calls = max(int(table.calls[g]), 1)
+        out: list[str | Text] = []
+        for column in columns:
+            key = column.key
+            if key == "name":
+                out.append(Text(table.name[g], style=KIND_STYLE.get(table.kind(g), "")))
+            elif key == "shape":
+                out.append(table.shape[g])
+            elif key == "stack":
+                out.append(table.stack[g])
+            elif key == "calls":
+                out.append(f"{int(table.calls[g]):,}")
+            elif key == "self_cpu":
+                out.append(fmt_time_short(table.self_cpu[g]))
+            elif key == "self_cpu_pct":
+                out.append(_pct(table.self_cpu[g], total_cpu))
+            elif key == "cpu_total":
+                out.append(fmt_time_short(table.cpu_total[g]))
+            elif key == "cpu_avg":
+                out.append(fmt_time_short(table.cpu_total[g] / calls))
+            elif key == "self_device":
+                out.append(fmt_time_short(table.self_device[g]) if table.self_device[g] else "")
+            elif key == "self_device_pct":
+                out.append(_pct(table.self_device[g], total_dev) if table.self_device[g] else "")
+            elif key == "device_total":
+                out.append(fmt_time_short(table.device_total[g]) if table.device_total[g] else "")
+            elif key == "device_avg":
+                out.append(fmt_time_short(table.device_total[g] / calls) if table.device_total[g] else "")
+            elif key == "share":
+                out.append(
+                    Text(
+                        bar(float(share_values[g]) / share_max, column.width),
+                        style="green" if share_column.startswith(("self_device", "device")) else "yellow",
+                    )
+                )
+        return out
+
+    return TableModel(columns, len(table), cells, order=order, sort_key=sort_key, sort_descending=state.descending)
+
+
+def kernel_model(table: KernelTable, order: np.ndarray, state: OpViewState, width: int) -> TableModel:
+    wide = width >= 130
+    columns = [
+        Column("name", "Device event", 16, "left", flex=True),
+        Column("calls", "Calls", 7),
+        Column("total", "Total", 8),
+        Column("mean", "Mean", 8),
+    ]
+    if wide:
+        columns += [Column("min", "Min", 8), Column("max", "Max", 8)]
+    columns.append(Column("op", "Launched by", 22 if wide else 14, "left"))
+    total = max(int(table.total.sum()), 1)
+    if width >= 96:
+        columns.append(Column("share", "share", 8 if wide else 6, "left"))
+    mean = table.mean
+
+    def cells(k: int) -> list[str | Text]:
+        out: list[str | Text] = []
+        for column in columns:
+            key = column.key
+            if key == "name":
+                out.append(table.name[k])
+            elif key == "calls":
+                out.append(f"{int(table.calls[k]):,}")
+            elif key == "total":
+                out.append(fmt_time_short(table.total[k]))
+            elif key == "mean":
+                out.append(fmt_time_short(mean[k]))
+            elif key == "min":
+                out.append(fmt_time_short(table.minimum[k]))
+            elif key == "max":
+                out.append(fmt_time_short(table.maximum[k]))
+            elif key == "op":
+                out.append(Text(table.top_op[k] or "— unlinked", style="" if table.top_op[k] else "dim"))
+            elif key == "share":
+                out.append(Text(bar(float(table.total[k]) / total, column.width), style="green"))
+        return out
+
+    key = state.sort_key if state.sort_key in KERNEL_SORT_KEYS else "total"
+    return TableModel(columns, len(table), cells, order=order, sort_key=key, sort_descending=state.descending)
+
+
+def instances_model(analysis: Analysis, rows: np.ndarray, order: np.ndarray, sort_key: str) -> TableModel:
+    ev = analysis.trace.events
+    times = analysis.times
+    origin = int(ev.ts.min()) if len(ev) else 0
+    columns = [
+        Column("n", "#", 6),
+        Column("start", "Start", 9),
+        Column("dur", "Duration", 9),
+        Column("self_cpu", "Self CPU", 9),
+        Column("device", "Device", 9),
+        Column("thread", "Thread", 12, "left", flex=True),
+    ]
+    time_rank = np.empty(rows.size, dtype=np.int64)
+    time_rank[np.argsort(ev.ts[rows], kind="stable")] = np.arange(rows.size)
+
+    def cells(i: int) -> list[str | Text]:
+        r = int(rows[i])
+        device = int(times.device_total[r])
+        return [
+            str(int(time_rank[i])),
+            fmt_time_short(int(ev.ts[r]) - origin),
+            fmt_time_short(max(int(ev.dur[r]), 0)),
+            fmt_time_short(int(times.self_cpu[r])),
+            fmt_time_short(device) if device else "",
+            analysis.trace.threads[int(ev.thread[r])].display,
+        ]
+
+    return TableModel(columns, int(rows.size), cells, order=order, sort_key=sort_key, sort_descending=sort_key == "dur")
+
+
+def instance_order(analysis: Analysis, rows: np.ndarray, by: str) -> np.ndarray:
+    ev = analysis.trace.events
+    if by == "dur":
+        return np.argsort(-ev.dur[rows], kind="stable")
+    return np.argsort(ev.ts[rows], kind="stable")
+
+
+def chain_model(chain: Chain, width: int) -> TableModel:
+    wide = width >= 120
+    columns = [
+        Column("start", "Start", 10),
+        Column("dur", "Duration", 10),
+        Column("layer", "Layer", 9, "left"),
+        Column("hop", "Hop", 20, "left", flex=True),
+    ]
+    if wide:
+        columns.append(Column("where", "Thread / stream", 24, "left"))
+
+    def cells(i: int) -> list[str | Text]:
+        hop = chain.hops[i]
+        indent = "  " * min(hop.depth, 8)
+        style = LAYER_STYLE.get(hop.layer, "")
+        if hop.kind in ("python", "parent"):
+            style = "dim"
+        elif hop.kind == "op":
+            style = "bold"
+        out: list[str | Text] = [
+            f"{hop.start_us:,.1f}us",
+            f"{hop.dur_us:,.1f}us",
+            Text(hop.layer, style=LAYER_STYLE.get(hop.layer, "")),
+            Text(indent + hop.name, style=style),
+        ]
+        if wide:
+            out.append(Text(hop.thread_or_stream, style="dim"))
+        return out
+
+    return TableModel(columns, len(chain.hops), cells)
+
+
+def compare_model(comparison: Comparison, rows: list[CompareRow], width: int) -> TableModel:
+    labels = comparison.labels
+    value_width = 9
+    columns = [Column("name", "Name", 14, "left", flex=True)]
+    if width >= 110:
+        columns.append(Column("kind", "kind", 10, "left"))
+    for i, label in enumerate(labels):
+        columns.append(Column(f"v{i}", label[:value_width], value_width))
+    for i, label in enumerate(labels[1:], start=1):
+        columns.append(Column(f"d{i}", f"Δ{label[: value_width - 1]}", value_width))
+        columns.append(Column(f"r{i}", "×", 6))
+    metric = comparison.primary
+
+    def cells(i: int) -> list[str | Text]:
+        row = rows[i]
+        values = row.metric(metric)
+        present = row.present
+        out: list[str | Text] = []
+        for column in columns:
+            key = column.key
+            if key == "name":
+                out.append(row.key)
+            elif key == "kind":
+                out.append(Text(row.kind, style="dim"))
+            elif key.startswith("v"):
+                k = int(key[1:])
+                out.append(fmt_time_short(values[k]) if present[k] else Text("—", style="dim"))
+            elif key.startswith("d"):
+                k = int(key[1:])
+                delta = values[k] - values[0]
+                style = "green" if delta < 0 else "red" if delta > 0 else "dim"
+                out.append(Text(("+" if delta > 0 else "") + fmt_time_short(delta), style=style))
+            elif key.startswith("r"):
+                k = int(key[1:])
+                out.append(fmt_ratio(values[k], values[0]))
+        return out
+
+    return TableModel(columns, len(rows), cells)

@@ -1,0 +1,225 @@
+"""Drill-down: the instances of one op, and for one instance its whole chain."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Container
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.chain import Chain, build_chain, render_chain_text
+from trnscope.core.base.cachedir import writable_dir
+from trnscope.core.model.roles import Role
+from trnscope.tui.models import chain_model, instance_order, instances_model
+from trnscope.tui.vtable import VirtualTable
+
+
+def chain_for_row(analysis: Analysis, row: int, instance: int, instances: int) -> Chain:
+    """A device row's chain is its launching op's chain; an unlinked one stands alone."""
+    ev = analysis.trace.events
+    if int(ev.role[row]) in (
+        int(Role.KERNEL),
+        int(Role.MEMORY),
+        int(Role.DEVICE_ANNOTATION),
+        int(Role.SYSTEM_HARDWARE),
+    ):
+        op = int(analysis.links.device_op[row])
+        if op >= 0:
+            chain = build_chain(analysis, op, instance=instance, instances=instances)
+            chain.notes.insert(
+                0, f"device event {analysis.trace.names[int(ev.name[row])]!r}: chain of the op that launched it"
+            )
+            return chain
+        from trnscope.core.analysis.chain import Gaps, Hop
+
+        hop = Hop(
+            "device",
+            analysis.trace.names[int(ev.name[row])],
+            0.0,
+            round(max(int(ev.dur[row]), 0) / 1000, 3),
+            analysis.trace.threads[int(ev.thread[row])].display,
+            {},
+            "kernel",
+            0,
+            row,
+        )
+        return Chain(
+            hop.name,
+            instance,
+            instances,
+            row,
+            [hop],
+            Gaps(0.0, 0.0, hop.dur_us),
+            ["not linked to any op: launched outside the capture window or by an unprofiled thread"],
+        )
+    return build_chain(analysis, row, instance=instance, instances=instances)
+
+
+class DrillScreen(Screen[None]):
+    BINDINGS = [
+        Binding("escape", "back", "Back"),
+        Binding("n", "instance(1)", "Next"),
+        Binding("p", "instance(-1)", "Prev"),
+        Binding("s", "sort_instances", "Sort"),
+        Binding("c", "copy", "Copy"),
+        Binding("tab", "app.focus_next", "Pane"),
+    ]
+
+    def __init__(self, analysis: Analysis, table: Any, group: int, kind: str = "ops", row: int | None = None) -> None:
+        super().__init__()
+        self.analysis = analysis
+        self.table = table
+        self.group = group
+        self.kind = kind
+        self.rows = table.instances(group)
+        self.sort_by = "dur"
+        self.start_row = row
+        self.chain: Chain | None = None
+        self.instance_rank = np.empty(self.rows.size, dtype=np.int64)
+        self.instance_rank[np.argsort(analysis.trace.events.ts[self.rows], kind="stable")] = np.arange(self.rows.size)
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="drill-title")
+        with Container(id="drill-body"):
+            yield VirtualTable(id="instances")
+            yield VirtualTable(id="chain")
+        yield Static(id="hop-detail")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self._set_layout()
+        self._show_instances()
+        self.query_one("#instances", VirtualTable).focus()
+
+    def on_resize(self) -> None:
+        self._set_layout()
+
+    def _set_layout(self) -> None:
+        body = self.query_one("#drill-body", Container)
+        wide = self.app.size.width >= 140
+        body.set_class(wide, "wide")
+        body.set_class(not wide, "narrow")
+
+    def _show_instances(self) -> None:
+        order = instance_order(self.analysis, self.rows, self.sort_by)
+        view = self.query_one("#instances", VirtualTable)
+        keep = None
+        if self.start_row is not None:
+            hits = np.flatnonzero(self.rows == self.start_row)
+            keep = int(hits[0]) if hits.size else None
+            self.start_row = None
+        elif view.current_index >= 0:
+            keep = view.current_index
+        view.set_model(instances_model(self.analysis, self.rows, order, self.sort_by), keep_index=keep)
+        self._title()
+
+    def _title(self) -> None:
+        view = self.query_one("#instances", VirtualTable)
+        index = view.current_index
+        name = self.table.name[self.group]
+        text = Text(no_wrap=True, overflow="ellipsis")
+        if self.analysis.trace.synthetic:
+            text.append(" SYNTHETIC ", style="bold reverse yellow")
+            text.append(" ")
+        text.append(name, style="bold")
+        if index >= 0:
+            text.append(f"  instance {int(self.instance_rank[index])} of {self.rows.size:,}")
+        text.append(f"  ·  instances by {'duration' if self.sort_by == 'dur' else 'time'}", style="dim")
+        self.query_one("#drill-title", Static).update(text)
+
+    def on_virtual_table_cursor_moved(self, message: VirtualTable.CursorMoved) -> None:
+        if message.table.id == "instances" and message.index >= 0:
+            self._title()
+            self._build_chain(message.index)
+        elif message.table.id == "chain" and self.chain is not None and 0 <= message.index < len(self.chain.hops):
+            self._show_hop(message.index)
+
+    @work(thread=True, exclusive=True, group="chain")
+    def _build_chain(self, index: int) -> None:
+        row = int(self.rows[index])
+        chain = chain_for_row(self.analysis, row, int(self.instance_rank[index]), int(self.rows.size))
+        self.app.call_from_thread(self._show_chain, chain)
+
+    def _show_chain(self, chain: Chain) -> None:
+        self.chain = chain
+        view = self.query_one("#chain", VirtualTable)
+        start = next((i for i, h in enumerate(chain.hops) if h.kind == "op"), 0)
+        view.set_model(chain_model(chain, view.size.width or self.app.size.width))
+        view.move_to(start)
+        self._show_hop(start)
+
+    def _show_hop(self, index: int) -> None:
+        chain = self.chain
+        assert chain is not None
+        hop = chain.hops[index]
+        text = Text(no_wrap=False)
+        text.append(f"{hop.layer} · {hop.kind} · ", style="dim")
+        text.append(hop.name, style="bold")
+        text.append(
+            f"  start {hop.start_us:,.3f}us  duration {hop.dur_us:,.3f}us  [{hop.thread_or_stream}]\n", style=""
+        )
+        details = {k: v for k, v in hop.details.items() if k != "category"}
+        if details:
+            text.append("  ".join(f"{k}: {v}" for k, v in details.items())[:600] + "\n", style="cyan")
+        g = chain.gaps
+        text.append(
+            f"dispatch {g.dispatch_us:,.1f}us · runtime {g.runtime_us:,.1f}us · queue {g.queue_us:,.1f}us · device {g.device_us:,.1f}us · host self {g.host_us:,.1f}us",
+            style="bold",
+        )
+        for note in chain.notes:
+            text.append(f"\n{note}", style="yellow")
+        self.query_one("#hop-detail", Static).update(text)
+
+    def on_virtual_table_selected(self, message: VirtualTable.Selected) -> None:
+        if message.table.id == "instances":
+            self.query_one("#chain", VirtualTable).focus()
+            return
+        if message.table.id != "chain" or self.chain is None:
+            return
+        hop = self.chain.hops[message.index]
+        if hop.kind not in ("child", "parent") or hop.row < 0:
+            return
+        table = self.analysis.op_table()
+        ev = self.analysis.trace.events
+        name = self.analysis.trace.names[int(ev.name[hop.row])]
+        groups = [
+            g
+            for g in range(len(table))
+            if table.name[g] == ("ProfilerStep*" if name.startswith("ProfilerStep#") else name)
+            and not table.is_device[g]
+        ]
+        if groups:
+            self.app.push_screen(DrillScreen(self.analysis, table, groups[0], row=hop.row))
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+    def action_instance(self, delta: int) -> None:
+        view = self.query_one("#instances", VirtualTable)
+        view.move_to(view.cursor + delta)
+
+    def action_sort_instances(self) -> None:
+        self.sort_by = "time" if self.sort_by == "dur" else "dur"
+        self._show_instances()
+
+    def action_copy(self) -> None:
+        if self.chain is None:
+            return
+        text = render_chain_text(self.chain)
+        self.app.copy_to_clipboard(text)
+        folder = writable_dir("clipboard")
+        where = ""
+        if folder is not None:
+            safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in self.chain.op)[:60]
+            path = Path(folder) / f"chain-{safe}-{self.chain.instance}.txt"
+            path.write_text(text)
+            where = f"; saved to {path}"
+        self.notify(f"copied {text.count(chr(10))} lines (OSC 52){where}")

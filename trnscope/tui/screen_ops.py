@@ -1,0 +1,360 @@
+"""The op table screen: key_averages() as a live, sortable, filterable table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.base.arrays import unique_inverse
+from trnscope.core.base.units import fmt_time_short
+from trnscope.tui.models import (
+    KERNEL_SORT_KEYS,
+    OP_SORT_KEYS,
+    OpViewState,
+    kernel_model,
+    kernel_order,
+    op_model,
+    op_order,
+)
+from trnscope.tui.status import status_text
+from trnscope.tui.vtable import VirtualTable
+
+GROUPS = ("op", "shape", "stack")
+SORT_TITLES = {
+    "self_device": "Self device",
+    "device_total": "device total",
+    "self_cpu": "Self CPU",
+    "cpu_total": "CPU total",
+    "calls": "calls",
+    "cpu_avg": "CPU avg",
+    "device_avg": "device avg",
+    "name": "name",
+    "total": "total",
+    "mean": "mean",
+    "max": "max",
+    "min": "min",
+}
+
+
+class PickScreen(ModalScreen[int | None]):
+    """Pick one item of a list (variant, rank, step)."""
+
+    BINDINGS = [Binding("escape", "dismiss_none", "Cancel")]
+
+    def __init__(self, title: str, items: list[str], current: int = 0) -> None:
+        super().__init__()
+        self.title_text = title
+        self.items = items
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        yield Static(self.title_text, id="pick-title")
+        yield OptionList(*[Option(item) for item in self.items], id="pick-list")
+
+    def on_mount(self) -> None:
+        options = self.query_one(OptionList)
+        options.highlighted = max(0, min(self.current, len(self.items) - 1))
+        options.focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option_index)
+
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)
+
+
+class OpsScreen(Screen[None]):
+    BINDINGS = [
+        Binding("slash", "filter", "Filter"),
+        Binding("s", "sort(1)", "Sort"),
+        Binding("b", "group", "Group"),
+        Binding("t", "toggle_mode", "Kernels"),
+        Binding("c", "compare", "Compare"),
+        Binding("v", "variant", "Variant"),
+        Binding("left_square_bracket", "step(-1)", "Step-", key_display="["),
+        Binding("right_square_bracket", "step(1)", "Step+", key_display="]"),
+        Binding("p", "toggle_python", "Python"),
+        Binding("a", "toggle_annotations", "Annot."),
+        Binding("r", "reverse", "Reverse"),
+        Binding("S", "sort(-1)", "Sort back"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+    ]
+
+    def __init__(self, analysis: Analysis, ref: Any = None) -> None:
+        super().__init__()
+        self.analysis = analysis
+        self.ref = ref
+        self.state = OpViewState()
+        self._table: Any = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="status")
+        yield Static(id="viewinfo")
+        yield VirtualTable(id="table")
+        yield Static(id="detail")
+        yield Input(placeholder="filter ops by name (regex)", id="filter")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#filter", Input).display = False
+        self._show_status()
+        self.query_one(VirtualTable).focus()
+        self.rebuild()
+
+    # -- building the table off the UI thread -------------------------------------
+    @work(thread=True, exclusive=True, group="table")
+    def rebuild(self, keep: str | None = None) -> None:
+        state = OpViewState(**self.state.__dict__)
+        if state.mode == "kernels":
+            table = self.analysis.kernel_table(state.step)
+            order = kernel_order(table, state)
+        else:
+            table = self.analysis.op_table(state.group_by, step=state.step)
+            order = op_order(table, state)
+        self.app.call_from_thread(self._apply, table, order, state, keep)
+
+    def _apply(self, table: Any, order: np.ndarray, state: OpViewState, keep: str | None) -> None:
+        if state.__dict__ != self.state.__dict__:
+            return  # a newer request is on its way
+        view = self.query_one(VirtualTable)
+        previous = self._selected_name()
+        self._table = table
+        width = view.size.width or self.app.size.width
+        model = (
+            op_model(table, order, state, width) if state.mode == "ops" else kernel_model(table, order, state, width)
+        )
+        target = keep or previous
+        keep_index = None
+        if target is not None:
+            matches = [i for i, n in enumerate(table.name) if n == target]
+            keep_index = matches[0] if matches else None
+        view.set_model(model, keep_index)
+        self._show_viewinfo(len(order), len(table))
+
+    def _selected_name(self) -> str | None:
+        if self._table is None:
+            return None
+        index = self.query_one(VirtualTable).current_index
+        return self._table.name[index] if index >= 0 else None
+
+    def _show_status(self) -> None:
+        self.query_one("#status", Static).update(status_text(self.analysis, width=self.app.size.width))
+
+    def _show_viewinfo(self, shown: int, total: int) -> None:
+        s = self.state
+        parts = [f"{'device events' if s.mode == 'kernels' else 'ops by ' + s.group_by}"]
+        key = s.sort_key or (
+            "total"
+            if s.mode == "kernels"
+            else (
+                "self_device"
+                if self._table is not None and getattr(self._table, "total_self_device", 0)
+                else "self_cpu"
+            )
+        )
+        parts.append(f"sort {SORT_TITLES.get(key, key)} {'▼' if s.descending else '▲'}")
+        if s.filter_text:
+            parts.append(f"filter /{s.filter_text}/")
+        steps = self.analysis.steps()
+        parts.append(
+            f"step {steps[s.step].name}" if s.step >= 0 else (f"all {len(steps)} steps" if steps else "whole trace")
+        )
+        if s.hide_python:
+            parts.append("python hidden")
+        if s.hide_annotations:
+            parts.append("annotations hidden")
+        parts.append(f"{shown:,}/{total:,} rows")
+        self.query_one("#viewinfo", Static).update(
+            Text(" · ".join(parts), style="dim", no_wrap=True, overflow="ellipsis")
+        )
+
+    # -- detail line --------------------------------------------------------------
+    def on_virtual_table_cursor_moved(self, message: VirtualTable.CursorMoved) -> None:
+        if message.table.id == "table" and self._table is not None and message.index >= 0:
+            self._detail(message.index)
+
+    @work(thread=True, exclusive=True, group="detail")
+    def _detail(self, group: int) -> None:
+        table = self._table
+        text = Text(no_wrap=True, overflow="ellipsis")
+        if self.state.mode == "kernels":
+            text.append(table.name[group], style="bold")
+            text.append(
+                f"\n{int(table.calls[group]):,} calls · total {fmt_time_short(table.total[group])} · mean {fmt_time_short(table.mean[group])}"
+            )
+            if table.top_op[group]:
+                text.append(
+                    f" · launched by {table.top_op[group]} ({100 * table.top_op_share[group]:.0f}% of its time)"
+                )
+            if table.unattributed[group]:
+                text.append(f" · {fmt_time_short(table.unattributed[group])} unlinked", style="yellow")
+        else:
+            text.append(table.name[group], style="bold")
+            if table.shape[group]:
+                text.append(f"  {table.shape[group]}", style="dim")
+            text.append(
+                f"\n{int(table.calls[group]):,} calls · self CPU {fmt_time_short(table.self_cpu[group])} · CPU total {fmt_time_short(table.cpu_total[group])}"
+            )
+            if table.device_total[group]:
+                text.append(
+                    f" · self {table.device_label} {fmt_time_short(table.self_device[group])} · {table.device_label} total {fmt_time_short(table.device_total[group])}"
+                )
+            kernels = _top_device_work(self.analysis, table.instances(group))
+            if kernels:
+                text.append("\n" + kernels, style="green")
+        self.app.call_from_thread(self.query_one("#detail", Static).update, text)
+
+    # -- actions ------------------------------------------------------------------
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.display = True
+        box.value = self.state.filter_text
+        box.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "filter":
+            self.state.filter_text = event.value
+            self.rebuild()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "filter":
+            event.input.display = bool(self.state.filter_text)
+            self.query_one(VirtualTable).focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        if box.display or self.state.filter_text:
+            box.value = ""
+            box.display = False
+            self.state.filter_text = ""
+            self.query_one(VirtualTable).focus()
+            self.rebuild()
+
+    def action_sort(self, step: int) -> None:
+        keys = KERNEL_SORT_KEYS if self.state.mode == "kernels" else OP_SORT_KEYS
+        if self.state.mode == "ops" and self._table is not None and not getattr(self._table, "total_self_device", 0):
+            keys = tuple(k for k in keys if "device" not in k)
+        current = self.state.sort_key or keys[0]
+        index = keys.index(current) if current in keys else 0
+        self.state.sort_key = keys[(index + step) % len(keys)]
+        self.state.descending = self.state.sort_key != "name"
+        self.rebuild()
+
+    def action_reverse(self) -> None:
+        self.state.descending = not self.state.descending
+        self.rebuild()
+
+    def action_group(self) -> None:
+        if self.state.mode == "kernels":
+            self.notify("group-by applies to the op table (t switches back)")
+            return
+        self.state.group_by = GROUPS[(GROUPS.index(self.state.group_by) + 1) % len(GROUPS)]
+        self.rebuild()
+
+    def action_toggle_mode(self) -> None:
+        self.state.mode = "kernels" if self.state.mode == "ops" else "ops"
+        self.state.sort_key = ""
+        self.state.descending = True
+        self.rebuild()
+
+    def action_toggle_python(self) -> None:
+        self.state.hide_python = not self.state.hide_python
+        self.rebuild()
+
+    def action_toggle_annotations(self) -> None:
+        self.state.hide_annotations = not self.state.hide_annotations
+        self.rebuild()
+
+    def action_step(self, delta: int) -> None:
+        steps = self.analysis.steps()
+        if not steps:
+            self.notify("this trace has no ProfilerStep ranges")
+            return
+        self.state.step = (self.state.step + 1 + delta) % (len(steps) + 1) - 1
+        self.rebuild()
+
+    def on_virtual_table_selected(self, message: VirtualTable.Selected) -> None:
+        if message.table.id != "table" or self._table is None:
+            return
+        from trnscope.tui.screen_drill import DrillScreen
+
+        self.app.push_screen(DrillScreen(self.analysis, self._table, message.index, kind=self.state.mode))
+
+    # -- variants and compare -----------------------------------------------------
+    def _sources(self) -> list[Any]:
+        return list(self.ref.sources) if self.ref is not None else []
+
+    def action_variant(self) -> None:
+        sources = self._sources()
+        if len(sources) < 2:
+            self.notify("only one trace here")
+            return
+        labels = [f"{s.label}  {s.description}".strip() for s in sources]
+        current = next((i for i, s in enumerate(sources) if s.label == self.analysis.trace.label), 0)
+
+        def chosen(index: int | None) -> None:
+            if index is not None and sources[index].label != self.analysis.trace.label:
+                self._switch_variant(sources[index])
+
+        self.app.push_screen(PickScreen("Variant / rank", labels, current), chosen)
+
+    @work(thread=True, exclusive=True, group="load")
+    def _switch_variant(self, source: Any) -> None:
+        self.app.call_from_thread(self.notify, f"loading {source.label}…")
+        try:
+            analysis = self.app.load_analysis(source)  # type: ignore[attr-defined]
+        except Exception as error:  # shown to the user, the screen stays usable
+            self.app.call_from_thread(self.notify, f"cannot load {source.label}: {error}", severity="error")
+            return
+        self.app.call_from_thread(self._use_analysis, analysis)
+        analysis.finish()
+
+    def _use_analysis(self, analysis: Analysis) -> None:
+        self.analysis = analysis
+        self.state.step = -1
+        self._show_status()
+        self.rebuild()
+
+    def action_compare(self) -> None:
+        sources = self._sources()
+        if len(sources) < 2:
+            self.notify("compare needs a session with variants, or open several traces")
+            return
+        self._load_compare(sources[:3])
+
+    @work(thread=True, exclusive=True, group="load")
+    def _load_compare(self, sources: list[Any]) -> None:
+        self.app.call_from_thread(self.notify, "loading variants…")
+        try:
+            analyses = [self.app.load_analysis(s) for s in sources]  # type: ignore[attr-defined]
+        except Exception as error:
+            self.app.call_from_thread(self.notify, f"cannot compare: {error}", severity="error")
+            return
+        from trnscope.tui.screen_compare import CompareScreen
+
+        self.app.call_from_thread(self.app.push_screen, CompareScreen(analyses, [s.label for s in sources]))
+        for analysis in analyses:
+            analysis.finish()
+
+
+def _top_device_work(analysis: Analysis, rows: np.ndarray) -> str:
+    """The device events an op's instances launched (themselves or their children)."""
+    chosen = analysis.device_work(rows)
+    if chosen.size == 0:
+        return ""
+    ev = analysis.trace.events
+    names, inverse = unique_inverse(ev.name[chosen])
+    totals = np.bincount(inverse, weights=np.maximum(ev.dur[chosen], 0).astype(np.float64))
+    order = np.argsort(-totals)[:3]
+    parts = [f"{analysis.trace.names[int(names[k])][:48]} {fmt_time_short(totals[k])}" for k in order]
+    more = f" (+{names.size - 3} more)" if names.size > 3 else ""
+    return "device: " + " · ".join(parts) + more

@@ -1,0 +1,91 @@
+"""Modal text screens: the key help and the list of load/link warnings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.markup import escape
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.summary import analysis_warnings
+
+HELP_TEXT = """\
+[b]Everywhere[/b]
+  q            quit                      ?      this help
+  w            warnings (the ⚠ count): what was lost or not linked
+  ctrl+p       command palette (actions, search op names)
+  tab          next pane                 esc    back
+
+[b]Op table[/b]
+  j/k ↑/↓      move       g/G  top/bottom     pgup/pgdn  page
+  enter        drill into the op (instances and chain)
+  /            filter by name (regex; esc clears)
+  s / S        next / previous sort column    r   reverse sort
+  b            group by: op → input shape → stack
+  t            switch op table ↔ kernel (device event) table
+  p            hide/show python_function rows
+  a            hide/show annotations (record_function, ProfilerStep)
+  [ / ]        previous / next ProfilerStep (all steps first)
+  v            pick a variant / rank           c   compare variants
+
+[b]Drill-down[/b]
+  n / p        next / previous instance   s   sort instances by time/duration
+  enter        on a child op in the chain: drill into it
+  c            copy the chain as text (OSC 52; also saved to a file)
+
+[b]Compare[/b]
+  v            regions → ops → device work per region
+  1 2 3        the variant enter drills into
+  enter        drill into the op in that variant
+"""
+
+
+class TextScreen(ModalScreen[None]):
+    """A centred, scrollable box of text; j/k scroll, Esc closes."""
+
+    BINDINGS = [
+        Binding("escape,q", "dismiss", "Close"),
+        Binding("j,down", "scroll(1)", "Down", show=False),
+        Binding("k,up", "scroll(-1)", "Up", show=False),
+    ]
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def action_scroll(self, lines: int) -> None:
+        self.query_one("#text-box", VerticalScroll).scroll_relative(y=lines, animate=False)
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="text-box"):
+            yield Static(self.text, id="text-body")
+
+
+class HelpScreen(TextScreen):
+    BINDINGS = [Binding("question_mark", "dismiss", "Close")]
+
+    def __init__(self) -> None:
+        super().__init__(HELP_TEXT)
+
+
+class WarningsScreen(TextScreen):
+    BINDINGS = [Binding("w", "dismiss", "Close")]
+
+    def __init__(self, analyses: list[Analysis]) -> None:
+        super().__init__(warnings_text(analyses))
+
+
+def warnings_text(analyses: list[Analysis]) -> str:
+    lines: list[str] = []
+    for analysis in analyses:
+        trace = analysis.trace
+        if len(analyses) > 1:
+            lines.append(f"[b]{escape(trace.label or Path(trace.source).name)}[/b]")
+        found = analysis_warnings(analysis)
+        lines += [f"  ⚠ {escape(w)}" for w in found] or ["  no warnings: every event loaded, every link found"]
+    return "\n".join(lines)
