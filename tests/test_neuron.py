@@ -16,8 +16,8 @@ from trnscope.cli.main import main
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.chain import chain_for
 from trnscope.core.analysis.summary import analysis_warnings, neuron_summary
-from trnscope.core.formats import discover, load_source
-from trnscope.core.formats.neuron.reader import load_neuron
+from trnscope.core.formats import discover, load_neuron_profile, load_source
+from trnscope.core.formats.neuron.data import neuron_data
 from trnscope.testing.synth_neuron import (
     BASE_TIME_NS,
     write_multi_rank,
@@ -59,7 +59,7 @@ def test_device_time_per_op_equals_ground_truth(session, variant: str) -> None:
 def test_device_profile_matching_no_execution_is_reported(session, capsys) -> None:
     root, truths = session
     trace = load_source(discover(root).select("eager"))
-    profiles = trace.neuron.profiles
+    profiles = neuron_data(trace).profiles
     orphan = profiles[0]
     orphan.model_id = 424242  # a NEFF no execution of this capture ran
     analysis = Analysis(trace)
@@ -78,8 +78,8 @@ def test_json_and_parquet_exports_read_the_same(tmp_path: Path) -> None:
     truth = write_process_session(tmp_path / "p", "eager")
     tables = {}
     for prefer in ("json", "parquet"):
-        analysis = Analysis(load_neuron(tmp_path / "p", prefer=prefer))
-        assert analysis.trace.neuron.export_format == prefer
+        analysis = Analysis(load_neuron_profile(tmp_path / "p", prefer=prefer))
+        assert analysis.neuron_data.export_format == prefer
         _check_truth(analysis, truth)
         busy = analysis.neuron.engine_busy.sum(axis=0)
         tables[prefer] = busy
@@ -92,7 +92,7 @@ def test_json_and_parquet_exports_read_the_same(tmp_path: Path) -> None:
 )
 def test_every_linking_strategy_alone(tmp_path: Path, options: dict, method: str) -> None:
     truth = write_process_session(tmp_path / "p", "eager", **options)
-    analysis = Analysis(load_neuron(tmp_path / "p"))
+    analysis = Analysis(load_neuron_profile(tmp_path / "p"))
     assert getattr(analysis.neuron.report, method) == len(truth.executions)
     _check_truth(analysis, truth)
 
@@ -101,16 +101,16 @@ def test_correlate_device_time_activities_in_trace_json(tmp_path: Path) -> None:
     """With device activities in trace.json (correlate_device_time), those give the
     device time (as key_averages would) and the executions are shown, not recounted."""
     truth = write_process_session(tmp_path / "p", "eager", device_in_trace=True)
-    analysis = Analysis(load_neuron(tmp_path / "p"))
-    assert analysis.trace.neuron.device_in_trace
+    analysis = Analysis(load_neuron_profile(tmp_path / "p"))
+    assert analysis.neuron_data.device_in_trace
     _check_truth(analysis, truth)
     assert analysis.link_report.by_external_id == len(truth.executions)
 
 
 def test_instructions_and_executions_align_with_the_host_clock(tmp_path: Path) -> None:
     truth = write_process_session(tmp_path / "p", "fused")
-    analysis = Analysis(load_neuron(tmp_path / "p"))
-    data = analysis.trace.neuron
+    analysis = Analysis(load_neuron_profile(tmp_path / "p"))
+    data = analysis.neuron_data
     starts = {int(s): int(e) for s, e in zip(data.exec_host_start, data.exec_host_end)}
     for execution in truth.executions:
         assert starts[execution.host_start_ns] == execution.host_end_ns
@@ -132,9 +132,9 @@ def test_sync_point_formula_is_used_over_exported_timestamps(tmp_path: Path) -> 
         if event["name"] == "nc_exec_running":
             event["timestamp"] += 5_000
     path.write_text(json.dumps(doc))
-    analysis = Analysis(load_neuron(tmp_path / "p"))
+    analysis = Analysis(load_neuron_profile(tmp_path / "p"))
     _check_truth(analysis, truth)
-    assert analysis.trace.neuron.alignment.max_disagreement_ns == 5_000
+    assert analysis.neuron_data.alignment.max_disagreement_ns == 5_000
     assert any("sync points differ" in w for w in analysis.trace.warnings)
 
 
@@ -193,7 +193,7 @@ def test_multi_rank_folder_lists_ranks(tmp_path: Path, capsys) -> None:
     ]
     for rank, source in enumerate(ref.sources):
         analysis = Analysis(load_source(source))
-        assert analysis.trace.neuron.export_format == ("parquet" if rank % 2 else "json")
+        assert analysis.neuron_data.export_format == ("parquet" if rank % 2 else "json")
         _check_truth(analysis, truths[rank])
     code = main(["summary", str(tmp_path / "ranks"), "--format", "json", "--select", "1"])
     assert code == 0 and json.loads(capsys.readouterr().out)["label"].startswith("pid 5001")
@@ -203,7 +203,7 @@ def test_raw_only_folder_loads_framework_trace_and_says_what_to_run(tmp_path: Pa
     write_raw_only(tmp_path / "raw")
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     analysis = Analysis(load_source(discover(tmp_path / "raw").sources[0]))
-    assert analysis.trace.neuron.export_format == "none"
+    assert analysis.neuron_data.export_format == "none"
     assert any("neuron-explorer view -d" in w for w in analysis.trace.warnings)
     assert analysis.op_table().find("aten::mul") >= 0
 
@@ -249,7 +249,7 @@ def test_neuron_export_runs_standin_explorer_into_the_cache(
     assert args[:2] == ["view", "-d"] and str(isolated_cache) in args[-1]
     assert sorted(p.name for p in (tmp_path / "raw").rglob("*")) == before  # the capture is untouched
     analysis = Analysis(load_source(discover(tmp_path / "raw").sources[0]))
-    assert analysis.trace.neuron.export_format == "parquet"
+    assert analysis.neuron_data.export_format == "parquet"
     _check_truth(analysis, truth)
 
 
@@ -270,8 +270,8 @@ def test_system_profile_json_alone(tmp_path: Path) -> None:
     """An env-var capture converted to JSON has no trace.json: ops come from Explorer's
     framework events, executions and runtime events still load."""
     write_process_session(tmp_path / "p", "eager", exports=("json",), framework_trace=False)
-    analysis = Analysis(load_neuron(tmp_path / "p"))
-    assert analysis.trace.neuron.exec_rows.size == 31
+    analysis = Analysis(load_neuron_profile(tmp_path / "p"))
+    assert analysis.neuron_data.exec_rows.size == 31
     assert any("no framework trace" in w for w in analysis.trace.warnings)
     kernels = analysis.kernel_table()
     assert "MODULE_7001_pow" in kernels.name
@@ -281,7 +281,7 @@ def test_times_are_unix_aligned(session) -> None:
     root, truths = session
     analysis = Analysis(load_source(discover(root).select("eager")))
     trace = analysis.trace
-    row = int(trace.neuron.exec_rows[1])
+    row = int(neuron_data(trace).exec_rows[1])
     assert trace.origin_ns + int(trace.events.ts[row]) == truths["eager"].executions[0].host_start_ns
     assert trace.origin_ns > BASE_TIME_NS
 
@@ -301,8 +301,8 @@ def test_export_flag_runs_explorer_before_loading(tmp_path: Path, monkeypatch, c
 def test_collectives_dma_and_engine_time_per_op(session, capsys) -> None:
     root, truths = session
     for prefer in ("json", "parquet"):
-        analysis = Analysis(load_neuron(next(p for p in (root / "compiled").rglob("*_pid_*")), prefer=prefer))
-        profile = analysis.trace.neuron.profiles[0]
+        analysis = Analysis(load_neuron_profile(next(p for p in (root / "compiled").rglob("*_pid_*")), prefer=prefer))
+        profile = analysis.neuron_data.profiles[0]
         assert profile.cc_operation == ["AllReduce"] * 5 and profile.dma_start.size == 10
         chain = chain_for(analysis, "Torch-Compiled Region: 0/0")
         assert any(h.kind == "collective" and h.name == "collective AllReduce" for h in chain.hops)

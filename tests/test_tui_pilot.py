@@ -9,7 +9,7 @@ from textual.widgets import Label
 from tui_helpers import press, settle, wait_loaded
 
 from conftest import CORPUS, SAMPLES, requires_corpus
-from trnscope.core.formats.kineto.events import PH_X
+from trnscope.core.model.vocab import PH_X
 from trnscope.tui.app import ErrorScreen, HelpScreen, LoadingScreen, TrnscopeApp, WarningsScreen
 from trnscope.tui.screen_compare import CompareScreen
 from trnscope.tui.screen_drill import DrillScreen

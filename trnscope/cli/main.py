@@ -179,7 +179,8 @@ def load_analysis(args: argparse.Namespace, path: str, select: str | None = None
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
-    from trnscope.core.analysis.summary import build_summary, merge_summaries, render_csv, render_json, render_table
+    from trnscope.cli.render_summary import render_csv, render_json, render_table
+    from trnscope.core.analysis.summary import build_summary, merge_summaries
 
     analysis, ref, notes = load_analysis(args, args.path)
     limit = args.limit if args.limit is not None else (30 if args.format == "table" else 0)

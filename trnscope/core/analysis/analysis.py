@@ -18,10 +18,12 @@ from trnscope.core.analysis.optable import (
     build_op_table,
     event_times,
 )
-from trnscope.core.formats.kineto.events import PH_X
+from trnscope.core.formats.neuron.data import NeuronData, neuron_data
 from trnscope.core.link.linker import LinkReport, Links, link
+from trnscope.core.link.neuron import NeuronLinks, link_neuron
 from trnscope.core.model.roles import Role
 from trnscope.core.model.trace import Trace
+from trnscope.core.model.vocab import PH_X
 
 
 class Step(msgspec.Struct, frozen=True):
@@ -38,11 +40,11 @@ class Analysis:
     def __init__(self, trace: Trace, links: Links | None = None, times: EventTimes | None = None) -> None:
         self.trace = trace
         self.links = links if links is not None else link(trace)
-        self.neuron = None
-        if trace.neuron is not None:
-            from trnscope.core.link.neuron import link_neuron
-
-            self.neuron = link_neuron(trace, self.links)
+        # backend links: a backend whose data adds device layers links them here
+        self.neuron_data: NeuronData | None = neuron_data(trace)
+        self.neuron: NeuronLinks | None = (
+            link_neuron(trace, self.neuron_data, self.links) if self.neuron_data is not None else None
+        )
         self.times: EventTimes = times if times is not None else event_times(trace, self.links)
         self._lock = threading.Lock()
         self._op_tables: dict[tuple[str, int, int], OpTable] = {}

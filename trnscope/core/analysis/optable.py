@@ -17,10 +17,10 @@ import msgspec
 import numpy as np
 
 from trnscope.core.base.arrays import group_order, unique_inverse
-from trnscope.core.formats.kineto.events import PH_INSTANT, PH_X
 from trnscope.core.link.linker import MEMORY_EVENT_NAMES, Links
 from trnscope.core.model.roles import Role
 from trnscope.core.model.trace import Trace
+from trnscope.core.model.vocab import PH_INSTANT, PH_X
 
 DEVICE_LABEL = {
     "cuda": "CUDA",

@@ -1,12 +1,10 @@
-"""``trnscope summary``: the op and kernel tables as a terminal table, CSV or JSON.
-
-The JSON document is a stable contract for scripts (see README, "JSON output").
-"""
+"""The summary of one trace (or several merged): op and kernel rows, totals, link
+coverage, Neuron linking and warnings, as the structs of the ``summary`` JSON contract
+(see README, "JSON output").  Presenters render it (``trnscope.cli.render_summary``,
+the TUI's status line and warnings)."""
 
 from __future__ import annotations
 
-import csv
-import io
 from typing import Any
 
 import msgspec
@@ -14,7 +12,7 @@ import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.optable import OpTable
-from trnscope.core.base.units import fmt_percent, fmt_time_ns, us
+from trnscope.core.base.units import us
 from trnscope.core.model.roles import Role
 
 SORT_COLUMNS = ("self_cpu", "cpu_total", "cpu_avg", "self_device", "device_total", "device_avg", "calls", "name")
@@ -93,7 +91,7 @@ class NeuronOut(msgspec.Struct):
 def neuron_summary(analysis: Analysis) -> NeuronOut | None:
     """Per-op NeuronCore executions and engine time, and what could not be linked."""
     neuron = analysis.neuron
-    data = analysis.trace.neuron
+    data = analysis.neuron_data
     if neuron is None or data is None:
         return None
     from trnscope.core.formats.neuron.device import ENGINES
@@ -296,145 +294,6 @@ def link_warnings(analysis: Analysis) -> list[str]:
             f"outside every execution{unmatched}; they count in no engine time"
         )
     return out
-
-
-def render_json(summary: SummaryOut) -> str:
-    return msgspec.json.format(msgspec.json.encode(summary), indent=2).decode()
-
-
-def render_csv(summary: SummaryOut, which: str = "ops") -> str:
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    if which == "kernels":
-        writer.writerow(["name", "calls", "total_us", "mean_us", "min_us", "max_us", "op"])
-        for k in summary.kernels:
-            writer.writerow(
-                [k.name, k.calls, k.total_us, round(k.total_us / max(k.calls, 1), 3), k.min_us, k.max_us, k.op]
-            )
-        return out.getvalue()
-    writer.writerow(
-        [
-            "name",
-            "input_shapes",
-            "stack",
-            "kind",
-            "calls",
-            "self_cpu_us",
-            "cpu_total_us",
-            "cpu_avg_us",
-            "self_device_us",
-            "device_total_us",
-            "device_avg_us",
-        ]
-    )
-    for op in summary.ops:
-        calls = max(op.calls, 1)
-        writer.writerow(
-            [
-                op.name,
-                "" if op.input_shapes is None else msgspec.json.encode(op.input_shapes).decode(),
-                "" if op.stack is None else " ; ".join(op.stack),
-                op.kind,
-                op.calls,
-                op.self_cpu_us,
-                op.cpu_total_us,
-                round(op.cpu_total_us / calls, 3),
-                op.self_device_us,
-                op.device_total_us,
-                round(op.device_total_us / calls, 3),
-            ]
-        )
-    return out.getvalue()
-
-
-def render_table(summary: SummaryOut, width: int | None = None, which: str = "both") -> str:
-    from rich.console import Console
-    from rich.table import Table
-
-    device = summary.device_label
-    console = Console(
-        width=width or 160, record=True, file=io.StringIO(), force_terminal=False, color_system=None, highlight=False
-    )
-    title = f"{summary.label or summary.source}  [{summary.device_kind}{' · ' + summary.device_name if summary.device_name else ''}]"
-    if summary.synthetic:
-        title += "  SYNTHETIC"
-    has_device = summary.totals.self_device_us > 0
-    if which in ("both", "ops"):
-        t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, box=None, header_style="bold")
-        t.add_column("Name", overflow="ellipsis", no_wrap=True, max_width=60)
-        if summary.group_by == "shape":
-            t.add_column("Input Shapes", overflow="ellipsis", no_wrap=True, max_width=40)
-        if summary.group_by == "stack":
-            t.add_column("Stack", overflow="ellipsis", no_wrap=True, max_width=50)
-        for header in ("Calls", "Self CPU %", "Self CPU", "CPU total", "CPU avg"):
-            t.add_column(header, justify="right", no_wrap=True, min_width=len(header))
-        if has_device:
-            for header in (f"Self {device} %", f"Self {device}", f"{device} total", f"{device} avg"):
-                t.add_column(header, justify="right", no_wrap=True, min_width=len(header))
-        total_cpu = summary.totals.self_cpu_us
-        total_dev = summary.totals.self_device_us
-        for op in summary.ops:
-            calls = max(op.calls, 1)
-            cells = [op.name]
-            if summary.group_by == "shape":
-                cells.append(
-                    "" if op.input_shapes is None else msgspec.json.encode(op.input_shapes).decode().replace(",", ", ")
-                )
-            if summary.group_by == "stack":
-                cells.append(" ← ".join(op.stack or []))
-            cells += [
-                f"{op.calls:,}",
-                fmt_percent(op.self_cpu_us, total_cpu),
-                fmt_time_ns(op.self_cpu_us * 1000),
-                fmt_time_ns(op.cpu_total_us * 1000),
-                fmt_time_ns(op.cpu_total_us * 1000 / calls),
-            ]
-            if has_device:
-                cells += [
-                    fmt_percent(op.self_device_us, total_dev),
-                    fmt_time_ns(op.self_device_us * 1000),
-                    fmt_time_ns(op.device_total_us * 1000),
-                    fmt_time_ns(op.device_total_us * 1000 / calls),
-                ]
-            t.add_row(*cells)
-        console.print(t)
-        console.print(f"Self CPU time total: {fmt_time_ns(total_cpu * 1000)}")
-        if has_device:
-            console.print(f"Self {device} time total: {fmt_time_ns(total_dev * 1000)}")
-        console.print(f"Wall time: {fmt_time_ns(summary.totals.wall_us * 1000)}   events: {summary.events:,}")
-    if which in ("both", "kernels") and summary.kernels:
-        console.print()
-        k = Table(
-            title="Device events (kernels, copies)",
-            title_justify="left",
-            show_edge=False,
-            pad_edge=False,
-            box=None,
-            header_style="bold",
-        )
-        k.add_column("Kernel", overflow="ellipsis", no_wrap=True, max_width=70)
-        for header in ("Calls", "Total", "Mean", "Min", "Max"):
-            k.add_column(header, justify="right", no_wrap=True, min_width=10)
-        k.add_column("Launched by", overflow="ellipsis", no_wrap=True, max_width=40)
-        for row in summary.kernels:
-            k.add_row(
-                row.name,
-                f"{row.calls:,}",
-                fmt_time_ns(row.total_us * 1000),
-                fmt_time_ns(row.total_us * 1000 / max(row.calls, 1)),
-                fmt_time_ns(row.min_us * 1000),
-                fmt_time_ns(row.max_us * 1000),
-                row.op or "—",
-            )
-        console.print(k)
-    if summary.link and summary.link.device_events:
-        console.print(
-            f"Linked {summary.link.linked:,} of {summary.link.device_events:,} device events to ops "
-            f"(coverage {100 * summary.link_coverage:.2f}% of linkable)"
-        )
-    for warning in summary.warnings:
-        console.print(f"warning: {warning}")
-    return console.export_text()
 
 
 def merge_summaries(summaries: list[SummaryOut], source: str, sort: str | None = None, limit: int = 0) -> SummaryOut:

@@ -14,7 +14,27 @@ from trnscope.core.formats.discover import ProfileRef, SourceRef, discover
 from trnscope.core.formats.source import Progress
 from trnscope.core.model.trace import Trace
 
-__all__ = ["ProfileRef", "SourceRef", "discover", "load_path", "load_source"]
+__all__ = ["ProfileRef", "SourceRef", "discover", "load_neuron_profile", "load_path", "load_source"]
+
+
+def load_neuron_profile(
+    path: Path,
+    *,
+    progress: Progress | None = None,
+    cancelled: Callable[[], bool] | None = None,
+    skip: tuple[str, ...] = (),
+    use_cache: bool = True,
+    prefer: str | None = None,
+) -> Trace:
+    """A Neuron profile folder: the Neuron backend, with the Kineto backend reading its
+    framework trace."""
+    from trnscope.core.formats.kineto.loader import load_kineto
+    from trnscope.core.formats.neuron.reader import load_neuron
+
+    def read_framework(framework: Path) -> Trace:
+        return load_kineto(framework, progress=progress, cancelled=cancelled, skip=skip, workers=1)
+
+    return load_neuron(path, use_cache=use_cache, prefer=prefer, read_framework=read_framework)
 
 
 def load_source(
@@ -26,11 +46,10 @@ def load_source(
     use_cache: bool = True,
     workers: int | None = None,
 ) -> Trace:
+    """Read one discovered source with the backend its kind names."""
     path = Path(source.path)
     if source.kind == "neuron":
-        from trnscope.core.formats.neuron.reader import load_neuron
-
-        trace = load_neuron(path, progress=progress, cancelled=cancelled, skip=skip, use_cache=use_cache)
+        trace = load_neuron_profile(path, progress=progress, cancelled=cancelled, skip=skip, use_cache=use_cache)
     else:
         from trnscope.core.formats.kineto.loader import load_kineto
 

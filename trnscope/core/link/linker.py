@@ -30,7 +30,6 @@ import msgspec
 import numpy as np
 
 from trnscope.core.base.arrays import first_of_each, is_member, sorted_unique
-from trnscope.core.formats.kineto.events import NONE_ID, PH_FLOW_END, PH_FLOW_START, PH_INSTANT, PH_X
 from trnscope.core.link.nesting import nest
 from trnscope.core.model.roles import (
     DEVICE_ROLES,
@@ -39,6 +38,7 @@ from trnscope.core.model.roles import (
     Role,
 )
 from trnscope.core.model.trace import Trace
+from trnscope.core.model.vocab import NONE_ID, PH_FLOW_END, PH_FLOW_START, PH_INSTANT, PH_X
 
 # Names PyTorch drops before building its tree (profiler_util._filter_name).
 FILTERED_NAMES = frozenset(
@@ -57,11 +57,33 @@ MEMORY_EVENT_NAMES = frozenset({"[memory]"})
 
 
 class LinkMethod(IntEnum):
+    """How a device event (or a NeuronCore execution) was tied to the op that launched
+    it: the one vocabulary of every linker."""
+
     NONE = 0
     EXTERNAL_ID = 1
     CORRELATION = 2
-    FLOW = 3
-    NEURON = 4  # set by the Neuron linker (framework mapping / flow ids)
+    FLOW = 3  # ac2g / async flow events
+    NEURON_MAPPING = 4  # framework_mapping_*.json: nrta_seq_id → Sequence number
+    NEURON_FLOW = 5  # system-profile flow_id shared with a framework event
+    NEURON_TIME = 6  # the request ran on an op's thread inside the op
+    NEURON_TRACE = 7  # the device activity is in trace.json itself (correlate_device_time)
+
+    @property
+    def label(self) -> str:
+        return _METHOD_LABELS[self]
+
+
+_METHOD_LABELS = {
+    LinkMethod.NONE: "unlinked",
+    LinkMethod.EXTERNAL_ID: "External id",
+    LinkMethod.CORRELATION: "correlation",
+    LinkMethod.FLOW: "flow",
+    LinkMethod.NEURON_MAPPING: "framework_mapping",
+    LinkMethod.NEURON_FLOW: "flow_id",
+    LinkMethod.NEURON_TIME: "time",
+    LinkMethod.NEURON_TRACE: "trace.json device activity",
+}
 
 
 class LinkReport(msgspec.Struct):
@@ -177,7 +199,7 @@ def _op_by_external_id(trace: Trace, op_mask: np.ndarray) -> tuple[np.ndarray, n
     return ids[order], rows[order]
 
 
-def _lookup(keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarray:
+def lookup(keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarray:
     if keys.size == 0 or query.size == 0:
         return np.full(query.size, -1, dtype=np.int64)
     pos = np.searchsorted(keys, query)
@@ -186,7 +208,7 @@ def _lookup(keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarr
     return np.where(found, values[pos_c], -1)
 
 
-def _enclosing_op(parent: np.ndarray, role: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def enclosing_op(parent: np.ndarray, role: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Innermost op/annotation ancestor of each row (by the raw tree), -1 if none."""
     result = np.full(rows.size, -1, dtype=np.int64)
     current = parent[rows].copy()
@@ -275,7 +297,7 @@ def _flow_pairs(trace: Trace, categories: frozenset[str]) -> tuple[np.ndarray, n
     order = np.argsort(s_key, kind="stable")
     s_sorted, s_rows = s_key[order], starts[order]
     e_key = ev.flow_id[ends] * 64 + ev.cat[ends]
-    match = _lookup(s_sorted, s_rows, e_key)
+    match = lookup(s_sorted, s_rows, e_key)
     ok = match >= 0
     return match[ok], ends[ok]
 
@@ -331,7 +353,7 @@ def _device_lookups(trace: Trace) -> _DeviceLookups:
     launch_rows = np.flatnonzero(launch_mask)
     launch_ext = ev.external_id[launch_rows]
     launch_corr = ev.correlation[launch_rows]
-    launch_op = _lookup(
+    launch_op = lookup(
         op_keys, op_rows, np.where((launch_ext != launch_corr) & (launch_ext != NONE_ID), launch_ext, -(2**62))
     )
 
@@ -343,14 +365,14 @@ def _device_lookups(trace: Trace) -> _DeviceLookups:
     d_ext = ev.external_id[device_rows]
     d_corr = ev.correlation[device_rows]
     # B first for the launch row (so the drill-down can show it), then A for the op.
-    launch = _lookup(corr_keys, corr_rows, np.where(d_corr != NONE_ID, d_corr, -(2**62)))
+    launch = lookup(corr_keys, corr_rows, np.where(d_corr != NONE_ID, d_corr, -(2**62)))
     # C: flows from a runtime call to a device event — only needed for device events
     # the correlation did not already tie to their launch (flow ids are correlations).
     starts, ends = _flow_pairs(trace, FLOW_TO_DEVICE_CATEGORIES)
     if starts.size:
         needed = ~is_member(sorted_unique(d_corr[launch >= 0]), ev.flow_id[ends])
         starts, ends = starts[needed], ends[needed]
-    by_ext = _lookup(op_keys, op_rows, np.where((d_ext != NONE_ID) & (d_ext != d_corr), d_ext, -(2**62)))
+    by_ext = lookup(op_keys, op_rows, np.where((d_ext != NONE_ID) & (d_ext != d_corr), d_ext, -(2**62)))
     n = len(ev)
     return _DeviceLookups(
         device_rows,
@@ -390,7 +412,7 @@ def link(trace: Trace) -> Links:
     via_flow = np.full(device_rows.size, -1, dtype=np.int64)
     unresolved = launch_op < 0
     if unresolved.any():
-        launch_op[unresolved] = _enclosing_op(raw_parent, ev.role, launch_rows[unresolved])
+        launch_op[unresolved] = enclosing_op(raw_parent, ev.role, launch_rows[unresolved])
     launch_op_full = np.full(n, -1, dtype=np.int64)
     launch_op_full[launch_rows] = launch_op
     if starts.size:
@@ -486,7 +508,7 @@ def _forward_backward(trace: Trace, op_mask: np.ndarray, raw_parent: np.ndarray)
     order = np.lexsort((ev.ts[outer], ev.sequence[outer]))
     keys, rows = ev.sequence[outer][order], outer[order]
     unique_keys, first = first_of_each(keys)
-    found = _lookup(unique_keys, rows[first], ev.sequence[bwd_rows])
+    found = lookup(unique_keys, rows[first], ev.sequence[bwd_rows])
     todo = forward_of[bwd_rows] < 0
     forward_of[bwd_rows[todo]] = found[todo]
     return forward_of

@@ -21,24 +21,13 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
+from trnscope.core.formats.neuron.data import NeuronData
 from trnscope.core.formats.neuron.device import ENGINES
-from trnscope.core.formats.neuron.reader import NeuronData
 from trnscope.core.formats.neuron.system import SOURCE_FRAMEWORK, SOURCE_RUNTIME
-from trnscope.core.link.linker import LinkMethod, Links, _enclosing_op, _lookup
+from trnscope.core.link.linker import LinkMethod, Links, enclosing_op, lookup
 from trnscope.core.model.roles import Role
 from trnscope.core.model.trace import Trace
 
-BY_MAPPING = 1
-BY_FLOW = 2
-BY_TIME = 3
-BY_TRACE = 4  # the device activity is in trace.json itself (correlate_device_time)
-METHOD_NAMES = {
-    0: "unlinked",
-    BY_MAPPING: "framework_mapping",
-    BY_FLOW: "flow_id",
-    BY_TIME: "time",
-    BY_TRACE: "trace.json device activity",
-}
 MATCH_TOLERANCE_NS = 1_000
 
 
@@ -59,7 +48,7 @@ class NeuronLinkReport(msgspec.Struct):
 
 class NeuronLinks(msgspec.Struct):
     exec_op: np.ndarray  # op row per execution (-1)
-    exec_method: np.ndarray  # uint8 BY_*
+    exec_method: np.ndarray  # uint8 LinkMethod per execution
     exec_request: np.ndarray  # system index of the runtime request (nrt_execute), -1
     exec_co_ops: list[list[int]]  # other ops of a fused submission
     exec_profile: np.ndarray  # index into NeuronData.profiles, -1
@@ -81,7 +70,7 @@ def _request_of_exec(data: NeuronData) -> np.ndarray:
         if candidates.size == 0:
             continue
         order = np.argsort(system.exec_id[candidates], kind="stable")
-        found = _lookup(system.exec_id[candidates][order], candidates[order], exec_ids)
+        found = lookup(system.exec_id[candidates][order], candidates[order], exec_ids)
         todo = request < 0
         request[todo] = found[todo]
     return request
@@ -96,18 +85,17 @@ def _op_for_trace_row(
         return row
     ext = int(ev.external_id[row])
     if ext >= 0 and ext != int(ev.correlation[row]):
-        found = int(_lookup(op_ext[0], op_ext[1], np.array([ext]))[0])
+        found = int(lookup(op_ext[0], op_ext[1], np.array([ext]))[0])
         if found >= 0:
             return found
     corr = int(ev.correlation[row])
     if corr >= 0 and corr in corr_runtime and corr_runtime[corr] != row:
         return _op_for_trace_row(trace, links, corr_runtime[corr], op_ext, corr_runtime)
-    enclosing = _enclosing_op(links.raw_parent, ev.role, np.array([row]))
+    enclosing = enclosing_op(links.raw_parent, ev.role, np.array([row]))
     return int(enclosing[0])
 
 
-def link_neuron(trace: Trace, links: Links) -> NeuronLinks:
-    data: NeuronData = trace.neuron
+def link_neuron(trace: Trace, data: NeuronData, links: Links) -> NeuronLinks:
     ev = trace.events
     n_exec = len(data.exec_system)
     exec_op = np.full(n_exec, -1, dtype=np.int64)
@@ -144,7 +132,7 @@ def link_neuron(trace: Trace, links: Links) -> NeuronLinks:
             rows = [innermost[o.seq_nr] for o in ops if o.seq_nr in innermost]
             if rows:
                 rows.sort(key=lambda r: int(ev.ts[r]))
-                exec_op[i], method[i] = rows[0], BY_MAPPING
+                exec_op[i], method[i] = rows[0], LinkMethod.NEURON_MAPPING
                 co_ops[i] = rows[1:]
 
     # 2. flow ids: framework event (Explorer's copy of a trace.json event) ↔ request
@@ -175,7 +163,7 @@ def link_neuron(trace: Trace, links: Links) -> NeuronLinks:
                 continue
             op = _op_for_trace_row(trace, links, row, op_ext, corr_runtime)
             if op >= 0:
-                exec_op[i], method[i] = op, BY_FLOW
+                exec_op[i], method[i] = op, LinkMethod.NEURON_FLOW
 
     # 3. time: the request's scheduling event inside an op on the same thread
     todo = np.flatnonzero((exec_op < 0) & (request >= 0))
@@ -191,7 +179,7 @@ def link_neuron(trace: Trace, links: Links) -> NeuronLinks:
             anchor = schedule_rows.get(int(nrta[req]), req)
             op = index.enclosing(str(int(system.thread[anchor])), int(system.start[anchor]) - trace.origin_ns, links)
             if op >= 0:
-                exec_op[i], method[i] = op, BY_TIME
+                exec_op[i], method[i] = op, LinkMethod.NEURON_TIME
     return _finish(trace, links, data, exec_op, method, request, co_ops, report)
 
 
@@ -251,9 +239,9 @@ def _finish(
 ) -> NeuronLinks:
     n_exec = len(data.exec_system)
     report.linked = int((exec_op >= 0).sum())
-    report.by_mapping = int((method == BY_MAPPING).sum())
-    report.by_flow = int((method == BY_FLOW).sum())
-    report.by_time = int((method == BY_TIME).sum())
+    report.by_mapping = int((method == LinkMethod.NEURON_MAPPING).sum())
+    report.by_flow = int((method == LinkMethod.NEURON_FLOW).sum())
+    report.by_time = int((method == LinkMethod.NEURON_TIME).sum())
     report.unlinked_executions = n_exec - report.linked
     if data.system is not None:
         linked_requests = (
@@ -266,7 +254,7 @@ def _finish(
     if not data.device_in_trace and n_exec:
         rows = data.exec_rows
         links.device_op[rows] = exec_op
-        links.link_method[rows] = np.where(exec_op >= 0, int(LinkMethod.NEURON), int(LinkMethod.NONE))
+        links.link_method[rows] = np.where(exec_op >= 0, method, int(LinkMethod.NONE))
         launch = (
             np.where(request >= 0, data.system_row[np.maximum(request, 0)], -1) if data.system is not None else request
         )

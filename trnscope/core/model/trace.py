@@ -108,6 +108,12 @@ class EventColumns(msgspec.Struct):
         )
 
 
+class BackendData(msgspec.Struct):
+    """Base of the typed data a backend reader attaches to a ``Trace`` beyond the event
+    columns (``trnscope.core.formats.neuron.data.NeuronData``).  Consumers narrow it with
+    ``isinstance``; the model itself never looks inside."""
+
+
 class Trace(msgspec.Struct):
     """A loaded profile: columns plus what is known about where it came from."""
 
@@ -132,7 +138,7 @@ class Trace(msgspec.Struct):
     label: str = ""  # variant / rank label when part of a session
     source_index: np.ndarray | None = None  # int64: each row's position among the file's events
     buffer: Any = None  # the decompressed text when no cache file could hold it
-    neuron: Any = None  # trnscope.core.formats.neuron.reader.NeuronData for Neuron profiles
+    backend: BackendData | None = None  # what a backend adds beyond the columns (NeuronData)
 
     @property
     def span_ns(self) -> tuple[int, int]:

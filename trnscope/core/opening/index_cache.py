@@ -54,7 +54,7 @@ class ArraySpec(msgspec.Struct, array_like=True):
 
 # Every Trace field but the arrays (stored as arrays), the caller's label and the
 # in-memory handles; derived from Trace so that a new field is cached without a change here.
-_NOT_IN_HEADER = frozenset({"events", "source_index", "buffer", "neuron", "label"})
+_NOT_IN_HEADER = frozenset({"events", "source_index", "buffer", "backend", "label"})
 CachedTraceFields = msgspec.defstruct(
     "CachedTraceFields",
     [(field.name, field.type) for field in msgspec.structs.fields(Trace) if field.name not in _NOT_IN_HEADER],

@@ -15,31 +15,21 @@ from typing import Any
 import msgspec
 import numpy as np
 
-NONE_ID = -1
-
-# Phase codes kept in the ``ph`` column.
-PH_X = 0
-PH_INSTANT = 1
-PH_FLOW_START = 2
-PH_FLOW_END = 3
-PH_FLOW_STEP = 4
-PH_META = 5
-PH_COUNTER = 6
-PH_BEGIN = 7
-PH_END = 8
-PH_OTHER = 9
-PH_CODES: dict[str, int] = {
-    "X": PH_X,
-    "i": PH_INSTANT,
-    "I": PH_INSTANT,
-    "s": PH_FLOW_START,
-    "f": PH_FLOW_END,
-    "t": PH_FLOW_STEP,
-    "M": PH_META,
-    "C": PH_COUNTER,
-    "B": PH_BEGIN,
-    "E": PH_END,
-}
+from trnscope.core.model.vocab import (  # noqa: F401 - re-exported for the Kineto reader's modules
+    NONE_ID,
+    PH_BEGIN,
+    PH_CODES,
+    PH_COUNTER,
+    PH_END,
+    PH_FLOW_END,
+    PH_FLOW_START,
+    PH_FLOW_STEP,
+    PH_INSTANT,
+    PH_META,
+    PH_OTHER,
+    PH_X,
+    Interner,
+)
 
 
 class EagerArgs(
@@ -94,18 +84,6 @@ class ArgsOnly(msgspec.Struct, gc=False):
 EVENT_LIST_DECODER = msgspec.json.Decoder(list[RawEvent])
 ANY_DECODER = msgspec.json.Decoder()
 ARGS_LIST_DECODER = msgspec.json.Decoder(list[ArgsOnly])
-
-
-class Interner(dict):  # type: ignore[type-arg]
-    """value → dense int, assigned in first-seen order."""
-
-    def __missing__(self, key: Any) -> int:
-        value = len(self)
-        self[key] = value
-        return value
-
-    def values_in_order(self) -> list[Any]:
-        return list(self.keys())
 
 
 class ChunkColumns(msgspec.Struct):

@@ -16,8 +16,8 @@ import msgspec
 import numpy as np
 
 from trnscope.core.base.errors import InputError
-from trnscope.core.formats.kineto.events import Interner
 from trnscope.core.formats.neuron.system import _int, read_table, table_files
+from trnscope.core.model.vocab import Interner
 
 ENGINES = ("tensor", "vector", "scalar", "gpsimd", "sync", "dma", "cc", "other")
 _ENGINE_ALIASES = {

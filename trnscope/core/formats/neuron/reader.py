@@ -16,13 +16,11 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-import msgspec
 import numpy as np
 
 from trnscope.core.base.errors import InputError
-from trnscope.core.formats.kineto.events import PH_X, Interner
-from trnscope.core.formats.kineto.loader import load_kineto
 from trnscope.core.formats.neuron import device as device_mod
+from trnscope.core.formats.neuron.data import AlignmentStats, NeuronData
 from trnscope.core.formats.neuron.discover import NeuronFiles, classify
 from trnscope.core.formats.neuron.mapping import FrameworkOp, read_mappings
 from trnscope.core.formats.neuron.system import (
@@ -32,34 +30,14 @@ from trnscope.core.formats.neuron.system import (
     read_system_json,
     read_system_parquet,
 )
-from trnscope.core.formats.source import Progress
 from trnscope.core.model.roles import Role
 from trnscope.core.model.trace import EventColumns, LoadStats, ThreadInfo, Trace
+from trnscope.core.model.vocab import PH_X, Interner
+
+FrameworkReader = Callable[[Path], Trace]  # reads the framework trace of a Neuron profile
 
 NEURON_RUNTIME_CAT = "neuron_rt"
 NEURON_HARDWARE_CAT = "neuron_hw"
-
-
-class AlignmentStats(msgspec.Struct):
-    executions: int = 0
-    aligned_by_sync_point: int = 0
-    max_disagreement_ns: int = 0  # between the sync-point formula and the exported timestamp
-
-
-class NeuronData(msgspec.Struct):
-    folder: str
-    export_format: str  # "parquet" | "json" | "none"
-    system: SystemEvents | None
-    profiles: list[device_mod.DeviceProfile]
-    mapping: dict[int, list[FrameworkOp]]
-    system_row: np.ndarray  # trace row of each system event, -1 if not merged
-    exec_system: np.ndarray  # system index of each execution (nc_exec_running), in row order
-    exec_rows: np.ndarray  # trace row of each execution
-    exec_host_start: np.ndarray  # Unix ns, aligned
-    exec_host_end: np.ndarray
-    device_in_trace: bool  # trace.json already holds device activities (correlate_device_time)
-    alignment: AlignmentStats
-    files: NeuronFiles
 
 
 def _exports_in(folder: Path) -> tuple[list[Path], list[Path], list[Path], list[Path]]:
@@ -98,12 +76,13 @@ def _model_label(name: str, model_id: int) -> str:
 def load_neuron(
     path: Path,
     *,
-    progress: Progress | None = None,
-    cancelled: Callable[[], bool] | None = None,
-    skip: tuple[str, ...] = (),
     use_cache: bool = True,
     prefer: str | None = None,
+    read_framework: FrameworkReader | None = None,
 ) -> Trace:
+    """Read a Neuron profile folder.  ``read_framework`` reads its framework trace
+    (``trace.json``, a Kineto trace): the Neuron backend adds layers to whatever the
+    Kineto backend reads, without depending on it."""
     folder = path if path.is_dir() else path.parent
     files = classify(folder)
     if path.is_dir() and not files.is_session:
@@ -132,7 +111,7 @@ def load_neuron(
             "pyarrow is not installed: read the legacy JSON export instead of Parquet (pip install 'trnscope[parquet]')"
         )
 
-    trace = _framework_trace(files, folder, progress, cancelled, skip)
+    trace = _framework_trace(files, read_framework)
     system: SystemEvents | None = None
     profiles: list[device_mod.DeviceProfile] = []
     export_format = "none"
@@ -162,7 +141,7 @@ def load_neuron(
         trace = _empty_trace(folder, system)
     mapping = read_mappings(files.framework_mappings)
     data = _merge(trace, system, profiles, mapping, export_format, files, folder)
-    trace.neuron = data
+    trace.backend = data
     trace.format = "neuron"
     trace.device_kind = "neuron"
     if not trace.device_name:
@@ -187,17 +166,11 @@ def _cached_export(folder: Path) -> Path | None:
     return target if target is not None and (target / "DONE").exists() else None
 
 
-def _framework_trace(
-    files: NeuronFiles,
-    folder: Path,
-    progress: Progress | None,
-    cancelled: Callable[[], bool] | None,
-    skip: tuple[str, ...],
-) -> Trace | None:
-    if not files.framework_traces:
+def _framework_trace(files: NeuronFiles, read_framework: FrameworkReader | None) -> Trace | None:
+    if not files.framework_traces or read_framework is None:
         return None
     preferred = sorted(files.framework_traces, key=lambda p: (Path(p).name != "trace.json", p))
-    return load_kineto(Path(preferred[0]), progress=progress, cancelled=cancelled, skip=skip, workers=1)
+    return read_framework(Path(preferred[0]))
 
 
 def _empty_trace(folder: Path, system: SystemEvents) -> Trace:

@@ -21,7 +21,7 @@ import msgspec
 import numpy as np
 
 from trnscope.core.base.errors import InputError
-from trnscope.core.formats.kineto.events import Interner
+from trnscope.core.model.vocab import Interner
 
 NONE = -1
 SOURCE_RUNTIME = 0
