@@ -285,7 +285,7 @@ async def test_large_trace_loads_without_blocking_the_ui(tmp_path: Path, monkeyp
     import threading
 
     from trnscope.core.formats.kineto import loader as kineto
-    from trnscope.core.opening import open as open_module
+    from trnscope.core.opening import sources as open_module
     from trnscope.testing.synth_kineto import generate
 
     path = tmp_path / "big.pt.trace.json"

@@ -7,7 +7,9 @@ import sys
 
 import msgspec
 
+from trnscope.cli.sources import open_sources
 from trnscope.core.analysis.chain import chain_for, render_chain_text
+from trnscope.core.opening.sources import Mode
 
 
 class _ChainOut(msgspec.Struct):
@@ -20,9 +22,8 @@ class _ChainOut(msgspec.Struct):
 
 
 def cmd_chain(args: argparse.Namespace) -> int:
-    from trnscope.cli.main import load_analysis
-
-    analysis, _ref, _notes = load_analysis(args, args.path)
+    opened = open_sources(args, [args.path], Mode.ONE)
+    analysis = opened.analyses[0]
     chain = chain_for(analysis, args.op, args.instance)
     if args.format == "json":
         hops = [
@@ -43,5 +44,5 @@ def cmd_chain(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_chain_text(chain))
     sys.stdout.flush()
-    analysis.finish()
+    opened.finish()
     return 0

@@ -5,45 +5,16 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import os
 import sys
-from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from trnscope.core.analysis.analysis import Analysis
+from trnscope.cli.sources import open_sources
+from trnscope.cli.width import output_width
 from trnscope.core.analysis.compare import CompareRow, Comparison, compare
-from trnscope.core.base.errors import TrnscopeError
 from trnscope.core.base.units import fmt_ratio, fmt_time_ns, us
-
-
-def load_variants(args: argparse.Namespace, paths: list[str]) -> tuple[list[Analysis], list[str]]:
-    """Two or three traces, or the variants of one session / folder."""
-    from trnscope.core.formats import discover
-    from trnscope.core.opening.open import open_analysis
-
-    sources = []
-    for path in paths:
-        ref = discover(Path(path))
-        if len(paths) == 1:
-            sources = list(ref.sources)
-        else:
-            sources.append(ref.select(getattr(args, "select", None)))
-    if len(sources) < 2:
-        raise TrnscopeError("compare needs two or three traces (or a session with several variants)")
-    if len(sources) > 3:
-        sys.stderr.write(
-            f"note: comparing the first 3 of {len(sources)} variants: {', '.join(s.label for s in sources[:3])}\n"
-        )
-        sources = sources[:3]
-    analyses = [
-        open_analysis(s, skip=tuple(args.skip), use_cache=not args.no_cache, workers=args.workers) for s in sources
-    ]
-    labels = [s.label for s in sources]
-    if len(set(labels)) < len(labels):
-        labels = [f"{i}:{label}" for i, label in enumerate(labels)]
-    return analyses, labels
+from trnscope.core.opening.sources import Mode
 
 
 def _figures(value: Any) -> dict[str, Any] | None:
@@ -187,19 +158,17 @@ def render_table(comparison: Comparison, limit: int, width: int) -> str:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    if len(args.paths) > 3:
-        raise TrnscopeError("compare takes at most three variants")
-    analyses, labels = load_variants(args, args.paths)
-    comparison = compare(analyses, labels)
+    opened = open_sources(args, args.paths, Mode.VARIANTS)
+    for note in opened.notes:
+        sys.stderr.write(f"note: {note}\n")
+    comparison = compare(opened.analyses, opened.labels)
     limit = args.limit if args.limit is not None else (25 if args.format == "table" else 0)
     if args.format == "json":
         sys.stdout.write(render_json(comparison, limit))
     elif args.format == "csv":
         sys.stdout.write(render_csv(comparison, limit))
     else:
-        width = os.get_terminal_size().columns if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "160"))
-        sys.stdout.write(render_table(comparison, limit, width))
+        sys.stdout.write(render_table(comparison, limit, output_width()))
     sys.stdout.flush()
-    for analysis in analyses:
-        analysis.finish()
+    opened.finish()
     return 0

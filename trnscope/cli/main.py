@@ -12,7 +12,6 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from trnscope.core.base.errors import TrnscopeError
 
@@ -136,59 +135,16 @@ def _version() -> str:
         return "0"
 
 
-def _progress_printer(enabled: bool) -> Callable[..., None] | None:
-    if not enabled:
-        return None
-    last = [-1]
-
-    def show(phase: str, done: int, total: int, events: int = 0) -> None:
-        percent = int(100 * done / total) if total else 0
-        if percent != last[0]:
-            last[0] = percent
-            sys.stderr.write(f"\r{phase} {percent:3d}%" + (f" {events:,} events" if events else ""))
-            sys.stderr.flush()
-            if percent >= 100:
-                sys.stderr.write("\r" + " " * 20 + "\r")
-
-    return show
-
-
-def load_analysis(args: argparse.Namespace, path: str, select: str | None = None):  # type: ignore[no-untyped-def]
-    from trnscope.core.formats import discover
-    from trnscope.core.opening.open import open_analysis
-
-    ref = discover(Path(path))
-    source = ref.select(select if select is not None else getattr(args, "select", None))
-    if getattr(args, "export", False) and source.kind == "neuron":
-        from trnscope.core.formats.neuron.export import ensure_export
-
-        ensure_export(Path(source.path), echo=sys.stderr.isatty())
-    progress = _progress_printer(sys.stderr.isatty())
-    analysis = open_analysis(
-        source, progress=progress, skip=tuple(args.skip), use_cache=not args.no_cache, workers=args.workers
-    )
-    if progress is not None:
-        sys.stderr.write("\r\033[K")
-    notes = list(ref.notes)
-    if len(ref.sources) > 1 and getattr(args, "select", None) is None and select is None:
-        others = ", ".join(s.label for s in ref.sources[1:6]) + (" …" if len(ref.sources) > 6 else "")
-        notes.append(
-            f"{path} holds {len(ref.sources)} traces; showing {source.label!r} (others: {others}; pick with --select)"
-        )
-    return analysis, ref, notes
-
-
 def cmd_summary(args: argparse.Namespace) -> int:
     from trnscope.cli.render_summary import render_csv, render_json, render_table
+    from trnscope.cli.sources import open_sources
+    from trnscope.cli.width import output_width
     from trnscope.core.analysis.summary import build_summary, merge_summaries
+    from trnscope.core.opening.sources import Mode
 
-    analysis, ref, notes = load_analysis(args, args.path)
+    opened = open_sources(args, [args.path], Mode.ALL if args.merge else Mode.ONE)
+    analyses = opened.analyses
     limit = args.limit if args.limit is not None else (30 if args.format == "table" else 0)
-    if args.merge and len(ref.sources) > 1:
-        analyses = [analysis] + [load_analysis(args, args.path, select=s.label)[0] for s in ref.sources[1:]]
-        notes = [n for n in notes if "pick with --select" not in n]
-    else:
-        analyses = [analysis]
     try:
         summaries = [
             build_summary(
@@ -199,7 +155,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
                 stack_depth=args.stack_depth,
                 step=args.step,
                 hide=tuple(h for item in args.hide for h in item.split(",") if h),
-                extra_warnings=notes,
+                extra_warnings=opened.notes,
             )
             for a in analyses
         ]
@@ -215,11 +171,9 @@ def cmd_summary(args: argparse.Namespace) -> int:
         for warning in summary.warnings:
             sys.stderr.write(f"warning: {warning}\n")
     else:
-        width = os.get_terminal_size().columns if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "160"))
-        sys.stdout.write(render_table(summary, width=width, which=args.table))
+        sys.stdout.write(render_table(summary, width=output_width(), which=args.table))
     sys.stdout.flush()
-    for item in analyses:
-        item.finish()
+    opened.finish()
     return 0
 
 
@@ -272,7 +226,7 @@ def _cmd_capture(args: argparse.Namespace) -> int:
 
 
 def _cmd_neuron_export(args: argparse.Namespace) -> int:
-    from trnscope.core.formats.neuron.export import cmd_export
+    from trnscope.cli.neuron_export import cmd_export
 
     return cmd_export(args)
 

@@ -18,8 +18,13 @@ from textual.screen import Screen
 from textual.widgets import Footer, Label, ProgressBar, Static
 
 from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.compare import compare
 from trnscope.core.base.errors import LoadCancelled, TrnscopeError
-from trnscope.tui.messages import LoadFailed, LoadProgress, ProfileLoaded
+from trnscope.core.formats import ProfileRef, SourceRef
+from trnscope.core.opening.sources import Mode, OpenOptions, open_source, plan_sources
+from trnscope.tui.messages import LoadFailed, LoadProgress, ShowCompare, ShowOps, host
+from trnscope.tui.screen_compare import CompareScreen
+from trnscope.tui.screen_ops import OpsScreen
 from trnscope.tui.screen_text import HelpScreen, TextScreen, WarningsScreen
 
 
@@ -50,7 +55,7 @@ class LoadingScreen(Screen[None]):
         self.query_one("#loading-status", Label).update(f"{label}: {words} {amount}")
 
     def action_cancel(self) -> None:
-        self.app.cancel_load()  # type: ignore[attr-defined]
+        host(self.app).cancel_load()
 
 
 class ErrorScreen(Screen[None]):
@@ -89,15 +94,12 @@ class TrnscopeApp(App[None]):
         export: bool = False,
     ) -> None:
         super().__init__()
-        self.export = export
         self.paths = paths
-        self.select = select
-        self.skip = skip
-        self.use_cache = use_cache
-        self.load_workers = workers
+        self.options = OpenOptions(select=select, skip=skip, use_cache=use_cache, workers=workers, export=export)
         self.requested_theme = theme
         self._cancel = threading.Event()
-        self.ref: Any = None
+        self.ref: ProfileRef | None = None
+        self.refs: list[ProfileRef] = []
         self.analyses: dict[str, Analysis] = {}
         self.labels: list[str] = []
 
@@ -126,48 +128,31 @@ class TrnscopeApp(App[None]):
 
         return report
 
-    def load_analysis(self, source: Any) -> Analysis:
+    def load_analysis(self, source: SourceRef) -> Analysis:
         """Load (or return the loaded) analysis of one source.  Runs in a worker."""
         key = f"{source.path}::{source.label}"
         if key in self.analyses:
             return self.analyses[key]
-        from trnscope.core.opening.open import open_analysis
-
-        if self.export and source.kind == "neuron":
-            from trnscope.core.formats.neuron.export import ensure_export
-
+        if self.options.export and source.kind == "neuron":
             self.post_message(LoadProgress("running neuron-explorer", 0, 0, source.label))
-            ensure_export(Path(source.path), echo=False)
-        analysis = open_analysis(
-            source,
-            progress=self._progress(source.label),
-            cancelled=self._cancel.is_set,
-            skip=self.skip,
-            use_cache=self.use_cache,
-            workers=self.load_workers,
-        )
+        analysis = open_source(source, self.options, progress=self._progress(source.label), cancelled=self._cancel.is_set)
         analysis.op_table()  # the first table, built off the UI thread
         self.analyses[key] = analysis
         return analysis
 
     def _load_initial(self) -> None:
-        from trnscope.core.formats import discover
-
         try:
-            refs = [discover(Path(p)) for p in self.paths]
-            if len(refs) > 1:
-                sources = [r.select(self.select) for r in refs]
-                analyses = [self.load_analysis(s) for s in sources]
-                self.post_message(ProfileLoaded(analyses, [s.label for s in sources], refs, compare=True))
-                for analysis in analyses:
-                    analysis.finish()  # the index cache, once the first screen is up
-                return
-            ref = refs[0]
-            self.ref = ref
-            source = ref.select(self.select)
-            analysis = self.load_analysis(source)
-            self.post_message(ProfileLoaded([analysis], [source.label], [ref], compare=False))
-            analysis.finish()  # the index cache, once the first screen is up
+            mode = Mode.VARIANTS if len(self.paths) > 1 else Mode.ONE
+            plan = plan_sources(self.paths, mode, self.options.select)
+            self.refs = plan.refs
+            self.ref = plan.refs[0]
+            analyses = [self.load_analysis(s) for s in plan.sources]
+            if mode is Mode.VARIANTS:
+                self.post_message(ShowCompare(compare(analyses, plan.labels), analyses))
+            else:
+                self.post_message(ShowOps(analyses[0]))
+            for analysis in analyses:
+                analysis.finish()  # the index cache, once the first screen is up
         except LoadCancelled:
             self.call_from_thread(self.exit, None, 0, "load cancelled")
         except TrnscopeError as error:
@@ -179,15 +164,17 @@ class TrnscopeApp(App[None]):
         if isinstance(self.screen, LoadingScreen):
             self.screen.show(message.phase, message.done, message.total, message.label, message.events)
 
-    def on_profile_loaded(self, message: ProfileLoaded) -> None:
-        from trnscope.tui.screen_compare import CompareScreen
-        from trnscope.tui.screen_ops import OpsScreen
-
-        self.refs = message.ref
-        if message.compare:
-            self.switch_screen(CompareScreen(message.analyses, message.labels, root=True))
+    def on_show_ops(self, message: ShowOps) -> None:
+        if isinstance(self.screen, LoadingScreen):
+            self.switch_screen(OpsScreen(message.analysis, self.ref))  # the variant picker lists ref's traces
         else:
-            self.switch_screen(OpsScreen(message.analyses[0], message.ref[0]))
+            self.push_screen(OpsScreen(message.analysis))
+
+    def on_show_compare(self, message: ShowCompare) -> None:
+        if isinstance(self.screen, LoadingScreen):
+            self.switch_screen(CompareScreen(message.comparison, message.analyses, root=True))
+        else:
+            self.push_screen(CompareScreen(message.comparison, message.analyses))
 
     def on_load_failed(self, message: LoadFailed) -> None:
         self.switch_screen(ErrorScreen(message.error))

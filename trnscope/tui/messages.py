@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, cast
 
+from textual.app import App
 from textual.message import Message
+
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.compare import Comparison
+from trnscope.core.formats import SourceRef
 
 
 class LoadProgress(Message):
@@ -22,16 +27,36 @@ class LoadProgress(Message):
         return isinstance(message, LoadProgress)
 
 
-class ProfileLoaded(Message):
-    def __init__(self, analyses: list[Any], labels: list[str], ref: Any, compare: bool) -> None:
-        super().__init__()
-        self.analyses = analyses
-        self.labels = labels
-        self.ref = ref
-        self.compare = compare
-
-
 class LoadFailed(Message):
     def __init__(self, error: str) -> None:
         super().__init__()
         self.error = error
+
+
+class ShowOps(Message):
+    """A screen asks the app to show the op table of one analysis."""
+
+    def __init__(self, analysis: Analysis) -> None:
+        super().__init__()
+        self.analysis = analysis
+
+
+class ShowCompare(Message):
+    """A worker finished a comparison; the app shows it (screens never import each other)."""
+
+    def __init__(self, comparison: Comparison, analyses: list[Analysis]) -> None:
+        super().__init__()
+        self.comparison = comparison
+        self.analyses = analyses
+
+
+class AnalysisHost(Protocol):
+    """What screens may ask of the app: loading (in their worker threads) and cancelling."""
+
+    def load_analysis(self, source: SourceRef) -> Analysis: ...
+
+    def cancel_load(self) -> None: ...
+
+
+def host(app: App[Any]) -> AnalysisHost:
+    return cast(AnalysisHost, app)

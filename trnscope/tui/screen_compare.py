@@ -9,8 +9,9 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from trnscope.core.analysis.analysis import Analysis
-from trnscope.core.analysis.compare import Comparison, compare
+from trnscope.core.analysis.compare import Comparison
 from trnscope.core.base.units import fmt_time_short
+from trnscope.tui.messages import ShowOps
 from trnscope.tui.models import compare_model
 from trnscope.tui.vtable import VirtualTable
 
@@ -32,12 +33,14 @@ class CompareScreen(Screen[None]):
         Binding("o", "open_ops", "Op table"),
     ]
 
-    def __init__(self, analyses: list[Analysis], labels: list[str], root: bool = False) -> None:
+    def __init__(self, comparison: Comparison, analyses: list[Analysis], root: bool = False) -> None:
+        """``comparison`` is computed by the worker that loaded the variants, never on
+        the UI thread."""
         super().__init__()
         self.analyses = analyses
-        self.labels = labels
+        self.labels = comparison.labels
         self.root = root
-        self.comparison: Comparison = compare(analyses, labels)
+        self.comparison = comparison
         self.view = "regions" if self.comparison.regions else "ops"
         self.side = 0
 
@@ -136,9 +139,7 @@ class CompareScreen(Screen[None]):
             self._show()
 
     def action_open_ops(self) -> None:
-        from trnscope.tui.screen_ops import OpsScreen
-
-        self.app.push_screen(OpsScreen(self.analyses[self.side]))
+        self.post_message(ShowOps(self.analyses[self.side]))
 
     def action_back(self) -> None:
         if self.root:

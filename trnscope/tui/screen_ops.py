@@ -14,8 +14,12 @@ from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.compare import compare
 from trnscope.core.base.arrays import unique_inverse
 from trnscope.core.base.units import fmt_time_short
+from trnscope.core.formats import ProfileRef, SourceRef
+from trnscope.core.opening.sources import distinct_labels
+from trnscope.tui.messages import ShowCompare, host
 from trnscope.tui.models import (
     KERNEL_SORT_KEYS,
     OP_SORT_KEYS,
@@ -89,7 +93,7 @@ class OpsScreen(Screen[None]):
         Binding("escape", "clear_filter", "Clear filter", show=False),
     ]
 
-    def __init__(self, analysis: Analysis, ref: Any = None) -> None:
+    def __init__(self, analysis: Analysis, ref: ProfileRef | None = None) -> None:
         super().__init__()
         self.analysis = analysis
         self.ref = ref
@@ -290,7 +294,7 @@ class OpsScreen(Screen[None]):
         self.app.push_screen(DrillScreen(self.analysis, self._table, message.index, kind=self.state.mode))
 
     # -- variants and compare -----------------------------------------------------
-    def _sources(self) -> list[Any]:
+    def _sources(self) -> list[SourceRef]:
         return list(self.ref.sources) if self.ref is not None else []
 
     def action_variant(self) -> None:
@@ -311,7 +315,7 @@ class OpsScreen(Screen[None]):
     def _switch_variant(self, source: Any) -> None:
         self.app.call_from_thread(self.notify, f"loading {source.label}…")
         try:
-            analysis = self.app.load_analysis(source)  # type: ignore[attr-defined]
+            analysis = host(self.app).load_analysis(source)
         except Exception as error:  # shown to the user, the screen stays usable
             self.app.call_from_thread(self.notify, f"cannot load {source.label}: {error}", severity="error")
             return
@@ -335,13 +339,12 @@ class OpsScreen(Screen[None]):
     def _load_compare(self, sources: list[Any]) -> None:
         self.app.call_from_thread(self.notify, "loading variants…")
         try:
-            analyses = [self.app.load_analysis(s) for s in sources]  # type: ignore[attr-defined]
+            analyses = [host(self.app).load_analysis(s) for s in sources]
+            comparison = compare(analyses, distinct_labels([s.label for s in sources]))
         except Exception as error:
             self.app.call_from_thread(self.notify, f"cannot compare: {error}", severity="error")
             return
-        from trnscope.tui.screen_compare import CompareScreen
-
-        self.app.call_from_thread(self.app.push_screen, CompareScreen(analyses, [s.label for s in sources]))
+        self.post_message(ShowCompare(comparison, analyses))
         for analysis in analyses:
             analysis.finish()
 

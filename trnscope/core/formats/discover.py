@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import gzip
-import zlib
 from pathlib import Path
 
 import msgspec
 
 from trnscope.core.base.errors import InputError
-from trnscope.core.formats.source import GZIP_MAGIC, check_readable_file
+from trnscope.core.formats.sniff import looks_like_kineto, looks_like_neuron_json
+from trnscope.core.formats.source import check_readable_file
 from trnscope.core.model.session import SESSION_FILE, SessionManifest, read_manifest
 
-_PROBE_BYTES = 2 << 20
 _TRACE_SUFFIXES = (".json", ".json.gz", ".json.tmp")
 _MAX_DEPTH = 4
 
@@ -47,35 +45,6 @@ class ProfileRef(msgspec.Struct):
                 return source
         choices = ", ".join(s.label for s in self.sources)
         raise InputError(f"{self.root}: no trace labelled {label!r}; choose one of: {choices}")
-
-
-def head_bytes(path: Path, limit: int = _PROBE_BYTES) -> bytes:
-    """The first ``limit`` bytes of the file's text (decompressing gzip)."""
-    with open(path, "rb") as fh:
-        raw = fh.read(limit)
-        if raw[:2] != GZIP_MAGIC:
-            return raw
-        fh.seek(0)
-        try:
-            with gzip.GzipFile(fileobj=fh) as gz:
-                return gz.read(limit)
-        except (OSError, EOFError, zlib.error):
-            return b""
-
-
-def looks_like_kineto(path: Path) -> bool:
-    head = head_bytes(path)
-    stripped = head.lstrip()
-    if stripped[:1] == b"[":
-        return b'"ph"' in head
-    return b'"traceEvents"' in head
-
-
-def looks_like_neuron_json(path: Path) -> bool:
-    head = head_bytes(path, 1 << 16)
-    return head.lstrip()[:1] == b"{" and (
-        b'"trace_event"' in head or b'"trace_events"' in head or b'"instruction"' in head
-    )
 
 
 def _trace_files(folder: Path) -> list[Path]:

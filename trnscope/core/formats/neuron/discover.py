@@ -15,6 +15,8 @@ from pathlib import Path
 
 import msgspec
 
+from trnscope.core.formats.sniff import looks_like_kineto
+
 SYNTHETIC_MARKER = "SYNTHETIC.txt"
 _PID_DIR = re.compile(r"^(?P<instance>.+)_pid_(?P<pid>\d+)$")
 _MAX_DEPTH = 3
@@ -110,8 +112,6 @@ _PARQUET_TABLES = {
 
 
 def _other_kineto_jsons(folder: Path, entries: list[Path]) -> list[Path]:
-    from trnscope.core.formats.discover import looks_like_kineto
-
     out = []
     for entry in entries:
         if (

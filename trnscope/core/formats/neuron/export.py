@@ -8,7 +8,6 @@ from there on later opens.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import shutil
@@ -20,6 +19,11 @@ from pathlib import Path
 
 from trnscope.core.base.cachedir import writable_dir
 from trnscope.core.base.errors import InputError, TrnscopeError
+from trnscope.core.formats.neuron.discover import classify, find_neuron_sessions
+
+
+def explorer_command(folder: Path, output: Path) -> list[str]:
+    return ["neuron-explorer", "view", "-d", str(folder), "--output-format", "parquet", "--output-file", str(output)]
 
 
 def export_folder_for(folder: Path) -> Path | None:
@@ -35,8 +39,6 @@ def export_folder_for(folder: Path) -> Path | None:
 def run_export(folder: Path, *, echo: bool = True) -> Path:
     """Run ``neuron-explorer view -d FOLDER --output-format parquet --output-file OUT``."""
     executable = shutil.which("neuron-explorer")
-    from trnscope.core.formats.neuron.reader import explorer_command
-
     target = export_folder_for(folder)
     if target is None:
         raise TrnscopeError("no writable cache directory for the export (set TRNSCOPE_CACHE_DIR)")
@@ -78,29 +80,9 @@ def run_export(folder: Path, *, echo: bool = True) -> Path:
     return target
 
 
-def cmd_export(args: argparse.Namespace) -> int:
-    folder = Path(args.path)
-    if not folder.is_dir():
-        raise InputError(f"not a folder: {folder}")
-    from trnscope.core.formats.neuron.discover import find_neuron_sessions
-
-    sessions = find_neuron_sessions(folder) or []
-    targets = [Path(s.path) for s in sessions] or [folder]
-    for session in targets:
-        if not args.yes and sys.stdin.isatty():
-            answer = input(f"run neuron-explorer on {session}? [y/N] ").strip().lower()
-            if answer not in ("y", "yes"):
-                continue
-        out = run_export(session)
-        print(f"{session}: Parquet export in {out}")
-    return 0
-
-
 def ensure_export(folder: Path, *, echo: bool = True) -> None:
     """Run neuron-explorer on every raw process-session under ``folder`` that has no
     export yet (``--export``); sessions with exports are left alone."""
-    from trnscope.core.formats.neuron.discover import classify, find_neuron_sessions
-
     sessions = [Path(s.path) for s in find_neuron_sessions(folder)] or [folder]
     for session in sessions:
         files = classify(session)

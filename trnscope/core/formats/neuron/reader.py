@@ -22,6 +22,7 @@ from trnscope.core.base.errors import InputError
 from trnscope.core.formats.neuron import device as device_mod
 from trnscope.core.formats.neuron.data import AlignmentStats, NeuronData
 from trnscope.core.formats.neuron.discover import NeuronFiles, classify
+from trnscope.core.formats.neuron.export import explorer_command, export_folder_for
 from trnscope.core.formats.neuron.mapping import FrameworkOp, read_mappings
 from trnscope.core.formats.neuron.system import (
     SOURCE_HARDWARE,
@@ -59,10 +60,6 @@ def _exports_in(folder: Path) -> tuple[list[Path], list[Path], list[Path], list[
         if device_mod.is_device_parquet_dir(directory):
             device_pq.append(directory)
     return sorted(system_json), sorted(device_json), sorted(system_pq), sorted(device_pq)
-
-
-def explorer_command(folder: Path, output: Path) -> list[str]:
-    return ["neuron-explorer", "view", "-d", str(folder), "--output-format", "parquet", "--output-file", str(output)]
 
 
 def _model_label(name: str, model_id: int) -> str:
@@ -160,8 +157,6 @@ def load_neuron(
 
 
 def _cached_export(folder: Path) -> Path | None:
-    from trnscope.core.formats.neuron.export import export_folder_for
-
     target = export_folder_for(folder)
     return target if target is not None and (target / "DONE").exists() else None
 

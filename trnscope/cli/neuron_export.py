@@ -1,0 +1,27 @@
+"""``trnscope neuron-export``: run neuron-explorer on raw Neuron captures."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from trnscope.core.base.errors import InputError
+from trnscope.core.formats.neuron.discover import find_neuron_sessions
+from trnscope.core.formats.neuron.export import run_export
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    folder = Path(args.path)
+    if not folder.is_dir():
+        raise InputError(f"not a folder: {folder}")
+    sessions = find_neuron_sessions(folder) or []
+    targets = [Path(s.path) for s in sessions] or [folder]
+    for session in targets:
+        if not args.yes and sys.stdin.isatty():
+            answer = input(f"run neuron-explorer on {session}? [y/N] ").strip().lower()
+            if answer not in ("y", "yes"):
+                continue
+        out = run_export(session)
+        print(f"{session}: Parquet export in {out}")
+    return 0

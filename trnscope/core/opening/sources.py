@@ -1,0 +1,113 @@
+"""Which sources a command opens, and opening them: one path for every presenter.
+
+``plan_sources`` turns the paths a user typed into the sources to open (one trace; all
+traces of a folder, session or multi-rank profile for ``--merge``; two or three
+variants to compare) and the notes to show about that choice.  ``open_source`` opens
+one of them with the same options everywhere (``--select``, ``--skip``, ``--workers``,
+``--no-cache``, ``--export``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from enum import Enum
+from pathlib import Path
+
+import msgspec
+
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.base.errors import InputError
+from trnscope.core.formats import ProfileRef, SourceRef, discover
+from trnscope.core.formats.neuron.export import ensure_export
+from trnscope.core.formats.source import Progress
+from trnscope.core.opening.open import open_analysis
+
+MAX_VARIANTS = 3
+
+
+class Mode(Enum):
+    ONE = "one"  # one trace: the selected one, else the first
+    ALL = "all"  # every trace under one path (--merge)
+    VARIANTS = "variants"  # two or three to compare: one per path, or all of one path
+
+
+class OpenOptions(msgspec.Struct, frozen=True):
+    select: str | None = None
+    skip: tuple[str, ...] = ()
+    use_cache: bool = True
+    workers: int | None = None
+    export: bool = False  # run neuron-explorer first on raw Neuron captures
+
+
+class SourcePlan(msgspec.Struct):
+    sources: list[SourceRef]
+    labels: list[str]  # distinct, in the order of ``sources``
+    refs: list[ProfileRef]  # what each typed path turned out to be
+    notes: list[str]
+
+
+def plan_sources(paths: Sequence[str], mode: Mode, select: str | None = None) -> SourcePlan:
+    if not paths:
+        raise InputError("no path given")
+    refs = [discover(Path(p)) for p in paths]
+    notes = [note for ref in refs for note in ref.notes]
+    if mode is Mode.VARIANTS:
+        if len(refs) == 1:
+            sources = list(refs[0].sources)
+        else:
+            sources = [ref.select(select) for ref in refs]
+        if len(sources) < 2:
+            raise InputError("compare needs two or three traces (or a session with several variants)")
+        if len(sources) > MAX_VARIANTS:
+            if len(refs) > 1:
+                raise InputError("compare takes at most three variants")
+            shown = ", ".join(s.label for s in sources[:MAX_VARIANTS])
+            notes.append(f"comparing the first {MAX_VARIANTS} of {len(sources)} variants: {shown}")
+            sources = sources[:MAX_VARIANTS]
+    else:
+        if len(refs) != 1:
+            raise InputError("give one path (compare takes several)")
+        ref = refs[0]
+        if mode is Mode.ALL:
+            if select is not None:
+                raise InputError("--merge sums every trace under the path; leave out --select")
+            sources = list(ref.sources)
+            if not sources:
+                raise InputError(f"{ref.root}: nothing to open")
+        else:
+            sources = [ref.select(select)]
+            if len(ref.sources) > 1 and select is None:
+                others = ", ".join(s.label for s in ref.sources[1:6]) + (" …" if len(ref.sources) > 6 else "")
+                notes.append(
+                    f"{paths[0]} holds {len(ref.sources)} traces; showing {sources[0].label!r} "
+                    f"(others: {others}; pick with --select, or sum them with --merge)"
+                )
+    return SourcePlan(sources, distinct_labels([s.label for s in sources]), refs, notes)
+
+
+def distinct_labels(labels: list[str]) -> list[str]:
+    """The labels, numbered when two are the same (two files called trace.json)."""
+    if len(set(labels)) < len(labels):
+        return [f"{i}:{label}" for i, label in enumerate(labels)]
+    return labels
+
+
+def open_source(
+    source: SourceRef,
+    options: OpenOptions,
+    *,
+    progress: Progress | None = None,
+    cancelled: Callable[[], bool] | None = None,
+    echo_export: bool = False,
+) -> Analysis:
+    """One source as an ``Analysis``, through the index cache unless ``use_cache`` is off."""
+    if options.export and source.kind == "neuron":
+        ensure_export(Path(source.path), echo=echo_export)
+    return open_analysis(
+        source,
+        progress=progress,
+        cancelled=cancelled,
+        skip=options.skip,
+        use_cache=options.use_cache,
+        workers=options.workers,
+    )
