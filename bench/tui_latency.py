@@ -111,7 +111,7 @@ def main() -> None:
         OUT / "bench_trace.json" if args.bytes == TARGET_BYTES else OUT / f"bench_trace_{args.bytes >> 20}MB.json",
     )
     from trnscope.core.base.memory import prefer_small_pages
-    from trnscope.core.formats.kineto.loader import start_worker_server
+    from trnscope.core.formats.kineto.parallel import start_worker_server
 
     prefer_small_pages()  # as the CLI entry point does before it starts the TUI
     start_worker_server()

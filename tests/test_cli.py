@@ -338,7 +338,7 @@ def test_open_passes_its_options_to_the_app(monkeypatch, small_synthetic) -> Non
     """`trnscope open` hands --theme, --select, --skip, --no-cache, --workers and
     --export to the app (the app's own handling of each is tested in the Pilot tests)."""
     import trnscope.tui.app
-    from trnscope.core.formats.kineto import loader as kineto
+    from trnscope.core.formats.kineto import parallel as kineto
 
     path, _ = small_synthetic
     made: dict[str, object] = {}

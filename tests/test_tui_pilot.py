@@ -285,6 +285,7 @@ async def test_large_trace_loads_without_blocking_the_ui(tmp_path: Path, monkeyp
     import threading
 
     from trnscope.core.formats.kineto import loader as kineto
+    from trnscope.core.formats.kineto.parallel import start_worker_server
     from trnscope.core.opening import sources as open_module
     from trnscope.testing.synth_kineto import generate
 
@@ -299,7 +300,7 @@ async def test_large_trace_loads_without_blocking_the_ui(tmp_path: Path, monkeyp
         return real_open(*args, **kwargs)
 
     monkeypatch.setattr(open_module, "open_analysis", recording_open)
-    kineto.start_worker_server()  # as `trnscope open` does before the UI takes the terminal
+    start_worker_server()  # as `trnscope open` does before the UI takes the terminal
     app = TrnscopeApp([str(path)], use_cache=False)
     async with app.run_test(size=(80, 24)) as pilot:
         ui_thread = threading.get_ident()

@@ -135,7 +135,9 @@ class TrnscopeApp(App[None]):
             return self.analyses[key]
         if self.options.export and source.kind == "neuron":
             self.post_message(LoadProgress("running neuron-explorer", 0, 0, source.label))
-        analysis = open_source(source, self.options, progress=self._progress(source.label), cancelled=self._cancel.is_set)
+        analysis = open_source(
+            source, self.options, progress=self._progress(source.label), cancelled=self._cancel.is_set
+        )
         analysis.op_table()  # the first table, built off the UI thread
         self.analyses[key] = analysis
         return analysis

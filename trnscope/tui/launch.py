@@ -17,7 +17,7 @@ def run_open(args: argparse.Namespace) -> int:
     for path in args.paths:
         if not Path(path).exists():
             raise TrnscopeError(f"no such file or directory: {path}")
-    from trnscope.core.formats.kineto.loader import start_worker_server
+    from trnscope.core.formats.kineto.parallel import start_worker_server
     from trnscope.tui.app import TrnscopeApp
 
     start_worker_server()

@@ -128,9 +128,7 @@ def build_chain(
     hops.append(hop(row, "op", depth))
     forward = int(forward_links(trace, links)[row])
     if forward >= 0:
-        hops[-1].details["forward op"] = (
-            f"{trace.names[int(ev.name[forward])]} @ {us(int(ev.ts[forward]) - origin)} us"
-        )
+        hops[-1].details["forward op"] = f"{trace.names[int(ev.name[forward])]} @ {us(int(ev.ts[forward]) - origin)} us"
     subtree = _subtree(analysis, row)
     subtree = subtree[subtree != row]
     subtree = subtree[np.argsort(ev.ts[subtree], kind="stable")]

@@ -15,16 +15,12 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from trnscope.core.model.vocab import (  # noqa: F401 - re-exported for the Kineto reader's modules
+from trnscope.core.model.vocab import (
     NONE_ID,
-    PH_BEGIN,
     PH_CODES,
-    PH_COUNTER,
-    PH_END,
     PH_FLOW_END,
     PH_FLOW_START,
     PH_FLOW_STEP,
-    PH_INSTANT,
     PH_META,
     PH_OTHER,
     PH_X,

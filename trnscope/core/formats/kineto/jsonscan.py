@@ -19,13 +19,14 @@ import contextlib
 import mmap
 import re
 from collections.abc import Callable
+from enum import Enum
 from typing import Any
 
 import msgspec
 
 from trnscope.core.formats.kineto.events import ANY_DECODER, EVENT_LIST_DECODER, RawEvent, coerce_event
 
-_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _ARRAY_END = re.compile(rb"\}\s*\]")
 _TRACE_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _MAX_PIECE_BYTES = 4 << 20
@@ -57,7 +58,7 @@ class ScanReport(msgspec.Struct):
 
 def next_cut(buf: Any, after: int) -> Cut | None:
     """The first candidate cut at or after ``after``; None when there is none."""
-    boundary = _BOUNDARY.search(buf, after)
+    boundary = BOUNDARY.search(buf, after)
     limit = boundary.start() if boundary is not None else len(buf)
     array_end = _ARRAY_END.search(buf, after, limit + 1)
     if array_end is None:
@@ -105,7 +106,7 @@ def cut_before(buf: Any, start: int) -> Cut | None:
     """The candidate cut whose next event starts at ``start`` (for parallel ranges)."""
     window_start = max(0, start - 4096)
     last = None
-    for match in _BOUNDARY.finditer(buf, window_start, start + 1):
+    for match in BOUNDARY.finditer(buf, window_start, start + 1):
         if match.end() - 1 == start:
             last = match
     if last is None:
@@ -131,20 +132,34 @@ def find_events_array(buf: Any) -> tuple[str, int]:
     return "object", match.end() - 1
 
 
-def first_event_start(buf: Any, array_open: int) -> int:
-    """Index of the first "{" after the array's "[", or -1 for an empty array."""
+class Opening(Enum):
+    """What follows the events array's "[" ."""
+
+    FIRST_EVENT = "first event"  # a "{": events to decode
+    EMPTY = "empty"  # a "]": no events
+    TRUNCATED = "truncated"  # the file ends right after "["
+    NOT_OBJECTS = "not objects"  # something other than an object: not a trace
+
+
+class ArrayOpening(msgspec.Struct, frozen=True):
+    kind: Opening
+    index: int  # of the first "{" (FIRST_EVENT) or of the "]" (EMPTY); else -1
+
+
+def array_opening(buf: Any, array_open: int) -> ArrayOpening:
+    """What the events array opened at ``array_open`` starts with."""
     index = array_open + 1
     size = len(buf)
     while index < size and buf[index : index + 1] in (b" ", b"\n", b"\r", b"\t"):
         index += 1
     if index >= size:
-        return -2  # truncated right after "["
+        return ArrayOpening(Opening.TRUNCATED, -1)
     char = buf[index : index + 1]
     if char == b"{":
-        return index
+        return ArrayOpening(Opening.FIRST_EVENT, index)
     if char == b"]":
-        return -1
-    return -3
+        return ArrayOpening(Opening.EMPTY, index)
+    return ArrayOpening(Opening.NOT_OBJECTS, -1)
 
 
 def _decode(data: bytes | bytearray) -> list[RawEvent]:

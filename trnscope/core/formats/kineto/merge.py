@@ -1,0 +1,246 @@
+"""Merging decoded ranges into one set of columns: string ids remapped to one
+interning, skipped categories dropped, roles assigned, B/E pairs joined into complete
+events, and the thread table built."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from trnscope.core.formats.kineto.decode import RangeResult
+from trnscope.core.model.roles import Role, role_of
+from trnscope.core.model.trace import ChunkRef, EventColumns, ThreadInfo
+from trnscope.core.model.vocab import (
+    PH_BEGIN,
+    PH_COUNTER,
+    PH_END,
+    PH_FLOW_END,
+    PH_FLOW_START,
+    PH_FLOW_STEP,
+    PH_INSTANT,
+    PH_META,
+    PH_OTHER,
+    PH_X,
+    Interner,
+)
+
+
+class MergedColumns(msgspec.Struct):
+    columns: EventColumns
+    source_index: np.ndarray
+    names: list[str]
+    cats: list[str]
+    shapes: list[str]
+    stacks: list[str]
+    raw_threads: list[tuple[Any, Any]]
+    chunks: list[ChunkRef]
+    meta: list[tuple[int, str, str | None, str | None, Any]]
+    invalid: int
+    skipped: int
+    bad_values: int
+
+
+def _remap(local: list[Any], interner: Interner) -> np.ndarray:
+    return (
+        np.fromiter(map(interner.__getitem__, local), dtype=np.int32, count=len(local))
+        if local
+        else np.empty(0, np.int32)
+    )
+
+
+# Columns copied as they are, and columns whose chunk-local ids are mapped to global ones.
+_PLAIN = (
+    ("ph", "ph"),
+    ("ts", "ts_ns"),
+    ("dur", "dur_ns"),
+    ("external_id", "external_id"),
+    ("correlation", "correlation"),
+    ("sequence", "sequence"),
+    ("flow_id", "flow_id"),
+    ("flow_bind_end", "flow_bind_end"),
+)
+
+
+def merge_ranges(results: list[RangeResult], skip_cats: frozenset[str]) -> MergedColumns:
+    """All chunks' columns in one set of arrays, with global string ids.
+
+    The arrays are allocated once at their final size and filled chunk by chunk: fresh
+    memory costs a page fault per page, and per-chunk pieces joined afterwards would
+    touch every byte twice."""
+    names, cats, shapes, stacks, threads = Interner(), Interner(), Interner(), Interner(), Interner()
+    chunks: list[ChunkRef] = []
+    meta: list[tuple[int, str, str | None, str | None, Any]] = []
+    invalid = skipped = bad = 0
+    kept_rows: list[np.ndarray | None] = []  # per chunk: the rows kept, None for all
+    total = 0
+    for result in results:
+        for chunk in result.chunks:
+            c = chunk.columns
+            n = len(c.ph)
+            keep = c.valid
+            invalid += int(n - np.count_nonzero(keep))
+            if skip_cats:
+                skip_local = np.array([cat in skip_cats for cat in c.cats], dtype=bool)
+                if skip_local.any():
+                    skip = skip_local[c.cat]
+                    skipped += int(np.count_nonzero(skip & keep))
+                    keep = keep & ~skip
+            kept = int(np.count_nonzero(keep))
+            kept_rows.append(None if kept == n else np.flatnonzero(keep))
+            total += kept
+    columns = EventColumns(
+        **{field: np.empty(total, dtype=dtype) for field, dtype in EventColumns.empty().dtypes().items()}
+    )
+    columns.role[:] = 0
+    source_index = np.empty(total, dtype=np.int64)
+    position = original = 0
+    chunk_index = 0
+    for result in results:
+        for chunk in result.chunks:
+            c = chunk.columns
+            n = len(c.ph)
+            rows = kept_rows[chunk_index]
+            chunk_index += 1
+            count = n if rows is None else rows.size
+            out = slice(position, position + count)
+            for field, source in _PLAIN:
+                values = getattr(c, source)
+                getattr(columns, field)[out] = values if rows is None else values[rows]
+            for field, local, interner in (
+                ("name", c.names, names),
+                ("cat", c.cats, cats),
+                ("thread", c.threads, threads),
+            ):
+                ids = getattr(c, field)
+                np.take(_remap(local, interner), ids if rows is None else ids[rows], out=getattr(columns, field)[out])
+            for field, local, interner in (("dims", c.shapes, shapes), ("stack", c.stacks, stacks)):
+                target = getattr(columns, field)[out]
+                if not local:
+                    target[:] = -1
+                    continue
+                ids = getattr(c, field)
+                # -1 (absent) indexes the appended -1
+                np.take(
+                    np.append(_remap(local, interner), np.int32(-1)), ids if rows is None else ids[rows], out=target
+                )
+            if rows is None:
+                source_index[out] = np.arange(original, original + n, dtype=np.int64)
+            else:
+                source_index[out] = rows + original
+            bad += c.bad_values
+            chunks.append(ChunkRef(chunk.start, chunk.end, original, n, chunk.repaired))
+            for row, name, value, labels, sort in c.meta:
+                meta.append((original + row, name, value, labels, sort))
+            original += n
+            position += count
+    return MergedColumns(
+        columns,
+        source_index,
+        [n if n is not None else "" for n in names.values_in_order()],
+        cats.values_in_order(),
+        shapes.values_in_order(),
+        stacks.values_in_order(),
+        threads.values_in_order(),
+        chunks,
+        meta,
+        invalid,
+        skipped,
+        bad,
+    )
+
+
+def assign_roles(columns: EventColumns, cats: list[str], names: list[str]) -> None:
+    """Role of every event, from its phase and category (one lookup in a small
+    phase × category table)."""
+    by_cat = np.array([int(role_of(c)) for c in cats] or [int(Role.OTHER_HOST)], dtype=np.uint8)
+    table = np.tile(by_cat, (PH_OTHER + 1, 1))
+    table[PH_INSTANT, :] = Role.INSTANT
+    table[[PH_FLOW_START, PH_FLOW_END, PH_FLOW_STEP], :] = Role.FLOW
+    table[PH_META, :] = Role.METADATA
+    table[PH_COUNTER, :] = Role.COUNTER
+    # An X event that carries a flow/counter/metadata/instant category is odd but
+    # harmless: it is shown as host "other".
+    odd = np.isin(table[PH_X], [int(Role.FLOW), int(Role.COUNTER), int(Role.METADATA), int(Role.INSTANT)])
+    table[PH_X, odd] = Role.OTHER_HOST
+    columns.role = table[columns.ph, columns.cat] if len(columns) else np.empty(0, np.uint8)
+
+
+def pair_begin_end(columns: EventColumns) -> np.ndarray | None:
+    """Turn Chrome-trace B/E pairs (not written by Kineto, but by other tools) into X
+    events, matched per thread as a stack; unmatched ones are dropped."""
+    rows = np.flatnonzero((columns.ph == PH_BEGIN) | (columns.ph == PH_END))
+    if rows.size == 0:
+        return None
+    order = rows[np.lexsort((rows, columns.ts[rows], columns.thread[rows]))]
+    stacks: dict[int, list[int]] = {}
+    keep_begin: list[int] = []
+    for row in order.tolist():
+        thread = int(columns.thread[row])
+        if columns.ph[row] == PH_BEGIN:
+            stacks.setdefault(thread, []).append(row)
+        elif stacks.get(thread):
+            begin = stacks[thread].pop()
+            columns.dur[begin] = max(0, int(columns.ts[row] - columns.ts[begin]))
+            columns.ph[begin] = PH_X
+            keep_begin.append(begin)
+    drop = np.setdiff1d(rows, np.array(keep_begin, dtype=np.int64))
+    keep = np.ones(len(columns), dtype=bool)
+    keep[drop] = False
+    return np.flatnonzero(keep)
+
+
+def thread_table(merged: MergedColumns, columns: EventColumns) -> tuple[list[ThreadInfo], np.ndarray]:
+    """Canonical (pid, tid) threads (25738 and "25738" are one thread), labelled from
+    the process_name / thread_name / *_sort_index metadata events."""
+    canonical = Interner()
+    raw_to_canonical = np.array(
+        [canonical[(_key(pid), _key(tid))] for pid, tid in merged.raw_threads] or [0], dtype=np.int32
+    )
+    infos = [ThreadInfo(pid=pid, tid=tid) for pid, tid in canonical.values_in_order()]
+    thread = raw_to_canonical[columns.thread] if len(columns) else columns.thread
+    meta_by_row = {row: (name, value, labels, sort) for row, name, value, labels, sort in merged.meta}
+    process_names: dict[str, str] = {}
+    process_labels: dict[str, str] = {}
+    thread_names: dict[tuple[str, str], str] = {}
+    sort_index: dict[tuple[str, str], int] = {}
+    for row in np.flatnonzero(columns.ph == PH_META).tolist():
+        entry = meta_by_row.get(int(merged.source_index[row]))
+        if entry is None:
+            continue
+        name, text, labels, sort = entry
+        info = infos[int(thread[row])]
+        if name == "process_name" and text:
+            process_names[info.pid] = text
+        elif name == "process_labels" and (labels or text):
+            process_labels[info.pid] = labels or text or ""
+        elif name == "thread_name" and text:
+            thread_names[(info.pid, info.tid)] = text
+        elif name in ("thread_sort_index", "process_sort_index") and sort is not None:
+            with contextlib.suppress(TypeError, ValueError):
+                sort_index[(info.pid, info.tid)] = int(sort)
+    for info in infos:
+        label = process_names.get(info.pid, "")
+        if info.pid in process_labels:
+            label = f"{label} ({process_labels[info.pid]})".strip()
+        info.process_label = label
+        info.thread_label = thread_names.get((info.pid, info.tid), "")
+        info.sort_index = sort_index.get((info.pid, info.tid), 0)
+    return infos, thread
+
+
+def _key(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def mark_device_threads(trace_threads: list[ThreadInfo], columns: EventColumns) -> None:
+    device_role = np.isin(columns.role, [int(Role.KERNEL), int(Role.MEMORY), int(Role.DEVICE_ANNOTATION)])
+    if device_role.any():
+        for index in np.flatnonzero(np.bincount(columns.thread[device_role], minlength=len(trace_threads))).tolist():
+            trace_threads[index].is_device = True

@@ -1,0 +1,229 @@
+"""Decoding a large file in several processes.
+
+Each process decodes one byte range from a heuristic cut; a range's result is kept only
+if the range before it decoded exactly up to that cut (``ScanReport.stopped_at``).
+Results come back through files in shared memory (``/dev/shm``), mapped, not pickled.
+Processes are forked when this process has no other thread (the CLI), else they come
+from a fork server started before the UI takes over stdio."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from trnscope.core.base.errors import LoadCancelled
+from trnscope.core.base.memory import prefer_small_pages, small_pages_preferred
+from trnscope.core.formats.kineto import jsonscan
+from trnscope.core.formats.kineto.decode import DecodedChunk, RangeResult, decode_buffer, set_progress_slots
+from trnscope.core.formats.kineto.events import (
+    ChunkColumns,
+)
+from trnscope.core.formats.source import PlainSource, Progress
+
+
+def _init_worker(slots: Any, small_pages: bool) -> None:
+    set_progress_slots(slots)
+    if small_pages:  # as the parent was told (a fork server's child does not inherit it)
+        prefer_small_pages()
+
+
+_ARRAY_FIELDS = tuple(
+    f
+    for f in ChunkColumns.__struct_fields__
+    if f not in ("names", "cats", "threads", "shapes", "stacks", "meta", "bad_values")
+)
+
+
+class SpilledRange(msgspec.Struct):
+    """A worker's result with its column arrays in a file: pickling ~100 MB of arrays
+    through a pipe costs more than writing them to shared memory and mapping them."""
+
+    path: str
+    report: jsonscan.ScanReport
+    chunks: list[tuple[int, int, bool, dict[str, Any], list[tuple[str, str, int, int]]]]
+
+
+def _spill_folder() -> str | None:
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+
+
+def decode_range_of_file(
+    plain_path: str, start: int, stop: int | None, slot: int, chunk_bytes: int
+) -> RangeResult | SpilledRange:
+    """Decode events from ``start`` up to the cut before ``stop`` (runs in a worker)."""
+    import mmap
+    import tempfile
+
+    with open(plain_path, "rb") as fh:
+        buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        result = decode_buffer(buf, start, stop, chunk_bytes, slot=slot)
+    finally:
+        buf.close()
+    try:
+        handle, path = tempfile.mkstemp(prefix="trnscope-range-", dir=_spill_folder())
+    except OSError:
+        return result
+    chunks = []
+    offset = 0
+    with os.fdopen(handle, "wb") as out:
+        for chunk in result.chunks:
+            columns = chunk.columns
+            specs = []
+            for field in _ARRAY_FIELDS:
+                array = np.ascontiguousarray(getattr(columns, field))
+                out.write(memoryview(array).cast("B") if array.size else b"")
+                specs.append((field, array.dtype.str, array.size, offset))
+                offset += array.nbytes
+            small = {
+                f: getattr(columns, f) for f in ("names", "cats", "threads", "shapes", "stacks", "meta", "bad_values")
+            }
+            chunks.append((chunk.start, chunk.end, chunk.repaired, small, specs))
+    return SpilledRange(path, result.report, chunks)
+
+
+def _unspill(result: RangeResult | SpilledRange) -> RangeResult:
+    if isinstance(result, RangeResult):
+        return result
+    import mmap
+
+    # Mapped, not read: the worker has already touched these pages, and new memory for a
+    # copy would cost more (first use of a page is the dominant cost of memory here).
+    with open(result.path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        # populated up front: one call instead of a page fault per 4 KiB page
+        populate = getattr(mmap, "MAP_POPULATE", 0)
+        data = mmap.mmap(fh.fileno(), 0, flags=mmap.MAP_SHARED | populate, prot=mmap.PROT_READ) if size else b""
+    os.unlink(result.path)  # the mapping keeps the pages until it is dropped
+    chunks = []
+    for start, end, repaired, small, specs in result.chunks:
+        arrays = {
+            field: np.frombuffer(data, dtype=np.dtype(dtype), count=count, offset=offset)
+            for field, dtype, count, offset in specs
+        }
+        chunks.append(DecodedChunk(start, end, repaired, ChunkColumns(**arrays, **small)))
+    return RangeResult(chunks, result.report)
+
+
+def _pool_context() -> Any:
+    """``fork`` when this process has no other thread (the CLI: children start instantly
+    with everything imported); otherwise the fork server (the TUI runs threads, and
+    forking a threaded process can deadlock a child); ``spawn`` where neither exists."""
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+def start_worker_server() -> None:
+    """Start the fork server for parallel decoding now, while stdio is still the
+    process's own: a full-screen UI replaces stdout/stderr, and starting a server
+    process then fails.  Cheap when already running; harmless where unsupported."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return
+    try:
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["trnscope.core.formats.kineto.loader"])
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
+    except (OSError, ValueError):
+        pass
+
+
+def default_workers() -> int:
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+def _split_points(buf: Any, first: int, size: int, workers: int) -> list[int]:
+    points: list[int] = []
+    for k in range(1, workers):
+        guess = first + (size - first) * k // workers
+        match = jsonscan.BOUNDARY.search(buf, guess)
+        if match is None:
+            break
+        start = match.end() - 1
+        if not points or start > points[-1]:
+            points.append(start)
+    return points
+
+
+def _parallel_decode(
+    source: PlainSource,
+    first: int,
+    workers: int,
+    progress: Progress | None,
+    cancelled: Callable[[], bool],
+    chunk_bytes: int,
+) -> list[RangeResult]:
+    size = len(source.buffer)
+    starts = [first, *_split_points(source.buffer, first, size, workers)]
+    stops: list[int | None] = [*starts[1:], None]
+    ctx = _pool_context()
+    slots = ctx.Array("q", 2 * len(starts), lock=False)  # per worker: bytes done, events decoded
+    done_event = threading.Event()
+
+    def report_progress() -> None:
+        while not done_event.wait(0.1):
+            if progress is not None:
+                values = slots[:]
+                progress("parse", first + sum(values[0::2]), size, sum(values[1::2]))
+
+    reporter = threading.Thread(target=report_progress, daemon=True)
+    reporter.start()
+    executor = ProcessPoolExecutor(
+        max_workers=len(starts), mp_context=ctx, initializer=_init_worker, initargs=(slots, small_pages_preferred())
+    )
+    try:
+        futures = [
+            executor.submit(decode_range_of_file, source.plain_path, start, stop, index, chunk_bytes)
+            for index, (start, stop) in enumerate(zip(starts, stops))
+        ]
+        results: list[RangeResult] = []
+        for future in futures:
+            while True:
+                if cancelled():
+                    for process in list(getattr(executor, "_processes", {}).values()):
+                        process.terminate()
+                    raise LoadCancelled()
+                try:
+                    results.append(_unspill(future.result(timeout=0.1)))
+                    break
+                except TimeoutError:
+                    continue
+    finally:
+        done_event.set()
+        executor.shutdown(wait=True, cancel_futures=True)
+    # Keep ranges up to the first one whose end could not be proven: that range ran
+    # on to the end of the array by itself, so later ranges are redundant.
+    kept: list[RangeResult] = []
+    for index, result in enumerate(results):
+        kept.append(result)
+        if index + 1 < len(results) and result.report.stopped_at != starts[index + 1]:
+            break
+    return kept
+
+
+def decode_in_parallel(
+    source: PlainSource,
+    first: int,
+    workers: int,
+    progress: Progress | None,
+    cancelled: Callable[[], bool],
+    chunk_bytes: int,
+) -> list[RangeResult] | None:
+    """Parallel decoding, or None when worker processes cannot be started here (the
+    caller then decodes in this process)."""
+    try:
+        return _parallel_decode(source, first, workers, progress, cancelled, chunk_bytes)
+    except (OSError, ValueError, RuntimeError):  # BrokenPipeError is an OSError
+        return None
