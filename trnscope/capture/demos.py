@@ -19,7 +19,7 @@ import msgspec
 
 from trnscope.core.base.errors import TrnscopeError
 
-SIZES = {
+SIZES: dict[str, dict[str, tuple[int, ...]]] = {
     "rmsnorm": {"small": (8, 256, 1024), "large": (16, 2048, 4096)},
     "attention": {"small": (2, 8, 256, 64), "large": (4, 16, 2048, 128)},
 }

@@ -22,8 +22,10 @@ from trnscope.core.analysis.compare import compare
 from trnscope.core.base.errors import LoadCancelled, TrnscopeError
 from trnscope.core.formats import ProfileRef, SourceRef
 from trnscope.core.opening.sources import Mode, OpenOptions, open_source, plan_sources
+from trnscope.tui.commands import TrnscopeCommands
 from trnscope.tui.messages import LoadFailed, LoadProgress, ShowCompare, ShowOps, host
 from trnscope.tui.screen_compare import CompareScreen
+from trnscope.tui.screen_drill import DrillScreen
 from trnscope.tui.screen_ops import OpsScreen
 from trnscope.tui.screen_text import HelpScreen, TextScreen, WarningsScreen
 
@@ -76,6 +78,7 @@ class ErrorScreen(Screen[None]):
 class TrnscopeApp(App[None]):
     TITLE = "trnscope"
     CSS_PATH = "app.tcss"
+    COMMANDS = App.COMMANDS | {TrnscopeCommands}
     BINDINGS = [
         Binding("q", "quit", "Quit", priority=False),
         Binding("question_mark", "help", "Help"),
@@ -113,9 +116,6 @@ class TrnscopeApp(App[None]):
                 self.theme = name
             else:
                 self.notify(f"unknown theme {self.requested_theme!r}; using {self.theme}", severity="warning")
-        from trnscope.tui.commands import TrnscopeCommands
-
-        self.COMMANDS = self.COMMANDS | {TrnscopeCommands}
         self.run_worker(self._load_initial, thread=True, exclusive=True, group="load")
 
     # -- loading ------------------------------------------------------------------
@@ -188,8 +188,10 @@ class TrnscopeApp(App[None]):
     def action_warnings(self) -> None:
         """What the open profile(s) lost, coerced or could not link (the status line's ⚠ count)."""
         screen = self.screen
-        analyses = getattr(screen, "analyses", None) or (
-            [screen.analysis] if isinstance(getattr(screen, "analysis", None), Analysis) else []
-        )
+        analyses: list[Analysis] = []
+        if isinstance(screen, CompareScreen):
+            analyses = screen.analyses
+        elif isinstance(screen, (OpsScreen, DrillScreen)):
+            analyses = [screen.analysis]
         if analyses and not isinstance(screen, TextScreen):
             self.push_screen(WarningsScreen(analyses))

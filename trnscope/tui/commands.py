@@ -6,6 +6,8 @@ from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from trnscope.core.analysis.analysis import Analysis
+
 ACTIONS = [
     ("Sort by next column", "sort(1)"),
     ("Reverse sort", "reverse"),
@@ -38,7 +40,7 @@ class TrnscopeCommands(Provider):
                 score = matcher.match(title)
                 if score > 0:
                     yield Hit(score, matcher.highlight(title), partial(screen.run_action, action))
-        analysis = getattr(screen, "analysis", None)
+        analysis = _analysis_of(screen)
         if analysis is None:
             return
         table = analysis.op_table()
@@ -60,6 +62,12 @@ class TrnscopeCommands(Provider):
     def _open(self, group: int) -> None:
         from trnscope.tui.screen_drill import DrillScreen
 
-        screen = self.screen
-        analysis = screen.analysis  # type: ignore[attr-defined]
-        self.app.push_screen(DrillScreen(analysis, analysis.op_table(), group))
+        analysis = _analysis_of(self.screen)
+        if analysis is not None:
+            self.app.push_screen(DrillScreen(analysis, analysis.op_table(), group))
+
+
+def _analysis_of(screen: object) -> Analysis | None:
+    """The analysis a screen shows (op table, drill-down), if it shows one."""
+    analysis = getattr(screen, "analysis", None)
+    return analysis if isinstance(analysis, Analysis) else None

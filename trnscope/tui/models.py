@@ -15,10 +15,10 @@ import numpy as np
 from rich.text import Text
 
 from trnscope.core.analysis.analysis import Analysis
-from trnscope.core.analysis.chain import Chain
+from trnscope.core.analysis.chain_model import Chain
 from trnscope.core.analysis.compare import CompareRow, Comparison
 from trnscope.core.analysis.optable import KernelTable, OpTable
-from trnscope.core.analysis.summary import default_sort, sort_order
+from trnscope.core.analysis.ordering import KERNEL_SORT_COLUMNS, default_op_sort_of, kernel_table_order, op_table_order
 from trnscope.core.base.units import fmt_ratio, fmt_time_short
 from trnscope.core.model.roles import Role
 from trnscope.tui.vtable import Column, TableModel
@@ -61,7 +61,7 @@ class OpViewState:
 
 
 OP_SORT_KEYS = ("self_device", "device_total", "self_cpu", "cpu_total", "calls", "cpu_avg", "device_avg", "name")
-KERNEL_SORT_KEYS = ("total", "calls", "mean", "max", "min", "name")
+KERNEL_SORT_KEYS = KERNEL_SORT_COLUMNS
 
 
 def compile_filter(text: str) -> re.Pattern[str] | None:
@@ -74,7 +74,7 @@ def compile_filter(text: str) -> re.Pattern[str] | None:
 
 
 def op_order(table: OpTable, state: OpViewState) -> np.ndarray:
-    """Display order: the core's sort (``trnscope.core.analysis.summary.sort_order``), then the
+    """Display order: the core's sort (``trnscope.core.analysis.ordering``), then the
     screen's filters (hidden kinds, the name regex)."""
     mask = np.ones(len(table), dtype=bool)
     if state.hide_python:
@@ -89,21 +89,12 @@ def op_order(table: OpTable, state: OpViewState) -> np.ndarray:
             else [f"{n} {s}{t}" for n, s, t in zip(table.name, table.shape, table.stack)]
         )
         mask &= np.fromiter((pattern.search(t) is not None for t in texts), dtype=bool, count=len(table))
-    key = state.sort_key or default_sort(table)
-    order = sort_order(table, key)  # descending, except names (ascending)
-    if state.descending == (key == "name"):
-        order = order[::-1]
+    order = op_table_order(table, state.sort_key or default_op_sort_of(table), state.descending)
     return order[mask[order]]
 
 
 def kernel_order(table: KernelTable, state: OpViewState) -> np.ndarray:
-    values = {
-        "total": table.total,
-        "calls": table.calls,
-        "mean": table.mean,
-        "max": table.maximum,
-        "min": table.minimum,
-    }
+    """Display order: the core's sort, then the name/op regex filter."""
     mask = np.ones(len(table), dtype=bool)
     pattern = compile_filter(state.filter_text)
     if pattern is not None:
@@ -112,13 +103,8 @@ def kernel_order(table: KernelTable, state: OpViewState) -> np.ndarray:
             dtype=bool,
             count=len(table),
         )
-    rows = np.flatnonzero(mask)
-    key = state.sort_key if state.sort_key in values or state.sort_key == "name" else "total"
-    if key == "name":
-        order = rows[np.argsort(np.array(table.name, dtype=object)[rows], kind="stable")]
-        return order[::-1] if state.descending else order
-    keyed = np.asarray(values[key], dtype=np.float64)[rows]
-    return rows[np.argsort(-keyed if state.descending else keyed, kind="stable")]
+    order = kernel_table_order(table, state.sort_key, state.descending)
+    return order[mask[order]]
 
 
 def op_model(table: OpTable, order: np.ndarray, state: OpViewState, width: int) -> TableModel:
@@ -126,7 +112,7 @@ def op_model(table: OpTable, order: np.ndarray, state: OpViewState, width: int) 
     has_device = table.total_self_device > 0 or bool(table.device_total.any())
     total_cpu = max(table.total_self_cpu, 1)
     total_dev = max(table.total_self_device, 1)
-    sort_key = state.sort_key or ("self_device" if table.total_self_device else "self_cpu")
+    sort_key = state.sort_key or default_op_sort_of(table)
     wide = width >= 130
     columns = [Column("name", "Name", 16, "left", flex=True)]
     if table.group_by == "shape":

@@ -9,7 +9,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from trnscope.core.analysis.analysis import Analysis
-from trnscope.core.analysis.compare import Comparison
+from trnscope.core.analysis.compare import CompareRow, Comparison
 from trnscope.core.base.units import fmt_time_short
 from trnscope.tui.messages import ShowOps
 from trnscope.tui.models import compare_model
@@ -55,7 +55,7 @@ class CompareScreen(Screen[None]):
         self._show()
         self.query_one(VirtualTable).focus()
 
-    def _rows(self) -> list:  # type: ignore[type-arg]
+    def _rows(self) -> list[CompareRow]:
         return {"regions": self.comparison.regions, "ops": self.comparison.rows, "kernels": self.comparison.kernels}[
             self.view
         ]

@@ -15,7 +15,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from trnscope.core.analysis.analysis import Analysis
-from trnscope.core.analysis.chain import Chain, build_chain, render_chain_text
+from trnscope.core.analysis.chain import build_chain, render_chain_text
+from trnscope.core.analysis.chain_model import Chain, Gaps, Hop
 from trnscope.core.base.cachedir import writable_dir
 from trnscope.core.model.roles import Role
 from trnscope.tui.models import chain_model, instance_order, instances_model
@@ -38,7 +39,6 @@ def chain_for_row(analysis: Analysis, row: int, instance: int, instances: int) -
                 0, f"device event {analysis.trace.names[int(ev.name[row])]!r}: chain of the op that launched it"
             )
             return chain
-        from trnscope.core.analysis.chain import Gaps, Hop
 
         hop = Hop(
             "device",

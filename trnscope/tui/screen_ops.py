@@ -15,6 +15,8 @@ from textual.widgets.option_list import Option
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.compare import compare
+from trnscope.core.analysis.optable import KernelTable, OpTable
+from trnscope.core.analysis.ordering import default_op_sort_of
 from trnscope.core.base.arrays import unique_inverse
 from trnscope.core.base.units import fmt_time_short
 from trnscope.core.formats import ProfileRef, SourceRef
@@ -118,6 +120,7 @@ class OpsScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="table")
     def rebuild(self, keep: str | None = None) -> None:
         state = OpViewState(**self.state.__dict__)
+        table: OpTable | KernelTable
         if state.mode == "kernels":
             table = self.analysis.kernel_table(state.step)
             order = kernel_order(table, state)
@@ -156,15 +159,12 @@ class OpsScreen(Screen[None]):
     def _show_viewinfo(self, shown: int, total: int) -> None:
         s = self.state
         parts = [f"{'device events' if s.mode == 'kernels' else 'ops by ' + s.group_by}"]
-        key = s.sort_key or (
-            "total"
-            if s.mode == "kernels"
-            else (
-                "self_device"
-                if self._table is not None and getattr(self._table, "total_self_device", 0)
-                else "self_cpu"
-            )
-        )
+        if s.sort_key:
+            key = s.sort_key
+        elif isinstance(self._table, OpTable):
+            key = default_op_sort_of(self._table)
+        else:
+            key = "total"
         parts.append(f"sort {SORT_TITLES.get(key, key)} {'▼' if s.descending else '▲'}")
         if s.filter_text:
             parts.append(f"filter /{s.filter_text}/")
@@ -244,7 +244,7 @@ class OpsScreen(Screen[None]):
             self.rebuild()
 
     def action_sort(self, step: int) -> None:
-        keys = KERNEL_SORT_KEYS if self.state.mode == "kernels" else OP_SORT_KEYS
+        keys: tuple[str, ...] = KERNEL_SORT_KEYS if self.state.mode == "kernels" else OP_SORT_KEYS
         if self.state.mode == "ops" and self._table is not None and not getattr(self._table, "total_self_device", 0):
             keys = tuple(k for k in keys if "device" not in k)
         current = self.state.sort_key or keys[0]

@@ -71,7 +71,7 @@ def _subtree(analysis: Analysis, row: int) -> np.ndarray:
 
 
 def _ancestors(analysis: Analysis, row: int) -> list[int]:
-    out = []
+    out: list[int] = []
     current = int(analysis.links.raw_parent[row])
     while current >= 0 and len(out) < 256:
         out.append(current)

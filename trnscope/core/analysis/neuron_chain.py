@@ -66,7 +66,7 @@ def _execution_hops(
         r = int(data.system_row[s])
         if r < 0:
             continue
-        details = {"exec_id": exec_id}
+        details: dict[str, Any] = {"exec_id": exec_id}
         if system.nrta_seq_id[s] >= 0:
             details["nrta_seq_id"] = int(system.nrta_seq_id[s])
         if system.flow_offsets[s + 1] > system.flow_offsets[s]:
@@ -78,7 +78,7 @@ def _execution_hops(
     queue = max(0, exec_start - last_before) if last_before is not None else 0
     model = system.names[int(system.model_name[sys_exec])] if system.model_name[sys_exec] >= 0 else ""
     duration = max(int(ev.dur[exec_row]), 1)
-    details: dict[str, Any] = {
+    exec_details: dict[str, Any] = {
         "exec_id": exec_id,
         "NeuronCore": int(system.nc_idx[sys_exec]),
         "model_id": int(system.model_id[sys_exec]),
@@ -89,8 +89,8 @@ def _execution_hops(
     }
     co = neuron.exec_co_ops[index]
     if co:
-        details["submitted with"] = [trace.names[int(ev.name[c])] for c in co]
-    hops.append(hop(exec_row, "execution", depth + 2, details=details))
+        exec_details["submitted with"] = [trace.names[int(ev.name[c])] for c in co]
+    hops.append(hop(exec_row, "execution", depth + 2, details=exec_details))
     busy = neuron.engine_busy[index]
     count = neuron.engine_count[index]
     profile_index = int(neuron.exec_profile[index])

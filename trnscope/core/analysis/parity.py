@@ -49,10 +49,10 @@ def check_parity(
     for row in reference:
         key = (row.name, row.input_shapes if by_shape else "", row.is_annotation, row.is_device)
         label = f"{row.name}{' ' + row.input_shapes if by_shape else ''}{' (device)' if row.is_device else ''}"
-        group = ours.pop(key, None)
-        if group is None:
+        if key not in ours:
             problems.append(Mismatch(label, "missing", 0, row.calls))
             continue
+        group = ours.pop(key)
         checks = [
             ("calls", float(table.calls[group]), float(row.calls), True),
             ("self_cpu_us", table.self_cpu[group] / 1e3, row.self_cpu_us, False),

@@ -12,10 +12,10 @@ import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.optable import OpTable
+from trnscope.core.analysis.ordering import default_op_sort, kernel_table_order, op_table_order, order_ops
 from trnscope.core.base.units import us
 from trnscope.core.model.roles import Role
 
-SORT_COLUMNS = ("self_cpu", "cpu_total", "cpu_avg", "self_device", "device_total", "device_avg", "calls", "name")
 HIDE_KINDS = {
     "python": (int(Role.PYTHON),),
     "annotation": (int(Role.ANNOTATION), int(Role.DEVICE_ANNOTATION)),
@@ -148,28 +148,6 @@ class SummaryOut(msgspec.Struct):
     neuron: NeuronOut | None = None
 
 
-def sort_order(table: OpTable, column: str) -> np.ndarray:
-    calls = np.maximum(table.calls, 1)
-    values = {
-        "self_cpu": table.self_cpu,
-        "cpu_total": table.cpu_total,
-        "cpu_avg": table.cpu_total / calls,
-        "self_device": table.self_device,
-        "device_total": table.device_total,
-        "device_avg": table.device_total / calls,
-        "calls": table.calls,
-    }
-    if column == "name":
-        return np.array(sorted(range(len(table)), key=lambda g: table.name[g]), dtype=np.int64)
-    if column not in values:
-        raise ValueError(f"unknown sort column {column!r}; choose one of {', '.join(SORT_COLUMNS)}")
-    return np.argsort(-np.asarray(values[column], dtype=np.float64), kind="stable")
-
-
-def default_sort(table: OpTable) -> str:
-    return "self_device" if table.total_self_device > 0 else "self_cpu"
-
-
 def visible_groups(table: OpTable, hide: tuple[str, ...]) -> np.ndarray:
     mask = np.ones(len(table), dtype=bool)
     for kind in hide:
@@ -202,7 +180,7 @@ def build_summary(
     trace = analysis.trace
     table = analysis.op_table(group_by, stack_depth, step)
     kernels = analysis.kernel_table(step)
-    order = sort_order(table, sort or default_sort(table))
+    order = op_table_order(table, sort)
     order = order[visible_groups(table, hide)[order]]
     if limit > 0:
         order = order[:limit]
@@ -222,7 +200,7 @@ def build_summary(
         )
         for g in order.tolist()
     ]
-    korder = np.argsort(-kernels.total, kind="stable")
+    korder = kernel_table_order(kernels)
     if limit > 0:
         korder = korder[:limit]
     kernel_rows = [
@@ -323,24 +301,18 @@ def merge_summaries(summaries: list[SummaryOut], source: str, sort: str | None =
             mine_k.min_us = min(mine_k.min_us, k.min_us)
             mine_k.max_us = max(mine_k.max_us, k.max_us)
     has_device = any(s.totals.self_device_us for s in summaries)
-    key = sort or ("self_device" if has_device else "self_cpu")
-    field = {
-        "self_cpu": "self_cpu_us",
-        "cpu_total": "cpu_total_us",
-        "self_device": "self_device_us",
-        "device_total": "device_total_us",
-        "calls": "calls",
-    }
-    if key == "name":
-        rows = sorted(ops.values(), key=lambda op: op.name)
-    elif key in ("cpu_avg", "device_avg"):
-        total = "cpu_total_us" if key == "cpu_avg" else "device_total_us"
-        rows = sorted(ops.values(), key=lambda op: -getattr(op, total) / max(op.calls, 1))
-    elif key in field:
-        rows = sorted(ops.values(), key=lambda op: -getattr(op, field[key]))
-    else:
-        raise ValueError(f"unknown sort column {key!r}; choose one of {', '.join(SORT_COLUMNS)}")
-    kernel_rows = sorted(kernels.values(), key=lambda k: -k.total_us)
+    merged = list(ops.values())
+    order = order_ops(
+        sort or default_op_sort(has_device),
+        names=[op.name for op in merged],
+        calls=np.array([op.calls for op in merged], dtype=np.float64),
+        self_cpu=np.array([op.self_cpu_us for op in merged], dtype=np.float64),
+        cpu_total=np.array([op.cpu_total_us for op in merged], dtype=np.float64),
+        self_device=np.array([op.self_device_us for op in merged], dtype=np.float64),
+        device_total=np.array([op.device_total_us for op in merged], dtype=np.float64),
+    )
+    rows = [merged[i] for i in order.tolist()]
+    kernel_rows = sorted(kernels.values(), key=lambda k: -k.total_us)  # as kernel_table_order's default
     if limit > 0:
         rows, kernel_rows = rows[:limit], kernel_rows[:limit]
     links = [s.link for s in summaries if s.link is not None]

@@ -59,7 +59,18 @@ def load_source(
     return trace
 
 
-def load_path(path: str | Path, select: str | None = None, **options: object) -> Trace:
+def load_path(
+    path: str | Path,
+    select: str | None = None,
+    *,
+    progress: Progress | None = None,
+    cancelled: Callable[[], bool] | None = None,
+    skip: tuple[str, ...] = (),
+    use_cache: bool = True,
+    workers: int | None = None,
+) -> Trace:
     """Discover ``path`` and load one of its sources (the first unless ``select``)."""
     ref = discover(Path(path))
-    return load_source(ref.select(select), **options)  # type: ignore[arg-type]
+    return load_source(
+        ref.select(select), progress=progress, cancelled=cancelled, skip=skip, use_cache=use_cache, workers=workers
+    )

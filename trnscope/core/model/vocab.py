@@ -35,7 +35,7 @@ PH_CODES: dict[str, int] = {
 }
 
 
-class Interner(dict):  # type: ignore[type-arg]
+class Interner(dict[Any, int]):
     """value → dense int, assigned in first-seen order."""
 
     def __missing__(self, key: Any) -> int:

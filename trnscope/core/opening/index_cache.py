@@ -67,7 +67,7 @@ class CacheHeader(msgspec.Struct):
     payload_bytes: int
     payload_crc: int
     arrays: list[ArraySpec]
-    trace: CachedTraceFields  # type: ignore[valid-type]
+    trace: msgspec.Raw  # CachedTraceFields, msgpack: decoded with that type on load
     link_report: LinkReport
     extra: dict[str, Any] = {}
 
@@ -115,7 +115,7 @@ def store(
     crc = 0
     for name, array in _arrays_of(trace, links, times).items():
         data = np.ascontiguousarray(array)
-        raw = memoryview(data).cast("B") if data.size else memoryview(b"")
+        raw = data.data.cast("B") if data.size else memoryview(b"")
         pad = (-offset) % _ALIGN
         if pad:
             blobs.append(b"\x00" * pad)
@@ -131,7 +131,11 @@ def store(
         payload_bytes=offset,
         payload_crc=crc,
         arrays=specs,
-        trace=CachedTraceFields(**{f: getattr(trace, f) for f in CachedTraceFields.__struct_fields__}),
+        trace=msgspec.Raw(
+            msgspec.msgpack.encode(
+                CachedTraceFields(**{f: getattr(trace, f) for f in CachedTraceFields.__struct_fields__})
+            )
+        ),
         link_report=links.report,
         extra=extra or {},
     )
@@ -199,7 +203,7 @@ def _decode(buffer: mmap.mmap, key: str) -> tuple[Trace, Links, EventTimes | Non
     trace = Trace(
         events=events,
         source_index=arrays.get("source_index"),
-        **msgspec.structs.asdict(header.trace),
+        **msgspec.structs.asdict(msgspec.msgpack.decode(header.trace, type=CachedTraceFields)),
     )
     trace.stats.from_cache = True
     links = Links(**{name: arrays[f"links.{name}"] for name in _LINK_ARRAYS}, report=header.link_report)

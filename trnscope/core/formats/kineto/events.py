@@ -201,7 +201,7 @@ LEGACY_CATEGORIES = frozenset({"Operator", "Runtime", "Kernel", "Memcpy", "Memse
 OP_CATEGORIES = frozenset({"cpu_op", "operator", "user_annotation"})
 
 
-def _fast_floats(events: list[RawEvent], getter: attrgetter, n: int) -> tuple[np.ndarray, int]:
+def _fast_floats(events: list[RawEvent], getter: attrgetter[Any], n: int) -> tuple[np.ndarray, int]:
     try:
         return np.fromiter(map(getter, events), dtype=np.float64, count=n), 0
     except (TypeError, ValueError):
@@ -209,7 +209,7 @@ def _fast_floats(events: list[RawEvent], getter: attrgetter, n: int) -> tuple[np
 
 
 def _fast_ids(
-    events: list[RawEvent], getter: attrgetter, n: int, text_ids: Interner, only: list[bool] | None = None
+    events: list[RawEvent], getter: attrgetter[Any], n: int, text_ids: Interner, only: list[bool] | None = None
 ) -> np.ndarray:
     """Id column of ``events`` (or of those where ``only`` is true; ``n`` of them)."""
     try:

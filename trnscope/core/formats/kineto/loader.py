@@ -70,14 +70,15 @@ def load_kineto(
         results = [RangeResult([], jsonscan.ScanReport(array_end=-1))]
     elif opening.kind is jsonscan.Opening.EMPTY:
         results = [RangeResult([], jsonscan.ScanReport(array_end=opening.index))]
-    elif (
-        parallel
-        and (results := decode_in_parallel(source, first, workers, progress, is_cancelled, chunk_bytes)) is not None
-    ):
-        pass
     else:
-        results = decode_sequentially(source, first, progress, is_cancelled, chunk_bytes)
-        workers = 1
+        in_parallel = (
+            decode_in_parallel(source, first, workers, progress, is_cancelled, chunk_bytes) if parallel else None
+        )
+        if in_parallel is not None:
+            results = in_parallel
+        else:
+            results = decode_sequentially(source, first, progress, is_cancelled, chunk_bytes)
+            workers = 1
     report = results[-1].report
     lost_events = sum(r.report.lost_events for r in results)
     lost_bytes = sum(r.report.lost_bytes for r in results)

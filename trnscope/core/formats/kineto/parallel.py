@@ -81,7 +81,7 @@ def decode_range_of_file(
             specs = []
             for field in _ARRAY_FIELDS:
                 array = np.ascontiguousarray(getattr(columns, field))
-                out.write(memoryview(array).cast("B") if array.size else b"")
+                out.write(array.data.cast("B") if array.size else b"")
                 specs.append((field, array.dtype.str, array.size, offset))
                 offset += array.nbytes
             small = {
@@ -110,7 +110,8 @@ def _unspill(result: RangeResult | SpilledRange) -> RangeResult:
             field: np.frombuffer(data, dtype=np.dtype(dtype), count=count, offset=offset)
             for field, dtype, count, offset in specs
         }
-        chunks.append(DecodedChunk(start, end, repaired, ChunkColumns(**arrays, **small)))
+        fields: dict[str, Any] = {**arrays, **small}
+        chunks.append(DecodedChunk(start, end, repaired, ChunkColumns(**fields)))
     return RangeResult(chunks, result.report)
 
 
