@@ -8,51 +8,21 @@ import io
 import sys
 from typing import Any
 
-import msgspec
-
 from trnscope.cli.sources import open_sources
 from trnscope.cli.width import output_width
 from trnscope.core.analysis.compare import CompareRow, Comparison, compare
+from trnscope.core.analysis.contracts import compare_document, encode, figures_document
 from trnscope.core.base.units import fmt_ratio, fmt_time_ns, us
 from trnscope.core.opening.sources import Mode
 
 
-def _figures(value: Any) -> dict[str, Any] | None:
-    if value is None:
-        return None
-    return {
-        "calls": value.calls,
-        "self_cpu_us": us(value.self_cpu_ns),
-        "cpu_total_us": us(value.cpu_total_ns),
-        "self_device_us": us(value.self_device_ns),
-        "device_total_us": us(value.device_total_ns),
-    }
-
-
-def _row_json(comparison: Comparison, row: CompareRow) -> dict[str, Any]:
-    values = row.metric(comparison.primary)
-    base = values[0]
-    return {
-        "key": row.key,
-        "kind": row.kind,
-        "values": {label: _figures(v) for label, v in zip(comparison.labels, row.values)},
-        "delta_us": {label: us(v - base) for label, v in zip(comparison.labels, values)},
-        "ratio": {label: (round(v / base, 4) if base else None) for label, v in zip(comparison.labels, values)},
-        "present_in": [label for label, present in zip(comparison.labels, row.present) if present],
-        **({"detail": dict(zip(comparison.labels, row.detail))} if row.detail else {}),
-    }
+def _cap(rows: list[CompareRow], limit: int) -> list[CompareRow]:
+    """``--limit`` applies to every section."""
+    return rows[:limit] if limit > 0 else rows
 
 
 def render_json(comparison: Comparison, limit: int) -> str:
-    doc = {
-        "variants": comparison.labels,
-        "baseline": comparison.labels[0],
-        "metric": comparison.primary.replace("_ns", "_us"),
-        "regions": [_row_json(comparison, r) for r in comparison.regions],
-        "kernels": [_row_json(comparison, r) for r in comparison.kernels],
-        "ops": [_row_json(comparison, r) for r in (comparison.rows[:limit] if limit else comparison.rows)],
-    }
-    return msgspec.json.format(msgspec.json.encode(doc), indent=2).decode() + "\n"
+    return encode(compare_document(comparison, limit)) + "\n"
 
 
 def render_csv(comparison: Comparison, limit: int) -> str:
@@ -72,19 +42,19 @@ def render_csv(comparison: Comparison, limit: int) -> str:
     ]
     writer.writerow(header)
     sections = (
-        ("region", comparison.regions),
-        ("kernels", comparison.kernels),
-        ("op", comparison.rows[:limit] if limit else comparison.rows),
+        ("region", _cap(comparison.regions, limit)),
+        ("kernels", _cap(comparison.kernels, limit)),
+        ("op", _cap(comparison.rows, limit)),
     )
     for section, rows in sections:
         for row in rows:
             cells: list[Any] = [section, row.key, row.kind]
             for value in row.values:
-                f = _figures(value)
+                f = figures_document(value)
                 cells += (
                     [""] * 5
                     if f is None
-                    else [f["calls"], f["self_cpu_us"], f["cpu_total_us"], f["self_device_us"], f["device_total_us"]]
+                    else [f.calls, f.self_cpu_us, f.cpu_total_us, f.self_device_us, f.device_total_us]
                 )
             values = row.metric(comparison.primary)
             cells += [us(v - values[0]) for v in values[1:]]
@@ -133,7 +103,7 @@ def render_table(comparison: Comparison, limit: int, width: int) -> str:
     if comparison.regions:
         table(
             "Regions (record_function ranges; device work charged to the region that launched it)",
-            comparison.regions,
+            _cap(comparison.regions, limit),
             False,
         )
     if comparison.kernels:
@@ -143,7 +113,7 @@ def render_table(comparison: Comparison, limit: int, width: int) -> str:
             t.add_column(
                 f"{label}", no_wrap=True, overflow="ellipsis", max_width=max(20, (width - 20) // len(comparison.labels))
             )
-        for row in comparison.kernels:
+        for row in _cap(comparison.kernels, limit):
             t.add_row(
                 row.key,
                 *[
@@ -153,7 +123,7 @@ def render_table(comparison: Comparison, limit: int, width: int) -> str:
             )
         console.print(t)
         console.print()
-    table("Ops, by largest change", comparison.rows[:limit] if limit else comparison.rows, True)
+    table("Ops, by largest change", _cap(comparison.rows, limit), True)
     return console.export_text()
 
 

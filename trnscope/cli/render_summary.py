@@ -7,12 +7,12 @@ import io
 
 import msgspec
 
-from trnscope.core.analysis.summary import SummaryOut
+from trnscope.core.analysis.contracts import SummaryOut, encode
 from trnscope.core.base.units import fmt_percent, fmt_time_ns
 
 
 def render_json(summary: SummaryOut) -> str:
-    return msgspec.json.format(msgspec.json.encode(summary), indent=2).decode()
+    return encode(summary)
 
 
 def render_csv(summary: SummaryOut, which: str = "ops") -> str:

@@ -11,6 +11,7 @@ import msgspec
 import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.contracts import KernelOut, LinkOut, NeuronOpOut, NeuronOut, OpOut, SummaryOut, Totals
 from trnscope.core.analysis.optable import OpTable
 from trnscope.core.analysis.ordering import default_op_sort, kernel_table_order, op_table_order, order_ops
 from trnscope.core.base.units import us
@@ -23,69 +24,6 @@ HIDE_KINDS = {
     "device": (int(Role.KERNEL), int(Role.MEMORY), int(Role.DEVICE_ANNOTATION)),
     "op": (int(Role.OP),),
 }
-
-
-class Totals(msgspec.Struct):
-    self_cpu_us: float
-    self_device_us: float
-    wall_us: float
-
-
-class OpOut(msgspec.Struct):
-    name: str
-    input_shapes: Any
-    stack: list[str] | None
-    calls: int
-    self_cpu_us: float
-    cpu_total_us: float
-    self_device_us: float
-    device_total_us: float
-    kind: str
-
-
-class KernelOut(msgspec.Struct):
-    name: str
-    calls: int
-    total_us: float
-    min_us: float
-    max_us: float
-    op: str
-
-
-class LinkOut(msgspec.Struct):
-    device_events: int
-    linked: int
-    by_external_id: int
-    by_correlation: int
-    by_flow: int
-    unlinkable: int
-    outside_ops: int
-    unresolved: int
-
-
-class NeuronOpOut(msgspec.Struct):
-    name: str
-    executions: int
-    device_us: float
-    engines_us: dict[str, float]  # summed busy time per engine (tensor, vector, scalar, gpsimd, sync, dma, cc)
-
-
-class NeuronOut(msgspec.Struct):
-    export_format: str
-    executions: int
-    linked: int
-    by_mapping: int
-    by_flow: int
-    by_time: int
-    unlinked_executions: int
-    executions_without_request: int
-    requests_without_op: int
-    instructions: int
-    instructions_outside_executions: int
-    profiles_without_executions: int
-    aligned_by_sync_point: int
-    max_clock_disagreement_us: float
-    ops: list[NeuronOpOut]
 
 
 def neuron_summary(analysis: Analysis) -> NeuronOut | None:
@@ -127,25 +65,6 @@ def neuron_summary(analysis: Analysis) -> NeuronOut | None:
         max_clock_disagreement_us=us(data.alignment.max_disagreement_ns),
         ops=sorted(per_op.values(), key=lambda o: -o.device_us),
     )
-
-
-class SummaryOut(msgspec.Struct):
-    source: str
-    device_kind: str
-    totals: Totals
-    ops: list[OpOut]
-    kernels: list[KernelOut]
-    link_coverage: float
-    warnings: list[str]
-    label: str = ""
-    device_name: str = ""
-    synthetic: bool = False
-    group_by: str = "op"
-    events: int = 0
-    link: LinkOut | None = None
-    device_label: str = "DEVICE"
-    merged: list[str] = []
-    neuron: NeuronOut | None = None
 
 
 def visible_groups(table: OpTable, hide: tuple[str, ...]) -> np.ndarray:

@@ -1,0 +1,218 @@
+"""The JSON contracts: every document ``trnscope … --format json`` writes, as msgspec
+structs, in one place.
+
+Scripts rely on these.  A key keeps its meaning once published; new keys may be added
+(documented in the README, "JSON output").  ``schema_version`` changes only when a key
+changes meaning or goes away.  Times are microseconds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from trnscope.core.analysis.chain_model import Chain, Gaps
+from trnscope.core.analysis.compare import CompareRow, Comparison, Figures
+from trnscope.core.base.units import us
+
+SCHEMA_VERSION = 1
+
+
+# -- trnscope summary ---------------------------------------------------------------
+
+
+class Totals(msgspec.Struct):
+    self_cpu_us: float
+    self_device_us: float
+    wall_us: float
+
+
+class OpOut(msgspec.Struct):
+    name: str
+    input_shapes: Any
+    stack: list[str] | None
+    calls: int
+    self_cpu_us: float
+    cpu_total_us: float
+    self_device_us: float
+    device_total_us: float
+    kind: str
+
+
+class KernelOut(msgspec.Struct):
+    name: str
+    calls: int
+    total_us: float
+    min_us: float
+    max_us: float
+    op: str
+
+
+class LinkOut(msgspec.Struct):
+    device_events: int
+    linked: int
+    by_external_id: int
+    by_correlation: int
+    by_flow: int
+    unlinkable: int
+    outside_ops: int
+    unresolved: int
+
+
+class NeuronOpOut(msgspec.Struct):
+    name: str
+    executions: int
+    device_us: float
+    engines_us: dict[str, float]  # summed busy time per engine (tensor, vector, scalar, gpsimd, sync, dma, cc)
+
+
+class NeuronOut(msgspec.Struct):
+    export_format: str
+    executions: int
+    linked: int
+    by_mapping: int
+    by_flow: int
+    by_time: int
+    unlinked_executions: int
+    executions_without_request: int
+    requests_without_op: int
+    instructions: int
+    instructions_outside_executions: int
+    profiles_without_executions: int
+    aligned_by_sync_point: int
+    max_clock_disagreement_us: float
+    ops: list[NeuronOpOut]
+
+
+class SummaryOut(msgspec.Struct):
+    """``trnscope summary --format json``."""
+
+    source: str
+    device_kind: str
+    totals: Totals
+    ops: list[OpOut]
+    kernels: list[KernelOut]
+    link_coverage: float
+    warnings: list[str]
+    label: str = ""
+    device_name: str = ""
+    synthetic: bool = False
+    group_by: str = "op"
+    events: int = 0
+    link: LinkOut | None = None
+    device_label: str = "DEVICE"
+    merged: list[str] = []
+    neuron: NeuronOut | None = None
+    schema_version: int = SCHEMA_VERSION
+
+
+# -- trnscope chain -----------------------------------------------------------------
+
+
+class HopOut(msgspec.Struct):
+    layer: str  # framework | runtime | device
+    name: str
+    start_us: float  # from the start of the op instance
+    dur_us: float
+    thread_or_stream: str
+    details: dict[str, Any]
+    kind: str
+    depth: int
+
+
+class ChainOut(msgspec.Struct):
+    """``trnscope chain --format json``."""
+
+    op: str
+    instance: int
+    instances: int
+    hops: list[HopOut]
+    gaps: Gaps
+    notes: list[str]
+    schema_version: int = SCHEMA_VERSION
+
+
+def chain_document(chain: Chain) -> ChainOut:
+    hops = [
+        HopOut(h.layer, h.name, h.start_us, h.dur_us, h.thread_or_stream, h.details, h.kind, h.depth)
+        for h in chain.hops
+    ]
+    return ChainOut(chain.op, chain.instance, chain.instances, hops, chain.gaps, chain.notes)
+
+
+# -- trnscope compare ---------------------------------------------------------------
+
+
+class FiguresOut(msgspec.Struct):
+    calls: int
+    self_cpu_us: float
+    cpu_total_us: float
+    self_device_us: float
+    device_total_us: float
+
+
+class CompareRowOut(msgspec.Struct, omit_defaults=True):
+    key: str
+    kind: str
+    values: dict[str, FiguresOut | None]  # per variant label; null where absent
+    delta_us: dict[str, float]  # the compared metric minus the baseline's
+    ratio: dict[str, float | None]  # the compared metric over the baseline's (null when that is 0)
+    present_in: list[str]
+    detail: dict[str, str] | None = None  # per variant, e.g. the kernels behind a region
+
+
+class CompareOut(msgspec.Struct):
+    """``trnscope compare --format json``."""
+
+    variants: list[str]
+    baseline: str
+    metric: str  # device_total_us or cpu_total_us
+    regions: list[CompareRowOut]
+    kernels: list[CompareRowOut]
+    ops: list[CompareRowOut]
+    schema_version: int = SCHEMA_VERSION
+
+
+def figures_document(value: Figures | None) -> FiguresOut | None:
+    if value is None:
+        return None
+    return FiguresOut(
+        value.calls, us(value.self_cpu_ns), us(value.cpu_total_ns), us(value.self_device_ns), us(value.device_total_ns)
+    )
+
+
+def _row_document(comparison: Comparison, row: CompareRow) -> CompareRowOut:
+    values = row.metric(comparison.primary)
+    base = values[0]
+    labels = comparison.labels
+    return CompareRowOut(
+        key=row.key,
+        kind=row.kind,
+        values={label: figures_document(v) for label, v in zip(labels, row.values)},
+        delta_us={label: us(v - base) for label, v in zip(labels, values)},
+        ratio={label: (round(v / base, 4) if base else None) for label, v in zip(labels, values)},
+        present_in=[label for label, present in zip(labels, row.present) if present],
+        detail=dict(zip(labels, row.detail)) if row.detail else None,
+    )
+
+
+def compare_document(comparison: Comparison, limit: int = 0) -> CompareOut:
+    """``limit`` (> 0) caps every section."""
+
+    def cap(rows: list[CompareRow]) -> list[CompareRowOut]:
+        return [_row_document(comparison, r) for r in (rows[:limit] if limit > 0 else rows)]
+
+    return CompareOut(
+        variants=comparison.labels,
+        baseline=comparison.labels[0],
+        metric=comparison.primary.replace("_ns", "_us"),
+        regions=cap(comparison.regions),
+        kernels=cap(comparison.kernels),
+        ops=cap(comparison.rows),
+    )
+
+
+def encode(document: msgspec.Struct) -> str:
+    """The document as indented JSON text (what the CLI writes)."""
+    return msgspec.json.format(msgspec.json.encode(document), indent=2).decode()
