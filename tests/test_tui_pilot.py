@@ -366,3 +366,29 @@ async def test_open_via_cli_entry_refuses_missing_path(capsys, tmp_path: Path) -
 
     assert main(["open", str(tmp_path / "nope")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_help_lists_every_action_a_screen_defines() -> None:
+    """Help is generated from the bindings; every action a screen implements has a
+    binding there (so it is both reachable by key and documented)."""
+    from textual.binding import Binding
+
+    from trnscope.tui.app import HELP_SECTIONS
+    from trnscope.tui.keyhelp import help_text
+    from trnscope.tui.screen_compare import CompareScreen
+    from trnscope.tui.screen_drill import DrillScreen
+    from trnscope.tui.screen_ops import OpsScreen
+
+    bound = {
+        b.action.split("(")[0].removeprefix("app.")
+        for _, bindings in HELP_SECTIONS
+        for b in bindings
+        if isinstance(b, Binding)
+    }
+    for screen in (TrnscopeApp, OpsScreen, DrillScreen, CompareScreen):
+        actions = {name.removeprefix("action_") for name in vars(screen) if name.startswith("action_")}
+        assert actions <= bound, (screen.__name__, actions - bound)
+    text = help_text(HELP_SECTIONS)
+    for _, bindings in HELP_SECTIONS:
+        for b in bindings:
+            assert isinstance(b, Binding) and (b.tooltip or b.description) in text

@@ -23,11 +23,13 @@ from trnscope.core.base.errors import LoadCancelled, TrnscopeError
 from trnscope.core.formats import ProfileRef, SourceRef
 from trnscope.core.opening.sources import Mode, OpenOptions, open_source, plan_sources
 from trnscope.tui.commands import TrnscopeCommands
+from trnscope.tui.keyhelp import help_text
 from trnscope.tui.messages import LoadFailed, LoadProgress, ShowCompare, ShowOps, host
 from trnscope.tui.screen_compare import CompareScreen
 from trnscope.tui.screen_drill import DrillScreen
 from trnscope.tui.screen_ops import OpsScreen
 from trnscope.tui.screen_text import HelpScreen, TextScreen, WarningsScreen
+from trnscope.tui.vtable import VirtualTable
 
 
 class LoadingScreen(Screen[None]):
@@ -76,13 +78,21 @@ class ErrorScreen(Screen[None]):
 
 
 class TrnscopeApp(App[None]):
+    """The explorer: loads in a worker, then shows the op table or the comparison."""
+
     TITLE = "trnscope"
     CSS_PATH = "app.tcss"
     COMMANDS = App.COMMANDS | {TrnscopeCommands}
     BINDINGS = [
-        Binding("q", "quit", "Quit", priority=False),
-        Binding("question_mark", "help", "Help"),
-        Binding("w", "warnings", "Warnings", show=False),
+        Binding("q", "quit", "Quit", priority=False, tooltip="quit trnscope"),
+        Binding("question_mark", "help", "Help", key_display="?", tooltip="this help"),
+        Binding(
+            "w",
+            "warnings",
+            "Warnings",
+            show=False,
+            tooltip="warnings (the ⚠ count): what was lost, coerced or not linked",
+        ),
     ]
 
     def __init__(
@@ -183,7 +193,7 @@ class TrnscopeApp(App[None]):
 
     def action_help(self) -> None:
         if not isinstance(self.screen, TextScreen):
-            self.push_screen(HelpScreen())
+            self.push_screen(HelpScreen(help_text(HELP_SECTIONS)))
 
     def action_warnings(self) -> None:
         """What the open profile(s) lost, coerced or could not link (the status line's ⚠ count)."""
@@ -195,3 +205,13 @@ class TrnscopeApp(App[None]):
             analyses = [screen.analysis]
         if analyses and not isinstance(screen, TextScreen):
             self.push_screen(WarningsScreen(analyses))
+
+
+# What the help screen (?) lists: each screen's own bindings, so help never drifts.
+HELP_SECTIONS = (
+    ("Everywhere", TrnscopeApp.BINDINGS),
+    ("Tables (op, kernel, instances, compare)", VirtualTable.BINDINGS),
+    ("Op table", OpsScreen.BINDINGS),
+    ("Drill-down", DrillScreen.BINDINGS),
+    ("Compare", CompareScreen.BINDINGS),
+)

@@ -25,12 +25,12 @@ VIEW_TITLES = {
 
 class CompareScreen(Screen[None]):
     BINDINGS = [
-        Binding("escape", "back", "Back"),
-        Binding("v", "view", "View"),
-        Binding("1", "side(0)", "Variant 1"),
-        Binding("2", "side(1)", "Variant 2"),
-        Binding("3", "side(2)", "Variant 3"),
-        Binding("o", "open_ops", "Op table"),
+        Binding("escape", "back", "Back", tooltip="back"),
+        Binding("v", "view", "View", tooltip="regions → ops → device work per region"),
+        Binding("1", "side(0)", "Variant 1", tooltip="enter drills into variant 1"),
+        Binding("2", "side(1)", "Variant 2", tooltip="enter drills into variant 2"),
+        Binding("3", "side(2)", "Variant 3", tooltip="enter drills into variant 3"),
+        Binding("o", "open_ops", "Op table", tooltip="the op table of the chosen variant"),
     ]
 
     def __init__(self, comparison: Comparison, analyses: list[Analysis], root: bool = False) -> None:

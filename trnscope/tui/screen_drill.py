@@ -65,12 +65,12 @@ def chain_for_row(analysis: Analysis, row: int, instance: int, instances: int) -
 
 class DrillScreen(Screen[None]):
     BINDINGS = [
-        Binding("escape", "back", "Back"),
-        Binding("n", "instance(1)", "Next"),
-        Binding("p", "instance(-1)", "Prev"),
-        Binding("s", "sort_instances", "Sort"),
-        Binding("c", "copy", "Copy"),
-        Binding("tab", "app.focus_next", "Pane"),
+        Binding("escape", "back", "Back", tooltip="back to the table"),
+        Binding("n", "instance(1)", "Next", tooltip="next instance"),
+        Binding("p", "instance(-1)", "Prev", tooltip="previous instance"),
+        Binding("s", "sort_instances", "Sort", tooltip="sort instances by time / duration"),
+        Binding("c", "copy", "Copy", tooltip="copy the chain as text (OSC 52; also saved to a file)"),
+        Binding("tab", "app.focus_next", "Pane", tooltip="next pane"),
     ]
 
     def __init__(self, analysis: Analysis, table: Any, group: int, kind: str = "ops", row: int | None = None) -> None:

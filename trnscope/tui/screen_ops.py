@@ -80,19 +80,25 @@ class PickScreen(ModalScreen[int | None]):
 
 class OpsScreen(Screen[None]):
     BINDINGS = [
-        Binding("slash", "filter", "Filter"),
-        Binding("s", "sort(1)", "Sort"),
-        Binding("b", "group", "Group"),
-        Binding("t", "toggle_mode", "Kernels"),
-        Binding("c", "compare", "Compare"),
-        Binding("v", "variant", "Variant"),
-        Binding("left_square_bracket", "step(-1)", "Step-", key_display="["),
-        Binding("right_square_bracket", "step(1)", "Step+", key_display="]"),
-        Binding("p", "toggle_python", "Python"),
-        Binding("a", "toggle_annotations", "Annot."),
-        Binding("r", "reverse", "Reverse"),
-        Binding("S", "sort(-1)", "Sort back"),
-        Binding("escape", "clear_filter", "Clear filter", show=False),
+        Binding("slash", "filter", "Filter", key_display="/", tooltip="filter by name (regex; esc clears)"),
+        Binding("s", "sort(1)", "Sort", tooltip="sort by the next column"),
+        Binding("b", "group", "Group", tooltip="group by: op → input shape → stack"),
+        Binding("t", "toggle_mode", "Kernels", tooltip="switch op table ↔ kernel (device event) table"),
+        Binding("c", "compare", "Compare", tooltip="compare the variants of this session"),
+        Binding("v", "variant", "Variant", tooltip="pick a variant / rank"),
+        Binding(
+            "left_square_bracket",
+            "step(-1)",
+            "Step-",
+            key_display="[",
+            tooltip="previous ProfilerStep (all steps first)",
+        ),
+        Binding("right_square_bracket", "step(1)", "Step+", key_display="]", tooltip="next ProfilerStep"),
+        Binding("p", "toggle_python", "Python", tooltip="hide/show python_function rows"),
+        Binding("a", "toggle_annotations", "Annot.", tooltip="hide/show annotations (record_function, ProfilerStep)"),
+        Binding("r", "reverse", "Reverse", tooltip="reverse the sort"),
+        Binding("S", "sort(-1)", "Sort back", tooltip="sort by the previous column"),
+        Binding("escape", "clear_filter", "Clear filter", show=False, tooltip="clear the filter"),
     ]
 
     def __init__(self, analysis: Analysis, ref: ProfileRef | None = None) -> None:

@@ -14,36 +14,6 @@ from textual.widgets import Static
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.summary import analysis_warnings
 
-HELP_TEXT = """\
-[b]Everywhere[/b]
-  q            quit                      ?      this help
-  w            warnings (the ⚠ count): what was lost or not linked
-  ctrl+p       command palette (actions, search op names)
-  tab          next pane                 esc    back
-
-[b]Op table[/b]
-  j/k ↑/↓      move       g/G  top/bottom     pgup/pgdn  page
-  enter        drill into the op (instances and chain)
-  /            filter by name (regex; esc clears)
-  s / S        next / previous sort column    r   reverse sort
-  b            group by: op → input shape → stack
-  t            switch op table ↔ kernel (device event) table
-  p            hide/show python_function rows
-  a            hide/show annotations (record_function, ProfilerStep)
-  [ / ]        previous / next ProfilerStep (all steps first)
-  v            pick a variant / rank           c   compare variants
-
-[b]Drill-down[/b]
-  n / p        next / previous instance   s   sort instances by time/duration
-  enter        on a child op in the chain: drill into it
-  c            copy the chain as text (OSC 52; also saved to a file)
-
-[b]Compare[/b]
-  v            regions → ops → device work per region
-  1 2 3        the variant enter drills into
-  enter        drill into the op in that variant
-"""
-
 
 class TextScreen(ModalScreen[None]):
     """A centred, scrollable box of text; j/k scroll, Esc closes."""
@@ -67,10 +37,9 @@ class TextScreen(ModalScreen[None]):
 
 
 class HelpScreen(TextScreen):
-    BINDINGS = [Binding("question_mark", "dismiss", "Close")]
+    """The keys of every screen, from their bindings (``trnscope.tui.keyhelp``)."""
 
-    def __init__(self) -> None:
-        super().__init__(HELP_TEXT)
+    BINDINGS = [Binding("question_mark", "dismiss", "Close")]
 
 
 class WarningsScreen(TextScreen):

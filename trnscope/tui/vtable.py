@@ -60,13 +60,13 @@ class VirtualTable(ScrollView, can_focus=True):
     """Keyboard-driven table over a ``TableModel``."""
 
     BINDINGS = [
-        Binding("up,k", "cursor_up", "Up", show=False),
-        Binding("down,j", "cursor_down", "Down", show=False),
-        Binding("pageup,ctrl+b", "page_up", "Page up", show=False),
-        Binding("pagedown,ctrl+f,space", "page_down", "Page down", show=False),
-        Binding("home,g", "first", "Top", show=False),
-        Binding("end,G", "last", "Bottom", show=False),
-        Binding("enter", "select", "Open", show=True),
+        Binding("up,k", "cursor_up", "Up", show=False, tooltip="move up"),
+        Binding("down,j", "cursor_down", "Down", show=False, tooltip="move down"),
+        Binding("pageup,ctrl+b", "page_up", "Page up", show=False, tooltip="page up"),
+        Binding("pagedown,ctrl+f,space", "page_down", "Page down", show=False, tooltip="page down"),
+        Binding("home,g", "first", "Top", show=False, tooltip="first row"),
+        Binding("end,G", "last", "Bottom", show=False, tooltip="last row"),
+        Binding("enter", "select", "Open", show=True, tooltip="open the row: drill into the op / instance"),
     ]
 
     COMPONENT_CLASSES = {"vtable--header", "vtable--cursor", "vtable--cursor-blur", "vtable--odd"}
