@@ -25,13 +25,20 @@ install-dev: $(VENV)/.installed-dev
 demo: install
 	$(BIN)/trnscope open $(SAMPLE)
 
+# ruff, mypy (strict flags on the core and CLI), the import-linter layer contracts, then every test.
 test: install-dev
 	$(BIN)/python -m ruff check .
+	$(BIN)/python -m mypy
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -n 2 --dist loadfile
 
 lint: install-dev
 	$(BIN)/python -m ruff check .
 	$(BIN)/python -m ruff format --check .
+
+# Rebuild the bundled SYNTHETIC Trainium sample (the CPU samples: see sample_traces/README.md).
+samples: install-dev
+	$(BIN)/python -m trnscope.testing.build_samples --out sample_traces
 
 bench: install-dev
 	$(BIN)/python bench/run_all.py

@@ -324,3 +324,20 @@ def test_collectives_dma_and_engine_time_per_op(session, capsys) -> None:
     assert op["name"] == "Torch-Compiled Region: 0/0" and op["executions"] == 5
     busy = sum(e.engine_busy_ns["tensor"] for e in truths["compiled"].executions)
     assert op["engines_us"]["tensor"] == pytest.approx(busy / 1000)
+
+
+def test_build_samples_writes_a_loadable_session_and_guards_foreign_folders(tmp_path: Path) -> None:
+    from trnscope.testing.build_samples import SESSION_NAME, build, main
+
+    assert main(["--out", str(tmp_path)]) == 0
+    target = tmp_path / SESSION_NAME
+    ref = discover(target)
+    assert [s.label for s in ref.sources] == ["eager", "compiled", "fused"]
+    assert Analysis(load_source(ref.select("eager"))).trace.synthetic
+    build(tmp_path)  # replaces its own sample
+    foreign = tmp_path / "other"
+    (foreign / SESSION_NAME).mkdir(parents=True)
+    (foreign / SESSION_NAME / "mine.txt").write_text("keep")
+    with pytest.raises(SystemExit):
+        build(foreign)
+    assert (foreign / SESSION_NAME / "mine.txt").read_text() == "keep"

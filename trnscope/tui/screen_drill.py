@@ -15,52 +15,11 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from trnscope.core.analysis.analysis import Analysis
-from trnscope.core.analysis.chain import build_chain, render_chain_text
-from trnscope.core.analysis.chain_model import Chain, Gaps, Hop
+from trnscope.core.analysis.chain import chain_for_row, op_group_of_row, render_chain_text
+from trnscope.core.analysis.chain_model import Chain
 from trnscope.core.base.cachedir import writable_dir
-from trnscope.core.model.roles import Role
 from trnscope.tui.models import chain_model, instance_order, instances_model
 from trnscope.tui.vtable import VirtualTable
-
-
-def chain_for_row(analysis: Analysis, row: int, instance: int, instances: int) -> Chain:
-    """A device row's chain is its launching op's chain; an unlinked one stands alone."""
-    ev = analysis.trace.events
-    if int(ev.role[row]) in (
-        int(Role.KERNEL),
-        int(Role.MEMORY),
-        int(Role.DEVICE_ANNOTATION),
-        int(Role.SYSTEM_HARDWARE),
-    ):
-        op = int(analysis.links.device_op[row])
-        if op >= 0:
-            chain = build_chain(analysis, op, instance=instance, instances=instances)
-            chain.notes.insert(
-                0, f"device event {analysis.trace.names[int(ev.name[row])]!r}: chain of the op that launched it"
-            )
-            return chain
-
-        hop = Hop(
-            "device",
-            analysis.trace.names[int(ev.name[row])],
-            0.0,
-            round(max(int(ev.dur[row]), 0) / 1000, 3),
-            analysis.trace.threads[int(ev.thread[row])].display,
-            {},
-            "kernel",
-            0,
-            row,
-        )
-        return Chain(
-            hop.name,
-            instance,
-            instances,
-            row,
-            [hop],
-            Gaps(0.0, 0.0, hop.dur_us),
-            ["not linked to any op: launched outside the capture window or by an unprofiled thread"],
-        )
-    return build_chain(analysis, row, instance=instance, instances=instances)
 
 
 class DrillScreen(Screen[None]):
@@ -187,17 +146,9 @@ class DrillScreen(Screen[None]):
         hop = self.chain.hops[message.index]
         if hop.kind not in ("child", "parent") or hop.row < 0:
             return
-        table = self.analysis.op_table()
-        ev = self.analysis.trace.events
-        name = self.analysis.trace.names[int(ev.name[hop.row])]
-        groups = [
-            g
-            for g in range(len(table))
-            if table.name[g] == ("ProfilerStep*" if name.startswith("ProfilerStep#") else name)
-            and not table.is_device[g]
-        ]
-        if groups:
-            self.app.push_screen(DrillScreen(self.analysis, table, groups[0], row=hop.row))
+        group = op_group_of_row(self.analysis, hop.row)
+        if group is not None:
+            self.app.push_screen(DrillScreen(self.analysis, self.analysis.op_table(), group, row=hop.row))
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -21,7 +21,7 @@ from trnscope.core.analysis.optable import (
 from trnscope.core.formats.neuron.data import NeuronData, neuron_data
 from trnscope.core.link.linker import LinkReport, Links, link
 from trnscope.core.link.neuron import NeuronLinks, link_neuron
-from trnscope.core.model.roles import Role
+from trnscope.core.model.roles import Role, is_profiler_step
 from trnscope.core.model.trace import Trace
 from trnscope.core.model.vocab import PH_X
 
@@ -74,7 +74,7 @@ class Analysis:
         if self._steps is None:
             ev = self.trace.events
             annotation = (ev.role == int(Role.ANNOTATION)) & (ev.ph == PH_X)
-            step_name = np.array([n.startswith("ProfilerStep#") for n in self.trace.names] or [False], dtype=bool)
+            step_name = np.array([is_profiler_step(n) for n in self.trace.names] or [False], dtype=bool)
             rows = np.flatnonzero(annotation & step_name[ev.name])
             rows = rows[np.argsort(ev.ts[rows], kind="stable")]
             self._steps = [

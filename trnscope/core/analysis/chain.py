@@ -20,7 +20,7 @@ from trnscope.core.analysis.backends import device_hop_providers
 from trnscope.core.analysis.chain_model import Chain, ChainContext, Gaps, Hop, us
 from trnscope.core.formats.kineto.lazyargs import event_args
 from trnscope.core.link.linker import forward_links
-from trnscope.core.model.roles import LAYER_OF_ROLE, Layer, Role
+from trnscope.core.model.roles import LAYER_OF_ROLE, Layer, Role, group_name
 
 LAYER_NAMES = {
     Layer.FRAMEWORK: "framework",
@@ -200,6 +200,53 @@ def build_chain(
         gaps=gaps,
         notes=notes,
     )
+
+
+def chain_for_row(analysis: Analysis, row: int, instance: int, instances: int) -> Chain:
+    """A device row's chain is its launching op's chain; an unlinked one stands alone."""
+    ev = analysis.trace.events
+    if int(ev.role[row]) in (
+        int(Role.KERNEL),
+        int(Role.MEMORY),
+        int(Role.DEVICE_ANNOTATION),
+        int(Role.SYSTEM_HARDWARE),
+    ):
+        op = int(analysis.links.device_op[row])
+        if op >= 0:
+            chain = build_chain(analysis, op, instance=instance, instances=instances)
+            chain.notes.insert(
+                0, f"device event {analysis.trace.names[int(ev.name[row])]!r}: chain of the op that launched it"
+            )
+            return chain
+
+        hop = Hop(
+            "device",
+            analysis.trace.names[int(ev.name[row])],
+            0.0,
+            round(max(int(ev.dur[row]), 0) / 1000, 3),
+            analysis.trace.threads[int(ev.thread[row])].display,
+            {},
+            "kernel",
+            0,
+            row,
+        )
+        return Chain(
+            hop.name,
+            instance,
+            instances,
+            row,
+            [hop],
+            Gaps(0.0, 0.0, hop.dur_us),
+            ["not linked to any op: launched outside the capture window or by an unprofiled thread"],
+        )
+    return build_chain(analysis, row, instance=instance, instances=instances)
+
+
+def op_group_of_row(analysis: Analysis, row: int) -> int | None:
+    """The host group of the op table (grouped by op) that ``row`` counts in."""
+    table = analysis.op_table()
+    name = group_name(analysis.trace.names[int(analysis.trace.events.name[row])])
+    return next((g for g in range(len(table)) if table.name[g] == name and not table.is_device[g]), None)
 
 
 def find_op(analysis: Analysis, name: str) -> int:

@@ -14,7 +14,7 @@ import msgspec
 import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
-from trnscope.core.model.roles import Role
+from trnscope.core.model.roles import Role, is_profiler_step
 
 
 class Figures(msgspec.Struct):
@@ -74,7 +74,7 @@ def _nearest_annotation(analysis: Analysis) -> np.ndarray:
     trace = analysis.trace
     ev = trace.events
     parent = analysis.links.raw_parent
-    step = np.array([n.startswith("ProfilerStep#") for n in trace.names] or [False], dtype=bool)
+    step = np.array([is_profiler_step(n) for n in trace.names] or [False], dtype=bool)
     is_region = (ev.role == int(Role.ANNOTATION)) & ~step[ev.name]
     result = np.full(len(ev), -1, dtype=np.int64)
     rows = np.flatnonzero(analysis.links.in_tree & (parent >= 0))
@@ -95,7 +95,7 @@ def _regions(analysis: Analysis) -> tuple[dict[str, Figures], dict[str, list[str
     ev = trace.events
     links = analysis.links
     region_of = _nearest_annotation(analysis)
-    step = np.array([n.startswith("ProfilerStep#") for n in trace.names] or [False], dtype=bool)
+    step = np.array([is_profiler_step(n) for n in trace.names] or [False], dtype=bool)
     annotation_rows = np.flatnonzero((ev.role == int(Role.ANNOTATION)) & ~step[ev.name] & links.in_tree)
     figures: dict[str, Figures] = {}
     for r in annotation_rows.tolist():

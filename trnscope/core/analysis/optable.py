@@ -18,7 +18,7 @@ import numpy as np
 
 from trnscope.core.base.arrays import group_order, unique_inverse
 from trnscope.core.link.linker import MEMORY_EVENT_NAMES, Links
-from trnscope.core.model.roles import Role
+from trnscope.core.model.roles import Role, group_name
 from trnscope.core.model.trace import Trace
 from trnscope.core.model.vocab import PH_INSTANT, PH_X
 
@@ -214,7 +214,7 @@ def _group_names(trace: Trace) -> tuple[np.ndarray, list[str]]:
     names: dict[str, int] = {}
     mapping = np.empty(max(len(trace.names), 1), dtype=np.int32)
     for index, name in enumerate(trace.names):
-        key = "ProfilerStep*" if name.startswith("ProfilerStep#") else name
+        key = group_name(name)
         mapping[index] = names.setdefault(key, len(names))
     return mapping, list(names.keys())
 

@@ -111,3 +111,18 @@ def role_of(category: str | None) -> Role:
     if not category:
         return Role.OTHER_HOST
     return ROLE_OF_CATEGORY.get(category.lower(), Role.OTHER_HOST)
+
+
+# ProfilerStep#N annotations mark training steps; key_averages() groups them all as
+# one "ProfilerStep*" row.
+STEP_PREFIX = "ProfilerStep#"
+STEP_GROUP = "ProfilerStep*"
+
+
+def is_profiler_step(name: str) -> bool:
+    return name.startswith(STEP_PREFIX)
+
+
+def group_name(name: str) -> str:
+    """The name an event is grouped under in op tables (``ProfilerStep#N`` → ``ProfilerStep*``)."""
+    return STEP_GROUP if name.startswith(STEP_PREFIX) else name
