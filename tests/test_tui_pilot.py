@@ -392,3 +392,19 @@ def test_help_lists_every_action_a_screen_defines() -> None:
     for _, bindings in HELP_SECTIONS:
         for b in bindings:
             assert isinstance(b, Binding) and (b.tooltip or b.description) in text
+
+
+async def test_palette_runs_a_screen_action_named_by_its_binding() -> None:
+    """The palette's actions come from the screen's bindings (tooltips as titles)."""
+    app = TrnscopeApp([str(CPU_SESSION)])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_loaded(pilot)
+        screen = app.screen
+        assert isinstance(screen, OpsScreen) and screen.state.group_by == "op"
+        await press(pilot, "ctrl+p")
+        for ch in "group by: op":
+            await pilot.press(ch)
+        await pilot.pause(0.5)
+        await press(pilot, "enter")
+        await settle(pilot)
+        assert app.screen is screen and screen.state.group_by == "shape"

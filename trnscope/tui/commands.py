@@ -4,42 +4,40 @@ from __future__ import annotations
 
 from functools import partial
 
+from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.screen import Screen
 
 from trnscope.core.analysis.analysis import Analysis
 
-ACTIONS = [
-    ("Sort by next column", "sort(1)"),
-    ("Reverse sort", "reverse"),
-    ("Group by op / input shape / stack", "group"),
-    ("Switch op table / kernel table", "toggle_mode"),
-    ("Hide or show python_function rows", "toggle_python"),
-    ("Hide or show annotations", "toggle_annotations"),
-    ("Next ProfilerStep", "step(1)"),
-    ("Previous ProfilerStep", "step(-1)"),
-    ("Filter ops by name", "filter"),
-    ("Pick a variant / rank", "variant"),
-    ("Compare variants", "compare"),
-]
+
+def _screen_actions(screen: Screen[object]) -> list[tuple[str, str, str]]:
+    """(title, action, key) for the screen's own bindings: the palette lists what the
+    keys do, in the words of the bindings' tooltips (the help screen's text too)."""
+    out = []
+    for binding in screen.BINDINGS:
+        if not isinstance(binding, Binding) or binding.action.startswith("app."):
+            continue
+        name = binding.action.split("(")[0]
+        if hasattr(screen, f"action_{name}") and name not in ("back", "dismiss"):
+            title = (binding.tooltip or binding.description).capitalize()
+            out.append((title, binding.action, binding.key_display or binding.key.split(",")[0]))
+    return out
 
 
 class TrnscopeCommands(Provider):
     async def discover(self) -> Hits:
         screen = self.screen
-        for title, action in ACTIONS:
-            name = action.split("(")[0]
-            if hasattr(screen, f"action_{name}"):
-                yield DiscoveryHit(title, partial(screen.run_action, action), help=f"action {name}")
+        for title, action, key in _screen_actions(screen):
+            yield DiscoveryHit(title, partial(screen.run_action, action), help=f"key {key}")
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         screen = self.screen
-        for title, action in ACTIONS:
-            name = action.split("(")[0]
-            if hasattr(screen, f"action_{name}"):
-                score = matcher.match(title)
-                if score > 0:
-                    yield Hit(score, matcher.highlight(title), partial(screen.run_action, action))
+        for title, action, key in _screen_actions(screen):
+            score = matcher.match(title)
+            if score > 0:
+                yield Hit(score, matcher.highlight(title), partial(screen.run_action, action), help=f"key {key}")
         analysis = _analysis_of(screen)
         if analysis is None:
             return
