@@ -394,3 +394,21 @@ def test_more_input_errors_are_one_line(capsys, tmp_path: Path, monkeypatch) -> 
     monkeypatch.setitem(sys.modules, "textual_serve.server", None)
     code, _, err = run(capsys, "serve", str(empty))
     assert code == 2 and err == "trnscope: error: serve needs textual-serve: pip install 'trnscope[serve]'\n"
+
+
+def test_merge_sums_every_trace_once_and_refuses_select(capsys) -> None:
+    from conftest import SAMPLES
+
+    session = SAMPLES / "cpu_rmsnorm_session"
+    singles = []
+    for label in ("eager", "compiled", "fused"):
+        code, out, _ = run(capsys, "summary", str(session), "--select", label, "--format", "json", "--no-cache")
+        assert code == 0
+        singles.append(json.loads(out))
+    code, out, _ = run(capsys, "summary", str(session), "--merge", "--format", "json", "--no-cache")
+    merged = json.loads(out)
+    assert code == 0 and merged["merged"] == ["eager", "compiled", "fused"]
+    assert merged["events"] == sum(s["events"] for s in singles)
+    assert merged["totals"]["self_cpu_us"] == pytest.approx(sum(s["totals"]["self_cpu_us"] for s in singles), abs=0.01)
+    code, _, err = run(capsys, "summary", str(session), "--merge", "--select", "eager")
+    assert code == 2 and "--merge" in err and "--select" in err
