@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import csv
 import io
 import sys
 from typing import Any
 
 from trnscope.cli.sources import open_sources
+from trnscope.cli.textout import csv_writer, text_console
 from trnscope.cli.width import output_width
 from trnscope.core.analysis.compare import CompareRow, Comparison, compare
 from trnscope.core.analysis.contracts import compare_document, encode, figures_document
+from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fmt_ratio, fmt_time_ns, us
 from trnscope.core.opening.sources import Mode
 
@@ -25,9 +26,9 @@ def render_json(comparison: Comparison, limit: int) -> str:
     return encode(compare_document(comparison, limit)) + "\n"
 
 
-def render_csv(comparison: Comparison, limit: int) -> str:
+def render_csv(comparison: Comparison, limit: int, terminal: bool = False) -> str:
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csv_writer(out, terminal)
     header = ["section", "key", "kind"]
     for label in comparison.labels:
         header += [
@@ -64,12 +65,9 @@ def render_csv(comparison: Comparison, limit: int) -> str:
 
 
 def render_table(comparison: Comparison, limit: int, width: int) -> str:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(
-        width=width, record=True, file=io.StringIO(), force_terminal=False, color_system=None, highlight=False
-    )
+    console = text_console(width)
     metric = "device total" if comparison.primary == "device_total_ns" else "CPU total"
     baseline = comparison.labels[0]
     marks = ["SYNTHETIC" if s else "" for s in comparison.synthetic]
@@ -80,13 +78,13 @@ def render_table(comparison: Comparison, limit: int, width: int) -> str:
         if show_kind:
             t.add_column("kind", no_wrap=True)
         for label in comparison.labels:
-            t.add_column(f"{label} {metric}", justify="right", no_wrap=True)
+            t.add_column(f"{safe_text(label)} {metric}", justify="right", no_wrap=True)
         for label in comparison.labels[1:]:
-            t.add_column(f"Δ {label}", justify="right", no_wrap=True)
-            t.add_column(f"×{baseline}", justify="right", no_wrap=True)
+            t.add_column(f"Δ {safe_text(label)}", justify="right", no_wrap=True)
+            t.add_column(f"×{safe_text(baseline)}", justify="right", no_wrap=True)
         for row in rows:
             values = row.metric(comparison.primary)
-            cells = [row.key] + ([row.kind] if show_kind else [])
+            cells = [safe_text(row.key)] + ([row.kind] if show_kind else [])
             cells += [fmt_time_ns(v) if p else "—" for v, p in zip(values, row.present)]
             for v in values[1:]:
                 cells += [("+" if v >= values[0] else "") + fmt_time_ns(v - values[0]), fmt_ratio(v, values[0])]
@@ -96,8 +94,10 @@ def render_table(comparison: Comparison, limit: int, width: int) -> str:
 
     console.print(
         "Comparing "
-        + " vs ".join(f"{label}{' (' + mark + ')' if mark else ''}" for label, mark in zip(comparison.labels, marks))
-        + f"  (baseline: {baseline})"
+        + " vs ".join(
+            f"{safe_text(label)}{' (' + mark + ')' if mark else ''}" for label, mark in zip(comparison.labels, marks)
+        )
+        + f"  (baseline: {safe_text(baseline)})"
     )
     console.print()
     if comparison.regions:
@@ -111,13 +111,16 @@ def render_table(comparison: Comparison, limit: int, width: int) -> str:
         t.add_column("Region", no_wrap=True)
         for label in comparison.labels:
             t.add_column(
-                f"{label}", no_wrap=True, overflow="ellipsis", max_width=max(20, (width - 20) // len(comparison.labels))
+                safe_text(label),
+                no_wrap=True,
+                overflow="ellipsis",
+                max_width=max(20, (width - 20) // len(comparison.labels)),
             )
         for row in _cap(comparison.kernels, limit):
             t.add_row(
-                row.key,
+                safe_text(row.key),
                 *[
-                    f"{fmt_time_ns(v.device_total_ns)} {d}" if v is not None else "—"
+                    f"{fmt_time_ns(v.device_total_ns)} {safe_text(d)}" if v is not None else "—"
                     for v, d in zip(row.values, row.detail)
                 ],
             )
@@ -130,13 +133,13 @@ def render_table(comparison: Comparison, limit: int, width: int) -> str:
 def cmd_compare(args: argparse.Namespace) -> int:
     opened = open_sources(args, args.paths, Mode.VARIANTS)
     for note in opened.notes:
-        sys.stderr.write(f"note: {note}\n")
+        sys.stderr.write(f"note: {safe_text(note)}\n")
     comparison = compare(opened.analyses, opened.labels)
     limit = args.limit if args.limit is not None else (25 if args.format == "table" else 0)
     if args.format == "json":
         sys.stdout.write(render_json(comparison, limit))
     elif args.format == "csv":
-        sys.stdout.write(render_csv(comparison, limit))
+        sys.stdout.write(render_csv(comparison, limit, terminal=sys.stdout.isatty()))
     else:
         sys.stdout.write(render_table(comparison, limit, output_width()))
     sys.stdout.flush()

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from trnscope.core.base.errors import TrnscopeError
+from trnscope.core.base.text import safe_text
 
 PROG = "trnscope"
 
@@ -167,9 +168,11 @@ def cmd_summary(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(render_json(summary) + "\n")
     elif args.format == "csv":
-        sys.stdout.write(render_csv(summary, "kernels" if args.table == "kernels" else "ops"))
+        sys.stdout.write(
+            render_csv(summary, "kernels" if args.table == "kernels" else "ops", terminal=sys.stdout.isatty())
+        )
         for warning in summary.warnings:
-            sys.stderr.write(f"warning: {warning}\n")
+            sys.stderr.write(f"warning: {safe_text(warning)}\n")
     else:
         sys.stdout.write(render_table(summary, width=output_width(), which=args.table))
     sys.stdout.flush()
@@ -259,7 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler = COMMANDS[args.command]
         return handler(args)
     except TrnscopeError as error:
-        sys.stderr.write(f"{PROG}: error: {error}\n")
+        sys.stderr.write(f"{PROG}: error: {safe_text(error)}\n")
         return error.exit_code
     except KeyboardInterrupt:
         sys.stderr.write(f"{PROG}: interrupted\n")
@@ -276,7 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             raise
         sys.stderr.write(
-            f"{PROG}: internal error: {type(error).__name__}: {error} (set TRNSCOPE_DEBUG=1 for a traceback)\n"
+            f"{PROG}: internal error: {type(error).__name__}: {safe_text(error)} (set TRNSCOPE_DEBUG=1 for a traceback)\n"
         )
         return 1
 

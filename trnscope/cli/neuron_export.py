@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from trnscope.core.base.errors import InputError
+from trnscope.core.base.text import safe_text
 from trnscope.core.formats.neuron.discover import find_neuron_sessions
 from trnscope.core.formats.neuron.export import run_export
 
@@ -23,5 +24,5 @@ def cmd_export(args: argparse.Namespace) -> int:
             if answer not in ("y", "yes"):
                 continue
         out = run_export(session)
-        print(f"{session}: Parquet export in {out}")
+        print(safe_text(f"{session}: Parquet export in {out}"))
     return 0

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import csv
 import io
 
 import msgspec
 
+from trnscope.cli.textout import csv_writer, text_console
 from trnscope.core.analysis.contracts import SummaryOut, encode
+from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fmt_percent, fmt_time_ns
 
 
@@ -15,9 +16,10 @@ def render_json(summary: SummaryOut) -> str:
     return encode(summary)
 
 
-def render_csv(summary: SummaryOut, which: str = "ops") -> str:
+def render_csv(summary: SummaryOut, which: str = "ops", terminal: bool = False) -> str:
+    """CSV; ``terminal``: the cells are sanitised (a file or pipe gets the exact text)."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csv_writer(out, terminal)
     if which == "kernels":
         writer.writerow(["name", "calls", "total_us", "mean_us", "min_us", "max_us", "op"])
         for k in summary.kernels:
@@ -61,14 +63,13 @@ def render_csv(summary: SummaryOut, which: str = "ops") -> str:
 
 
 def render_table(summary: SummaryOut, width: int | None = None, which: str = "both") -> str:
-    from rich.console import Console
     from rich.table import Table
 
     device = summary.device_label
-    console = Console(
-        width=width or 160, record=True, file=io.StringIO(), force_terminal=False, color_system=None, highlight=False
+    console = text_console(width or 160)
+    title = safe_text(
+        f"{summary.label or summary.source}  [{summary.device_kind}{' · ' + summary.device_name if summary.device_name else ''}]"
     )
-    title = f"{summary.label or summary.source}  [{summary.device_kind}{' · ' + summary.device_name if summary.device_name else ''}]"
     if summary.synthetic:
         title += "  SYNTHETIC"
     has_device = summary.totals.self_device_us > 0
@@ -109,7 +110,7 @@ def render_table(summary: SummaryOut, width: int | None = None, which: str = "bo
                     fmt_time_ns(op.device_total_us * 1000),
                     fmt_time_ns(op.device_total_us * 1000 / calls),
                 ]
-            t.add_row(*cells)
+            t.add_row(*map(safe_text, cells))
         console.print(t)
         console.print(f"Self CPU time total: {fmt_time_ns(total_cpu * 1000)}")
         if has_device:
@@ -131,13 +132,13 @@ def render_table(summary: SummaryOut, width: int | None = None, which: str = "bo
         k.add_column("Launched by", overflow="ellipsis", no_wrap=True, max_width=40)
         for row in summary.kernels:
             k.add_row(
-                row.name,
+                safe_text(row.name),
                 f"{row.calls:,}",
                 fmt_time_ns(row.total_us * 1000),
                 fmt_time_ns(row.total_us * 1000 / max(row.calls, 1)),
                 fmt_time_ns(row.min_us * 1000),
                 fmt_time_ns(row.max_us * 1000),
-                row.op or "—",
+                safe_text(row.op) or "—",
             )
         console.print(k)
     if summary.link and summary.link.device_events:
@@ -146,5 +147,5 @@ def render_table(summary: SummaryOut, width: int | None = None, which: str = "bo
             f"(coverage {100 * summary.link_coverage:.2f}% of linkable)"
         )
     for warning in summary.warnings:
-        console.print(f"warning: {warning}")
+        console.print(f"warning: {safe_text(warning)}")
     return console.export_text()

@@ -14,17 +14,20 @@ from typing import Any
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Footer, Label, ProgressBar, Static
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.compare import compare
 from trnscope.core.base.errors import LoadCancelled, TrnscopeError
+from trnscope.core.base.text import safe_text
 from trnscope.core.formats import ProfileRef, SourceRef
 from trnscope.core.opening.sources import Mode, OpenOptions, open_source, plan_sources
 from trnscope.tui.commands import TrnscopeCommands
 from trnscope.tui.keyhelp import help_text
 from trnscope.tui.messages import LoadFailed, LoadProgress, ShowCompare, ShowOps, host
+from trnscope.tui.safe import plain
 from trnscope.tui.screen_compare import CompareScreen
 from trnscope.tui.screen_drill import DrillScreen
 from trnscope.tui.screen_ops import OpsScreen
@@ -43,7 +46,7 @@ class LoadingScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="loading-box"):
-            yield Label(f"Opening {', '.join(Path(p).name for p in self.paths)}", id="loading-title")
+            yield Label(plain(f"Opening {', '.join(Path(p).name for p in self.paths)}"), id="loading-title")
             yield ProgressBar(total=100, show_eta=False, id="loading-bar")
             yield Label("", id="loading-status")
         yield Footer(compact=True)
@@ -56,7 +59,7 @@ class LoadingScreen(Screen[None]):
         amount = f"{done / 1e6:,.1f} of {total / 1e6:,.1f} MB" if total else ""
         if events:
             amount += f" · {events:,} events"
-        self.query_one("#loading-status", Label).update(f"{label}: {words} {amount}")
+        self.query_one("#loading-status", Label).update(plain(f"{label}: {words} {amount}"))
 
     def action_cancel(self) -> None:
         host(self.app).cancel_load()
@@ -72,7 +75,7 @@ class ErrorScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="error-box"):
             yield Label("trnscope could not open this profile", id="error-title")
-            yield Static(self.message, id="error-message")
+            yield Static(plain(self.message), id="error-message")
             yield Label("Press q to quit.", id="error-hint")
         yield Footer(compact=True)
 
@@ -115,6 +118,19 @@ class TrnscopeApp(App[None]):
         self.refs: list[ProfileRef] = []
         self.analyses: dict[str, Analysis] = {}
         self.labels: list[str] = []
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every notification (screens' too: ``Widget.notify`` comes here) shows its text
+        as typed: messages carry file names, so they are sanitised and never markup."""
+        super().notify(safe_text(message), title=safe_text(title), severity=severity, timeout=timeout, markup=False)
 
     def on_mount(self) -> None:
         self.push_screen(LoadingScreen(self.paths))

@@ -10,6 +10,7 @@ from textual.widgets import Footer, Static
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.compare import CompareRow, Comparison
+from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fmt_time_short
 from trnscope.tui.messages import ShowOps
 from trnscope.tui.models import compare_model
@@ -66,11 +67,11 @@ class CompareScreen(Screen[None]):
             if i:
                 title.append("  vs  ", style="dim")
             style = "bold reverse" if i == self.side else "bold"
-            title.append(f"{i + 1}:{label}", style=style)
+            title.append(f"{i + 1}:{safe_text(label)}", style=style)
             if analysis.trace.synthetic:
                 title.append(" SYNTHETIC", style="yellow")
         metric = "device total" if self.comparison.primary == "device_total_ns" else "CPU total"
-        title.append(f"   {metric}, Δ vs {self.labels[0]}", style="dim")
+        title.append(f"   {metric}, Δ vs {safe_text(self.labels[0])}", style="dim")
         self.query_one("#compare-title", Static).update(title)
         self.query_one("#compare-info", Static).update(
             Text(
@@ -87,10 +88,10 @@ class CompareScreen(Screen[None]):
         rows = self._rows()
         if 0 <= message.index < len(rows):
             row = rows[message.index]
-            lines = [Text(row.key, style="bold", no_wrap=True, overflow="ellipsis")]
+            lines = [Text(safe_text(row.key), style="bold", no_wrap=True, overflow="ellipsis")]
             for label, value, detail in zip(self.labels, row.values, row.detail or [""] * len(self.labels)):
                 line = Text(no_wrap=True, overflow="ellipsis")
-                line.append(f"{label}: ", style="bold")
+                line.append(f"{safe_text(label)}: ", style="bold")
                 if value is None:
                     line.append("absent", style="dim")
                 else:
@@ -98,7 +99,7 @@ class CompareScreen(Screen[None]):
                         f"{value.calls:,} calls · CPU {fmt_time_short(value.cpu_total_ns)} · device {fmt_time_short(value.device_total_ns)}"
                     )
                 if detail:
-                    line.append(f" · {detail}", style="green")
+                    line.append(f" · {safe_text(detail)}", style="green")
                 lines.append(line)
             joined = Text("\n").join(lines)
             joined.no_wrap, joined.overflow = True, "ellipsis"

@@ -18,6 +18,7 @@ from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.chain import chain_for_row, op_group_of_row, render_chain_text
 from trnscope.core.analysis.chain_model import Chain
 from trnscope.core.base.cachedir import writable_dir
+from trnscope.core.base.text import safe_text
 from trnscope.tui.models import chain_model, instance_order, instances_model
 from trnscope.tui.vtable import VirtualTable
 
@@ -88,7 +89,7 @@ class DrillScreen(Screen[None]):
         if self.analysis.trace.synthetic:
             text.append(" SYNTHETIC ", style="bold reverse yellow")
             text.append(" ")
-        text.append(name, style="bold")
+        text.append(safe_text(name), style="bold")
         if index >= 0:
             text.append(f"  instance {int(self.instance_rank[index])} of {self.rows.size:,}")
         text.append(f"  ·  instances by {'duration' if self.sort_by == 'dur' else 'time'}", style="dim")
@@ -121,20 +122,21 @@ class DrillScreen(Screen[None]):
         hop = chain.hops[index]
         text = Text(no_wrap=False)
         text.append(f"{hop.layer} · {hop.kind} · ", style="dim")
-        text.append(hop.name, style="bold")
+        text.append(safe_text(hop.name), style="bold")
         text.append(
-            f"  start {hop.start_us:,.3f}us  duration {hop.dur_us:,.3f}us  [{hop.thread_or_stream}]\n", style=""
+            f"  start {hop.start_us:,.3f}us  duration {hop.dur_us:,.3f}us  [{safe_text(hop.thread_or_stream)}]\n",
+            style="",
         )
         details = {k: v for k, v in hop.details.items() if k != "category"}
         if details:
-            text.append("  ".join(f"{k}: {v}" for k, v in details.items())[:600] + "\n", style="cyan")
+            text.append(safe_text("  ".join(f"{k}: {v}" for k, v in details.items())[:600]) + "\n", style="cyan")
         g = chain.gaps
         text.append(
             f"dispatch {g.dispatch_us:,.1f}us · runtime {g.runtime_us:,.1f}us · queue {g.queue_us:,.1f}us · device {g.device_us:,.1f}us · host self {g.host_us:,.1f}us",
             style="bold",
         )
         for note in chain.notes:
-            text.append(f"\n{note}", style="yellow")
+            text.append(f"\n{safe_text(note)}", style="yellow")
         self.query_one("#hop-detail", Static).update(text)
 
     def on_virtual_table_selected(self, message: VirtualTable.Selected) -> None:

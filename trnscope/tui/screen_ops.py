@@ -18,6 +18,7 @@ from trnscope.core.analysis.compare import compare
 from trnscope.core.analysis.optable import KernelTable, OpTable
 from trnscope.core.analysis.ordering import default_op_sort_of
 from trnscope.core.base.arrays import unique_inverse
+from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fmt_time_short
 from trnscope.core.formats import ProfileRef, SourceRef
 from trnscope.core.opening.sources import distinct_labels
@@ -173,10 +174,12 @@ class OpsScreen(Screen[None]):
             key = "total"
         parts.append(f"sort {SORT_TITLES.get(key, key)} {'▼' if s.descending else '▲'}")
         if s.filter_text:
-            parts.append(f"filter /{s.filter_text}/")
+            parts.append(f"filter /{safe_text(s.filter_text)}/")
         steps = self.analysis.steps()
         parts.append(
-            f"step {steps[s.step].name}" if s.step >= 0 else (f"all {len(steps)} steps" if steps else "whole trace")
+            f"step {safe_text(steps[s.step].name)}"
+            if s.step >= 0
+            else (f"all {len(steps)} steps" if steps else "whole trace")
         )
         if s.hide_python:
             parts.append("python hidden")
@@ -197,20 +200,20 @@ class OpsScreen(Screen[None]):
         table = self._table
         text = Text(no_wrap=True, overflow="ellipsis")
         if self.state.mode == "kernels":
-            text.append(table.name[group], style="bold")
+            text.append(safe_text(table.name[group]), style="bold")
             text.append(
                 f"\n{int(table.calls[group]):,} calls · total {fmt_time_short(table.total[group])} · mean {fmt_time_short(table.mean[group])}"
             )
             if table.top_op[group]:
                 text.append(
-                    f" · launched by {table.top_op[group]} ({100 * table.top_op_share[group]:.0f}% of its time)"
+                    f" · launched by {safe_text(table.top_op[group])} ({100 * table.top_op_share[group]:.0f}% of its time)"
                 )
             if table.unattributed[group]:
                 text.append(f" · {fmt_time_short(table.unattributed[group])} unlinked", style="yellow")
         else:
-            text.append(table.name[group], style="bold")
+            text.append(safe_text(table.name[group]), style="bold")
             if table.shape[group]:
-                text.append(f"  {table.shape[group]}", style="dim")
+                text.append(f"  {safe_text(table.shape[group])}", style="dim")
             text.append(
                 f"\n{int(table.calls[group]):,} calls · self CPU {fmt_time_short(table.self_cpu[group])} · CPU total {fmt_time_short(table.cpu_total[group])}"
             )
@@ -220,7 +223,7 @@ class OpsScreen(Screen[None]):
                 )
             kernels = _top_device_work(self.analysis, table.instances(group))
             if kernels:
-                text.append("\n" + kernels, style="green")
+                text.append("\n" + safe_text(kernels), style="green")
         self.app.call_from_thread(self.query_one("#detail", Static).update, text)
 
     # -- actions ------------------------------------------------------------------

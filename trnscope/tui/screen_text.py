@@ -13,6 +13,7 @@ from textual.widgets import Static
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.summary import analysis_warnings
+from trnscope.core.base.text import safe_text
 
 
 class TextScreen(ModalScreen[None]):
@@ -54,7 +55,9 @@ def warnings_text(analyses: list[Analysis]) -> str:
     for analysis in analyses:
         trace = analysis.trace
         if len(analyses) > 1:
-            lines.append(f"[b]{escape(trace.label or Path(trace.source).name)}[/b]")
+            lines.append(f"[b]{escape(safe_text(trace.label or Path(trace.source).name))}[/b]")
         found = analysis_warnings(analysis)
-        lines += [f"  ⚠ {escape(w)}" for w in found] or ["  no warnings: every event loaded, every link found"]
+        lines += [f"  ⚠ {escape(safe_text(w))}" for w in found] or [
+            "  no warnings: every event loaded, every link found"
+        ]
     return "\n".join(lines)

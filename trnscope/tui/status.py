@@ -8,6 +8,7 @@ from rich.text import Text
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.summary import analysis_warnings
+from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fmt_time_short
 
 
@@ -20,8 +21,10 @@ def status_text(analysis: Analysis, extra: str = "", width: int = 200) -> Text:
     if trace.synthetic:
         text.append(" SYNTHETIC ", style="bold reverse yellow")
         text.append(" ")
-    text.append(label, style="bold")
-    kind = trace.device_kind + (f" · {trace.device_name}" if trace.device_name and width >= 110 else "")
+    text.append(safe_text(label), style="bold")
+    kind = safe_text(trace.device_kind) + (
+        f" · {safe_text(trace.device_name)}" if trace.device_name and width >= 110 else ""
+    )
     text.append(f"  {kind}", style="cyan")
     text.append(f"  {len(trace.events):,} events  {fmt_time_short(end - start)}")
     if report.device_events:
@@ -32,5 +35,5 @@ def status_text(analysis: Analysis, extra: str = "", width: int = 200) -> Text:
     if trace.stats.truncated:
         text.append("  TRUNCATED", style="bold red")
     if extra:
-        text.append(f"  {extra}", style="dim")
+        text.append(f"  {safe_text(extra)}", style="dim")
     return text

@@ -24,6 +24,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from trnscope.tui.safe import safe_cell
+
 
 @dataclass
 class Column:
@@ -188,7 +190,7 @@ class VirtualTable(ScrollView, can_focus=True):
 
     # -- rendering ----------------------------------------------------------------
     def _cell_text(self, value: str | Text, width: int, align: str) -> Text:
-        text = value if isinstance(value, Text) else Text(str(value))
+        text = safe_cell(value)  # file text: controls escaped, never markup
         text.truncate(width, overflow="ellipsis")
         if align == "right":
             text.align("right", width)

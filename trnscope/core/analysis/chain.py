@@ -18,6 +18,7 @@ import numpy as np
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.backends import device_hop_providers
 from trnscope.core.analysis.chain_model import Chain, ChainContext, Gaps, Hop, us
+from trnscope.core.base.text import safe_text
 from trnscope.core.formats.kineto.lazyargs import event_args
 from trnscope.core.link.linker import forward_links
 from trnscope.core.model.roles import LAYER_OF_ROLE, Layer, Role, group_name
@@ -289,20 +290,22 @@ def chain_for(analysis: Analysis, name: str, instance: int | None = None) -> Cha
 
 
 def render_chain_text(chain: Chain) -> str:
-    lines = [f"{chain.op}  (instance {chain.instance} of {chain.instances})"]
+    """The chain as plain text (``trnscope chain``, the drill-down's copy): file text
+    sanitised, one hop per line."""
+    lines = [f"{safe_text(chain.op)}  (instance {chain.instance} of {chain.instances})"]
     lines.append(f"{'start':>12} {'duration':>12}  {'layer':<9} hop")
     for h in chain.hops:
         indent = "  " * h.depth
         lines.append(
-            f"{h.start_us:>10.3f}us {h.dur_us:>10.3f}us  {h.layer:<9} {indent}{h.name}  [{h.thread_or_stream}]"
+            f"{h.start_us:>10.3f}us {h.dur_us:>10.3f}us  {h.layer:<9} {indent}{safe_text(h.name)}  [{safe_text(h.thread_or_stream)}]"
         )
         shown = {k: v for k, v in h.details.items() if k != "category"}
         if shown and h.kind not in ("python", "parent", "child"):
-            text = ", ".join(f"{k}={v}" for k, v in shown.items())
+            text = safe_text(", ".join(f"{k}={v}" for k, v in shown.items()))
             lines.append(f"{'':>26}  {'':<9} {indent}  {text[:200]}")
     g = chain.gaps
     lines.append(
         f"dispatch {g.dispatch_us:.3f}us · runtime {g.runtime_us:.3f}us · queue {g.queue_us:.3f}us · device {g.device_us:.3f}us · host self {g.host_us:.3f}us"
     )
-    lines += [f"note: {n}" for n in chain.notes]
+    lines += [f"note: {safe_text(n)}" for n in chain.notes]
     return "\n".join(lines) + "\n"

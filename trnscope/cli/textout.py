@@ -1,0 +1,48 @@
+"""Text output of the CLI: every string from a file goes through ``safe_text``, and the
+Rich consoles that lay out tables never read markup."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import TYPE_CHECKING, Any, Protocol
+
+from trnscope.core.base.text import safe_text
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+class RowWriter(Protocol):
+    def writerow(self, row: list[Any], /) -> Any: ...
+
+
+class _SafeWriter:
+    """A csv writer whose text cells are sanitised (CSV shown on a terminal)."""
+
+    def __init__(self, out: io.StringIO) -> None:
+        self._writer = csv.writer(out, lineterminator="\n")
+
+    def writerow(self, row: list[Any], /) -> Any:
+        return self._writer.writerow([safe_text(c) if isinstance(c, str) else c for c in row])
+
+
+def csv_writer(out: io.StringIO, terminal: bool) -> RowWriter:
+    """CSV rows; sanitised when they go to a terminal, exact into a file or a pipe."""
+    return _SafeWriter(out) if terminal else csv.writer(out, lineterminator="\n")
+
+
+def text_console(width: int) -> Console:
+    """A recording console for plain-text tables: no colour, no highlighting and no
+    markup, so ``[/bold]`` in a name is shown as typed."""
+    from rich.console import Console
+
+    return Console(
+        width=width,
+        record=True,
+        file=io.StringIO(),
+        force_terminal=False,
+        color_system=None,
+        highlight=False,
+        markup=False,
+    )

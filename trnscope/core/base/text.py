@@ -1,0 +1,49 @@
+"""The one sanitiser for text that came from a file.
+
+Names, labels, paths and error text in a trace are written by other people and other
+programs; on a shared host they reach a terminal.  ``safe_text`` makes every character
+that could act on a terminal or reorder what is shown visible instead: C0 and C1
+controls (ESC, CSI U+009B, OSC U+009D, BEL, newlines, tabs), DEL, bidirectional and
+other invisible format controls (U+202E, U+2066…), line/paragraph separators, and lone
+surrogates, each as ``\\xNN`` or ``\\uNNNN``.  Every presenter passes file text through
+it; markup is the presenters' concern (they never interpret it: ``rich.text.Text`` /
+``markup=False``).  JSON output is not passed through it (JSON escapes on its own and
+must stay exact).
+"""
+
+from __future__ import annotations
+
+import re
+
+_UNSAFE = re.compile(
+    "["
+    "\x00-\x1f\x7f-\x9f"  # C0, DEL, C1 (CSI, OSC, …)
+    "\u00ad"  # soft hyphen (invisible)
+    "\u061c"  # Arabic letter mark
+    "\u180e"  # Mongolian vowel separator
+    "\u200b-\u200f"  # zero-width space/joiners, LRM, RLM
+    "\u2028-\u202e"  # line/paragraph separators, LRE/RLE/PDF/LRO/RLO
+    "\u2060-\u206f"  # word joiner, invisible operators, LRI/RLI/FSI/PDI, deprecated format
+    "\ufeff"  # BOM / zero-width no-break space
+    "\ufff9-\ufffb"  # interlinear annotation
+    "\ud800-\udfff"  # lone surrogates (cannot even be encoded for output)
+    "]"
+)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def safe_text(value: object) -> str:
+    """``value`` as text that shows every character and acts on nothing."""
+    text = value if isinstance(value, str) else str(value)
+    if _UNSAFE.search(text) is None:
+        return text
+    return _UNSAFE.sub(_escape, text)
+
+
+def is_safe(text: str) -> bool:
+    """True when ``safe_text`` would leave ``text`` unchanged."""
+    return _UNSAFE.search(text) is None
