@@ -272,6 +272,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(OSError):
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - stdout for the rest of the process
         return 0
+    except OSError as error:  # any file-system error (EACCES, EIO, ENAMETOOLONG, …) is the user's to see
+        sys.stderr.write(f"{PROG}: error: {safe_text(describe_os_error(error))}\n")
+        return 2
     except MemoryError:
         sys.stderr.write(f"{PROG}: error: out of memory (try --skip python, or a machine with more RAM)\n")
         return 2
@@ -282,6 +285,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{PROG}: internal error: {type(error).__name__}: {safe_text(error)} (set TRNSCOPE_DEBUG=1 for a traceback)\n"
         )
         return 1
+
+
+def describe_os_error(error: OSError) -> str:
+    """``strerror: path`` without the errno noise, for one-line errors."""
+    reason = error.strerror or type(error).__name__
+    if error.filename is not None:
+        return f"{reason}: {os.fsdecode(error.filename)}"
+    return reason
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -58,14 +58,13 @@ def _trace_files(folder: Path) -> list[Path]:
         for entry in entries:
             if entry.name.startswith("."):
                 continue
-            if entry.is_dir() and depth < _MAX_DEPTH:
-                walk(entry, depth + 1)
-            elif entry.is_file() and entry.name.endswith(_TRACE_SUFFIXES):
-                try:
-                    if looks_like_kineto(entry):
-                        found.append(entry)
-                except OSError:
-                    continue
+            try:  # an unreadable or vanishing entry is skipped, not fatal
+                if entry.is_dir() and not entry.is_symlink() and depth < _MAX_DEPTH:
+                    walk(entry, depth + 1)
+                elif entry.is_file() and entry.name.endswith(_TRACE_SUFFIXES) and looks_like_kineto(entry):
+                    found.append(entry)
+            except OSError:
+                continue
 
     walk(folder, 0)
     return found

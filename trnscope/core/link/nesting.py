@@ -113,12 +113,13 @@ def _depths(start: np.ndarray, stop: np.ndarray, group: np.ndarray, group_start:
     low = int(min(start.min(), stop.min()))
     span = int(max(start.max(), stop.max())) - low + 1
     groups = int(group[-1]) + 1
-    if groups * span >= 2**62:  # clock values too far apart to share one key space
-        depth = np.empty(n, dtype=np.int64)
-        bounds = [*group_start.tolist(), n]
-        for lo, hi in itertools.pairwise(bounds):
-            depth[lo:hi] = _depths(start[lo:hi], stop[lo:hi], np.zeros(hi - lo, np.int64), np.zeros(1, np.int64))
-        return depth
+    if groups * span >= 2**62:
+        # Clock values too far apart to share one key space: their ranks keep every
+        # comparison this needs (<, =) and span at most 2n.
+        values = np.unique(np.concatenate([start, stop]))
+        start = np.searchsorted(values, start)
+        stop = np.searchsorted(values, stop)
+        low, span = 0, int(values.size)
     offset = group.astype(np.int64) * span - low
     start_key = start + offset
     # ends come nearly in order (children end before their parent), which timsort likes

@@ -116,11 +116,9 @@ _INT64_MAX = (1 << 63) - 1
 def _to_float(value: Any) -> float:
     if value is None or isinstance(value, bool):
         return math.nan
-    if isinstance(value, (int, float)):
-        return float(value)
     try:
         return float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer of hundreds of digits
         return math.nan
 
 
@@ -148,7 +146,7 @@ def _float_column(values: list[Any]) -> tuple[np.ndarray, int]:
     """float64 column; None → nan.  Returns the column and how many values were bad."""
     try:
         return np.array(values, dtype=np.float64), 0
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         out = np.array([_to_float(v) for v in values], dtype=np.float64)
         bad = sum(1 for v in values if v is not None and not isinstance(v, (int, float)))
         return out, bad
@@ -165,6 +163,11 @@ def _id_column(values: list[Any], text_ids: Interner) -> np.ndarray:
     out = np.full(column.shape, NONE_ID, dtype=np.int64)
     out[finite] = column[finite].astype(np.int64)
     return out
+
+
+# Largest |time| in microseconds a trace may hold (about 142 years from its zero): any
+# two such times, and a start plus a duration, still fit int64 nanoseconds.
+MAX_ABS_US = 4.5e15
 
 
 def us_to_ns(ts_us: np.ndarray) -> np.ndarray:
@@ -204,7 +207,7 @@ OP_CATEGORIES = frozenset({"cpu_op", "operator", "user_annotation"})
 def _fast_floats(events: list[RawEvent], getter: attrgetter[Any], n: int) -> tuple[np.ndarray, int]:
     try:
         return np.fromiter(map(getter, events), dtype=np.float64, count=n), 0
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return _float_column(list(map(getter, events)))
 
 
@@ -237,16 +240,22 @@ def columns_from_events(events: list[RawEvent], text_ids: Interner) -> ChunkColu
     binds_end = np.array([k[5] == "e" for k in kind_table], dtype=bool)[kind_col]
 
     ts_us, bad_ts = _fast_floats(events, _get_ts, n)
-    ts_ns = us_to_ns(ts_us)
     dur_us, bad_dur = _fast_floats(events, _get_dur, n)
+    # Times that integer nanoseconds cannot hold (1e308, 2**70) are missing, not clamped.
+    ts_us[np.abs(ts_us) > MAX_ABS_US] = np.nan
+    dur_us[np.abs(dur_us) > MAX_ABS_US] = np.nan
+    ts_ns = us_to_ns(ts_us)
     dur_ok = np.isfinite(dur_us)
     dur_ns = np.full(n, -1, dtype=np.int64)
     dur_ns[dur_ok] = np.rint(dur_us[dur_ok] * 1000.0).astype(np.int64)
 
     is_x = ph == PH_X
     # an event without a known phase, or without a start, cannot be placed; a complete
-    # event also needs a duration that is not negative
-    valid = np.isfinite(ts_us) & (ph != PH_OTHER) & (~is_x | (dur_ok & (dur_ns >= 0)))
+    # event also needs a duration that is not negative.  Metadata (thread and process
+    # names) needs no time: ``ts`` is optional there in the Chrome format.
+    untimed_meta = (ph == PH_META) & ~np.isfinite(ts_us)
+    ts_ns[untimed_meta] = 0
+    valid = (np.isfinite(ts_us) | untimed_meta) & (ph != PH_OTHER) & (~is_x | (dur_ok & (dur_ns >= 0)))
 
     external = _fast_ids(events, _get_external, n, text_ids)
     cat_names = [c if isinstance(c, str) else "" for c in cats.values_in_order()]

@@ -28,7 +28,6 @@ from trnscope.core.formats.kineto.events import ANY_DECODER, EVENT_LIST_DECODER,
 
 BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _ARRAY_END = re.compile(rb"\}\s*\]")
-_TRACE_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _MAX_PIECE_BYTES = 4 << 20
 
 
@@ -53,6 +52,7 @@ class ScanReport(msgspec.Struct):
     lost_bytes: int = 0
     repaired_chunks: int = 0
     lenient_chunks: int = 0
+    flattened_chunks: int = 0  # chunks with values nested deeper than MAX_DEPTH (dropped)
     stopped_at: int = -1  # where a limited scan ended (a proven cut), -1 if at the array end
 
 
@@ -126,10 +126,51 @@ def find_events_array(buf: Any) -> tuple[str, int]:
         return "array", bytes(buf[:64]).index(b"[")
     if first != b"{":
         raise ValueError("not JSON (does not start with '{' or '[')")
-    match = _TRACE_EVENTS_KEY.search(buf)
-    if match is None:
+    opening = bytes(buf[:64]).index(b"{")
+    array = top_level_array(buf, b"traceEvents", opening + 1)
+    if array < 0:
         raise LookupError("JSON object without a traceEvents array")
-    return "object", match.end() - 1
+    return "object", array
+
+
+_STRUCTURE = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+_KEY_VALUE = re.compile(rb"\s*:\s*")
+
+
+def top_level_array(buf: Any, key: bytes, start: int, depth: int = 1) -> int:
+    """Index of the "[" that opens the array under ``key`` of the top-level object, or
+    -1.  Scanning starts at ``start`` at nesting ``depth`` (1: inside the top-level
+    object).  Only keys of the top-level object count: a ``traceEvents`` inside
+    ``deviceProperties`` or ``distributedInfo`` is skipped with its value.  Candidates
+    are found with one regular expression; the scan for nesting runs only over the text
+    before them, which in a trace is the short header."""
+    quoted = b'"' + key + b'"'
+    scanned_to = start
+    while True:
+        candidate = buf.find(quoted, scanned_to)
+        if candidate < 0:
+            return -1
+        for token in _STRUCTURE.finditer(buf, scanned_to, candidate + 1):
+            if token.start() >= candidate:
+                break
+            char = token.group()[:1]
+            if char in (b"[", b"{"):
+                depth += 1
+            elif char in (b"]", b"}"):
+                depth -= 1
+            elif token.end() > candidate:  # the candidate is inside a string
+                break
+        else:
+            token = None
+        inside_string = token is not None and token.group()[:1] == b'"' and token.start() < candidate
+        if inside_string:
+            assert token is not None
+            scanned_to = token.end()
+            continue
+        colon = _KEY_VALUE.match(buf, candidate + len(quoted))
+        if depth == 1 and colon is not None and buf[colon.end() : colon.end() + 1] == b"[":
+            return colon.end()
+        scanned_to = candidate + len(quoted)
 
 
 class Opening(Enum):
@@ -173,30 +214,79 @@ def _decode_lenient(data: bytes | bytearray) -> list[RawEvent]:
     return [coerce_event(v) for v in values]
 
 
-def _framed(buf: Any, start: int, end: int) -> bytearray:
+def framed(buf: Any, start: int, end: int) -> bytearray:
     data = bytearray(b"[")
     data += memoryview(buf)[start:end]
     data += b"]"
     return data
 
 
-def decode_range(buf: Any, start: int, end: int) -> tuple[list[RawEvent], bool, bool]:
-    """Decode events in ``buf[start:end]``: (events, lenient_used, utf8_repaired).
+class Decoded(msgspec.Struct):
+    events: list[RawEvent]
+    lenient: bool  # values of unexpected types were converted or ignored
+    repaired: bool  # invalid UTF-8 was replaced
+    flattened: bool  # values nested deeper than MAX_DEPTH were dropped
 
-    Raises msgspec.DecodeError when the range is not valid JSON even after repair."""
-    data = _framed(buf, start, end)
+
+# Deeper than this, a value inside an event is dropped (replaced by null) rather than
+# decoded: msgspec, like any recursive parser, stops at some depth, and no field the
+# tables read is nested this deep.
+MAX_DEPTH = 64
+_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def flatten_deep(data: bytes | bytearray, max_depth: int = MAX_DEPTH) -> bytes:
+    """``data`` with every array or object that opens deeper than ``max_depth``
+    replaced by ``null`` (strings are skipped whole, so brackets inside them do not count)."""
+    out = bytearray()
+    depth = 0
+    kept_to = 0
+    skip_from = -1
+    for token in _TOKEN.finditer(data):
+        char = token.group()[:1]
+        if char in (b"[", b"{"):
+            depth += 1
+            if depth == max_depth + 1 and skip_from < 0:
+                skip_from = token.start()
+        elif char in (b"]", b"}"):
+            if depth == max_depth + 1 and skip_from >= 0:
+                out += data[kept_to:skip_from]
+                out += b"null"
+                kept_to = token.end()
+                skip_from = -1
+            depth -= 1
+    out += data[kept_to:]
+    return bytes(out)
+
+
+def _decode_any_depth(data: bytes | bytearray) -> tuple[list[RawEvent], bool, bool]:
+    """(events, lenient, flattened)."""
     try:
         return _decode(data), False, False
     except msgspec.ValidationError:
         return _decode_lenient(data), True, False
+    except RecursionError:
+        shallow = flatten_deep(data)
+        try:
+            return _decode(shallow), False, True
+        except msgspec.ValidationError:
+            return _decode_lenient(shallow), True, True
+
+
+def decode_range(buf: Any, start: int, end: int) -> Decoded:
+    """Decode events in ``buf[start:end]``.
+
+    Raises msgspec.DecodeError when the range is not valid JSON even after repair."""
+    data = framed(buf, start, end)
+    try:
+        events, lenient, flattened = _decode_any_depth(data)
+        return Decoded(events, lenient, False, flattened)
     except msgspec.DecodeError as error:
         if "UTF-8" not in str(error):
             raise
     repaired = bytes(data).decode("utf-8", "replace").encode("utf-8")
-    try:
-        return _decode(repaired), False, True
-    except msgspec.ValidationError:
-        return _decode_lenient(repaired), True, True
+    events, lenient, flattened = _decode_any_depth(repaired)
+    return Decoded(events, lenient, True, flattened)
 
 
 _TRAILING = re.compile(r"trailing characters \(byte (\d+)\)")
@@ -255,27 +345,32 @@ def scan(
             _piecewise(buf, position, size, on_piece, report, stop_cut)
             return
         try:
-            events, lenient, repaired = decode_range(buf, position, cut.end)
+            decoded = decode_range(buf, position, cut.end)
         except msgspec.DecodeError as error:
             early = _array_closed_early(buf, position, cut.end, error)
             if early is not None:
                 cut = early
                 try:
-                    events, lenient, repaired = decode_range(buf, position, cut.end)
+                    decoded = decode_range(buf, position, cut.end)
                 except msgspec.DecodeError:
                     position = _piecewise(buf, position, cut.end, on_piece, report, stop_cut)
                     continue
             else:
                 position = _piecewise(buf, position, cut.end, on_piece, report, stop_cut)
                 continue
-        report.lenient_chunks += int(lenient)
-        report.repaired_chunks += int(repaired)
-        on_piece(Piece(position, cut.end, events, repaired))
+        _count(report, decoded)
+        on_piece(Piece(position, cut.end, decoded.events, decoded.repaired))
         release(buf, position, cut.end)
         if cut.next_start < 0:
             report.array_end = cut.array_end
             return
         position = cut.next_start
+
+
+def _count(report: ScanReport, decoded: Decoded) -> None:
+    report.lenient_chunks += int(decoded.lenient)
+    report.repaired_chunks += int(decoded.repaired)
+    report.flattened_chunks += int(decoded.flattened)
 
 
 def release(buf: Any, start: int, end: int) -> None:
@@ -310,7 +405,7 @@ def _piecewise(
         if first is None:  # no end anywhere after this point: a truncated tail
             return _truncated_tail(buf, position, on_piece, report)
         cut = first
-        decoded = None
+        decoded: Decoded | None = None
         while True:
             try:
                 decoded = decode_range(buf, position, cut.end)
@@ -323,10 +418,8 @@ def _piecewise(
                     break
                 cut = following
         if decoded is not None:
-            events, lenient, repaired = decoded
-            report.lenient_chunks += int(lenient)
-            report.repaired_chunks += int(repaired)
-            on_piece(Piece(position, cut.end, events, repaired))
+            _count(report, decoded)
+            on_piece(Piece(position, cut.end, decoded.events, decoded.repaired))
             if cut.next_start < 0:
                 report.array_end = cut.array_end
                 return -1
@@ -356,12 +449,11 @@ def _truncated_tail(buf: Any, position: int, on_piece: Callable[[Piece], None], 
         if close < 0:
             break
         try:
-            events, lenient, repaired = decode_range(buf, position, close + 1)
+            decoded = decode_range(buf, position, close + 1)
         except msgspec.DecodeError:
             continue
-        report.lenient_chunks += int(lenient)
-        report.repaired_chunks += int(repaired)
-        on_piece(Piece(position, close + 1, events, repaired))
+        _count(report, decoded)
+        on_piece(Piece(position, close + 1, decoded.events, decoded.repaired))
         position = close + 1
         break
     report.lost_bytes += size - position

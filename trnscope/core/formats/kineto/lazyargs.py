@@ -18,7 +18,7 @@ import msgspec
 import numpy as np
 
 from trnscope.core.formats.kineto.events import ANY_DECODER, ARGS_LIST_DECODER
-from trnscope.core.formats.kineto.jsonscan import _framed
+from trnscope.core.formats.kineto.jsonscan import flatten_deep, framed
 from trnscope.core.model.trace import Trace
 
 _CACHE_SIZE = 4
@@ -49,11 +49,15 @@ def _chunk_args(trace: Trace, chunk_index: int) -> list[Any]:
             return _chunks[key]
     chunk = trace.chunks[chunk_index]
     buffer = _buffer(trace)
-    data = _framed(buffer, chunk.start, chunk.end)
+    data = framed(buffer, chunk.start, chunk.end)
     if chunk.utf8_repaired:
         data = bytearray(bytes(data).decode("utf-8", "replace").encode())
     try:
-        items = [item.args for item in ARGS_LIST_DECODER.decode(data)]
+        try:
+            items = [item.args for item in ARGS_LIST_DECODER.decode(data)]
+        except RecursionError:  # as at load: values nested past MAX_DEPTH become null
+            data = bytearray(flatten_deep(data))
+            items = [item.args for item in ARGS_LIST_DECODER.decode(data)]
     except (msgspec.DecodeError, msgspec.ValidationError):
         values = ANY_DECODER.decode(data)
         items = [
@@ -88,6 +92,8 @@ def event_args(trace: Trace, row: int) -> dict[str, Any]:
         return {}
     try:
         value = ANY_DECODER.decode(items[slot])
+    except RecursionError:
+        value = ANY_DECODER.decode(flatten_deep(bytes(items[slot])))
     except msgspec.DecodeError:
         return {}
     return value if isinstance(value, dict) else {}

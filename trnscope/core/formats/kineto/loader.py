@@ -84,6 +84,7 @@ def load_kineto(
     lost_bytes = sum(r.report.lost_bytes for r in results)
     repaired_chunks = sum(r.report.repaired_chunks for r in results)
     lenient_chunks = sum(r.report.lenient_chunks for r in results)
+    flattened_chunks = sum(r.report.flattened_chunks for r in results)
     skip_cats = frozenset(cat for key in skip for cat in SKIPPABLE.get(key, (key,)))
     merged = merge_ranges(results, skip_cats)
     columns = merged.columns
@@ -130,10 +131,21 @@ def load_kineto(
         warnings.append(f"{merged.bad_values:,} timestamps or durations had a wrong type and were coerced")
     if lenient_chunks:
         warnings.append("some event fields had unexpected JSON types and were converted or ignored")
+    if flattened_chunks:
+        warnings.append(
+            f"values nested deeper than {jsonscan.MAX_DEPTH} levels (in event args) were dropped "
+            f"in {flattened_chunks:,} chunk(s); the events themselves were kept"
+        )
     if repaired_chunks:
         warnings.append("invalid UTF-8 bytes in names were replaced with U+FFFD")
     if header_problem:
         warnings.append(header_problem)
+    if (
+        kind == "object"
+        and report.array_end >= 0
+        and jsonscan.top_level_array(buf, b"traceEvents", report.array_end + 1) >= 0
+    ):
+        warnings.append("the file has a second top-level traceEvents array after the first; only the first was read")
 
     props = header.deviceProperties or []
     device_name = str(props[0].get("name", "")) if props and isinstance(props[0], dict) else ""

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import msgspec
 
+from trnscope.core.base.fs import is_dir, is_file
 from trnscope.core.formats.sniff import looks_like_kineto
 
 SYNTHETIC_MARKER = "SYNTHETIC.txt"
@@ -65,7 +66,7 @@ def classify(folder: Path) -> NeuronFiles:
         return files
     for entry in entries:
         name = entry.name
-        if entry.is_dir():
+        if is_dir(entry):
             if _is_parquet_dir(entry):
                 files.parquet_dirs.append(str(entry))
             continue
@@ -115,7 +116,7 @@ def _other_kineto_jsons(folder: Path, entries: list[Path]) -> list[Path]:
     out = []
     for entry in entries:
         if (
-            entry.is_file()
+            is_file(entry)
             and entry.name.endswith((".json", ".json.gz"))
             and not entry.name.startswith(("system_profile", "device_profile", "framework_mapping"))
         ):
@@ -138,7 +139,9 @@ def find_neuron_sessions(root: Path) -> list[NeuronSessionRef]:
         if depth >= _MAX_DEPTH:
             return
         try:
-            children = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+            children = sorted(
+                p for p in folder.iterdir() if is_dir(p) and not p.is_symlink() and not p.name.startswith(".")
+            )
         except OSError:
             return
         for child in children:

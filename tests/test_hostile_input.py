@@ -1,0 +1,121 @@
+"""Odd and hostile inputs: any JSON number is read or counted as invalid, nesting depth
+of ignored values never matters, only the top-level traceEvents is read, metadata needs
+no ts, and every file-system error is one line with exit status 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from trnscope.cli import main
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.chain import chain_for
+from trnscope.core.formats import load_path
+from trnscope.core.formats.kineto.jsonscan import flatten_deep, top_level_array
+from trnscope.core.formats.kineto.lazyargs import event_args
+
+
+def _op(name: str, ts: object = 0, dur: object = 10, **extra: object) -> str:
+    fields = {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1}
+    text = json.dumps(fields)[:-1]
+    return text + f', "ts": {ts}, "dur": {dur}' + "".join(f', "{k}": {v}' for k, v in extra.items()) + "}"
+
+
+def _file(tmp_path: Path, body: str, name: str = "t.json") -> Path:
+    path = tmp_path / name
+    path.write_text(body)
+    return path
+
+
+@pytest.mark.parametrize(
+    "ts, dur",
+    [("4.7e15", "10"), ("1e308", "10"), (str(2**70), "10"), ("0", "9" * 400), ("-1e400", "10"), ("1e-400", "1e400")],
+)
+def test_any_number_is_read_or_counted(tmp_path: Path, ts: str, dur: str) -> None:
+    path = _file(tmp_path, '{"traceEvents": [' + _op("good") + ", " + _op("odd", ts, dur) + "]}")
+    trace = load_path(path, use_cache=False)
+    names = {trace.names[int(i)] for i in trace.events.name}
+    assert "good" in names
+    if "odd" not in names:  # not representable: counted with a warning, never clamped
+        assert trace.stats.invalid_events + trace.stats.lost_events == 1
+        assert any("without a usable ts/dur" in w or "malformed" in w for w in trace.warnings)
+    Analysis(trace).op_table()
+
+
+def test_two_events_far_apart_on_one_thread_nest(tmp_path: Path) -> None:
+    body = '{"traceEvents": [' + _op("a", 0, 10) + ", " + _op("b", "4.4e15", 10) + ", " + _op("c", "4.4e15", 5) + "]}"
+    analysis = Analysis(load_path(_file(tmp_path, body), use_cache=False))
+    table = analysis.op_table()
+    assert table.calls[table.find("a")] == 1 and table.calls[table.find("b")] == 1
+    assert table.cpu_total[table.find("b")] == 10_000 and table.self_cpu[table.find("b")] == 5_000
+
+
+def test_deeply_nested_args_do_not_fail_the_file(tmp_path: Path) -> None:
+    deep = '{"x": ' * 3000 + "1" + "}" * 3000
+    body = '{"traceEvents": [' + _op("deep", 0, 10, args=deep) + ", " + _op("next", 20, 10) + "]}"
+    analysis = Analysis(load_path(_file(tmp_path, body), use_cache=False))
+    table = analysis.op_table()
+    assert table.find("deep") >= 0 and table.find("next") >= 0
+    assert any("nested deeper" in w for w in analysis.trace.warnings)
+    row = int(table.instances(table.find("deep"))[0])
+    assert isinstance(event_args(analysis.trace, row), dict)  # drill-down reads it too
+    chain_for(analysis, "deep")
+
+
+def test_flatten_deep_keeps_strings_and_shallow_values() -> None:
+    data = b'[{"a": "[[[{{{", "b": [[[1]]], "c": {"d": {"e": 2}}}]'
+    assert flatten_deep(data, max_depth=3) == b'[{"a": "[[[{{{", "b": [null], "c": {"d": null}}]'
+    assert json.loads(flatten_deep(data, max_depth=64)) == json.loads(data)
+
+
+def test_only_the_top_level_trace_events_are_read(tmp_path: Path) -> None:
+    fake = '{"traceEvents": [' + _op("FAKE") + "]}"
+    body = '{"deviceProperties": [' + fake + '], "distributedInfo": {"note": "\\"traceEvents\\": ["}, '
+    body += '"traceEvents": [' + _op("REAL") + "]}"
+    trace = load_path(_file(tmp_path, body), use_cache=False)
+    assert [trace.names[int(i)] for i in trace.events.name] == ["REAL"]
+    assert top_level_array(b'{"a": [{"traceEvents": []}]}', b"traceEvents", 1) == -1
+
+
+def test_a_second_top_level_trace_events_is_reported(tmp_path: Path) -> None:
+    body = '{"traceEvents": [' + _op("FIRST") + '], "x": 1, "traceEvents": [' + _op("SECOND") + "]}"
+    trace = load_path(_file(tmp_path, body), use_cache=False)
+    assert [trace.names[int(i)] for i in trace.events.name] == ["FIRST"]
+    assert any("second top-level traceEvents" in w for w in trace.warnings)
+
+
+def test_metadata_events_need_no_ts(tmp_path: Path) -> None:
+    meta = '{"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "trainer"}}'
+    trace = load_path(_file(tmp_path, '{"traceEvents": [' + meta + ", " + _op("a", 5, 10) + "]}"), use_cache=False)
+    assert trace.stats.invalid_events == 0
+    assert [t.display for t in trace.threads if t.display == "trainer"]
+    assert int(trace.events.ts[trace.events.ph == 0].min()) == 0  # the origin is the op, not the metadata
+
+
+def _error_line(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    assert main(list(argv)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("trnscope: error: ") and "Traceback" not in err
+    return err
+
+
+def test_file_system_errors_are_one_line(capsys, tmp_path: Path) -> None:
+    assert "too long" in _error_line(capsys, "summary", str(tmp_path / ("a" * 300 + ".json"))).lower()
+    if Path("/proc/self/mem").exists():
+        _error_line(capsys, "summary", "/proc/self/mem")
+    fifo = tmp_path / "pipe.json"
+    import os
+
+    os.mkfifo(fifo)
+    _error_line(capsys, "summary", str(fifo))
+
+
+def test_discovery_skips_entries_it_cannot_read(capsys, tmp_path: Path) -> None:
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "ok" / "t.json").write_text('{"traceEvents": [' + _op("a") + "]}")
+    (tmp_path / "loop").symlink_to(tmp_path)  # a link back up is not followed
+    (tmp_path / "dangling.json").symlink_to(tmp_path / "nowhere.json")
+    assert main(["summary", str(tmp_path), "--format", "json", "--no-cache"]) == 0
+    assert json.loads(capsys.readouterr().out)["ops"][0]["name"] == "a"
