@@ -13,8 +13,7 @@ OUT = HERE / "out"
 
 def main() -> None:
     OUT.mkdir(exist_ok=True)
-    for script in ("load.py", "tui_latency.py"):
-        subprocess.run([sys.executable, str(HERE / script), *sys.argv[1:]], check=True)
+
     load = json.loads((OUT / "load_results.json").read_text())
     tui = json.loads((OUT / "tui_latency.json").read_text())
     lines = [f"Benchmark trace: {load['file']['mb']:.0f} MB, {load['trnscope_first_open']['events']:,} events.", ""]

@@ -86,3 +86,54 @@ def test_empty_and_single() -> None:
     one = np.array([5], dtype=np.int64)
     parent, depth = nest(one, one + 3, np.zeros(1, np.int32), np.arange(1))
     assert parent.tolist() == [-1] and depth.tolist() == [0]
+
+
+def _pytorch_remove_dup_nodes(parent: list[int], names: list[int]) -> tuple[list[int], list[int]]:
+    """PyTorch's EventList._remove_dup_nodes, literally: in-order passes until stable."""
+    parent = list(parent)
+    children: dict[int, list[int]] = {}
+    for row, p in enumerate(parent):
+        if p >= 0:
+            children.setdefault(p, []).append(row)
+    alive = [True] * len(parent)
+    merged = [-1] * len(parent)
+    while True:
+        deleted = set()
+        for row in range(len(parent)):
+            p = parent[row]
+            if not alive[row] or p < 0 or names[p] != names[row] or len(children.get(p, [])) != 1:
+                continue
+            children[p] = children.get(row, [])
+            for child in children[p]:
+                parent[child] = p
+            merged[row] = p
+            deleted.add(row)
+        if not deleted:
+            break
+        for row in deleted:
+            alive[row] = False
+            parent[row] = -1
+    return parent, merged
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 30), st.integers(0, 2)), min_size=1, max_size=40),
+)
+def test_duplicate_folding_matches_pytorch(spec: list[tuple[int, int]]) -> None:
+    """Random forests (a parent always precedes its children, as in start order)."""
+    from types import SimpleNamespace
+
+    from trnscope.core.link.linker import _remove_duplicate_nodes
+
+    parent = [-1 if i == 0 else (up % (i + 1)) - 1 for i, (up, _) in enumerate(spec)]
+    names = [name for _, name in spec]
+    trace = SimpleNamespace(events=SimpleNamespace(name=np.array(names, dtype=np.int32)))
+    got_parent, got_merged = _remove_duplicate_nodes(
+        trace,
+        np.array(parent, dtype=np.int64),
+        np.ones(len(parent), dtype=bool),  # type: ignore[arg-type]
+    )
+    want_parent, want_merged = _pytorch_remove_dup_nodes(parent, names)
+    assert got_parent.tolist() == want_parent
+    assert got_merged.tolist() == want_merged

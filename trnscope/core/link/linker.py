@@ -156,7 +156,14 @@ def _host_tree_mask(trace: Trace) -> np.ndarray:
 
 def _remove_duplicate_nodes(trace: Trace, parent: np.ndarray, in_tree: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """PyTorch's ``_remove_dup_nodes``: a child with its parent's name that is its only
-    child is folded into the parent (its children move up).  Repeated until stable.
+    child is folded into the parent (its children move up).
+
+    PyTorch repeats an in-order pass until nothing changes; its first pass already
+    reaches the end state: folding a child into its parent gives the parent exactly the
+    child's children, so the next link down folds iff it did in the original tree.
+    Every same-name only-child chain therefore collapses into its top.  That is found
+    here by pointer jumping (O(n log depth)), not by one pass per link, which took
+    quadratic time on long chains (many identical events on one thread).
 
     Returns the input ``parent`` array itself when nothing folds (most traces)."""
     merged_into = np.full(parent.size, -1, dtype=np.int64)
@@ -164,31 +171,24 @@ def _remove_duplicate_nodes(trace: Trace, parent: np.ndarray, in_tree: np.ndarra
     nested = np.flatnonzero(in_tree & (parent >= 0))
     if not (name[nested] == name[parent[nested]]).any():
         return parent, merged_into
-    parent = parent.copy()
-    alive = in_tree.copy()
+    counts = np.bincount(parent[nested], minlength=parent.size)
+    folds = np.zeros(parent.size, dtype=bool)
+    p = parent[nested]
+    folds[nested] = (name[nested] == name[p]) & (counts[p] == 1)
+    # top[i]: i itself, or for a folded row the top of its chain (its nearest ancestor
+    # that does not fold), by repeated doubling of "one step up while folding".
+    top = np.arange(parent.size, dtype=np.int64)
+    top[folds] = parent[folds]
     while True:
-        rows = np.flatnonzero(alive & (parent >= 0))
-        if rows.size == 0:
+        climbing = folds[top]
+        if not climbing.any():
             break
-        counts = np.bincount(parent[rows], minlength=parent.size)
-        p = parent[rows]
-        fold = rows[(name[rows] == name[p]) & (counts[p] == 1)]
-        if fold.size == 0:
-            break
-        # Fold the top of each same-name chain first; the next pass takes the next link.
-        # The end state is the one PyTorch's in-order single pass reaches.
-        fold_set = np.zeros(parent.size, dtype=bool)
-        fold_set[fold] = True
-        fold = fold[~fold_set[parent[fold]]]
-        fold_set[:] = False
-        fold_set[fold] = True
-        # Children of folded rows move up to the folded row's parent.
-        children = np.flatnonzero(alive & (parent >= 0))
-        moving = children[fold_set[parent[children]]]
-        parent[moving] = parent[parent[moving]]
-        merged_into[fold] = parent[fold]
-        alive[fold] = False
-        parent[fold] = -1
+        top = np.where(climbing, top[top], top)
+    parent = parent.copy()
+    moved = np.flatnonzero(in_tree & (parent >= 0) & ~folds)
+    parent[moved] = top[parent[moved]]
+    merged_into[folds] = top[folds]
+    parent[folds] = -1
     return parent, merged_into
 
 
