@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from trnscope.core.analysis.analysis import Analysis  # noqa: E402
-from trnscope.core.base.memory import prefer_small_pages  # noqa: E402
-from trnscope.core.formats import load_path  # noqa: E402
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.base.memory import prefer_small_pages
+from trnscope.core.formats import load_path
 
 
 def _time(path: Path) -> tuple[float, int]:
