@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -11,7 +13,9 @@ OUT = HERE / "out"
 
 def main() -> None:
     OUT.mkdir(exist_ok=True)
-
+    for script in ("load.py", "tui_latency.py"):
+        subprocess.run([sys.executable, str(HERE / script), *sys.argv[1:]], check=True)
+    subprocess.run([sys.executable, str(HERE / "worst_case.py")], check=True)
     load = json.loads((OUT / "load_results.json").read_text())
     tui = json.loads((OUT / "tui_latency.json").read_text())
     lines = [f"Benchmark trace: {load['file']['mb']:.0f} MB, {load['trnscope_first_open']['events']:,} events.", ""]
