@@ -181,14 +181,19 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
-    from trnscope.core.base.cachedir import cache_root, cache_size, clear_cache
+    from trnscope.core.base.cachedir import cache_root, cache_size, clear_cache, max_cache_bytes
 
+    root = safe_text(cache_root())
     if args.action == "clear":
         freed = clear_cache()
-        print(f"cleared {cache_root()} ({freed / 1e6:.1f} MB)")
+        print(f"cleared trnscope's entries in {root} ({freed / 1e6:.1f} MB)")
     else:
-        files, size = cache_size()
-        print(f"{cache_root()}: {files} files, {size / 1e6:.1f} MB")
+        entries, size = cache_size()
+        cap = max_cache_bytes()
+        print(
+            f"{root}: {entries} entries, {size / 1e6:.1f} MB of a {cap / 1e6:.0f} MB cap "
+            "(least recently used evicted first; TRNSCOPE_CACHE_MAX_BYTES sets the cap, 0 turns caching off)"
+        )
     return 0
 
 

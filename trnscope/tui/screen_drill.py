@@ -171,7 +171,7 @@ class DrillScreen(Screen[None]):
         folder = writable_dir("clipboard")
         where = ""
         if folder is not None:
-            safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in self.chain.op)[:60]
+            safe = "".join(ch if (ch.isascii() and ch.isalnum()) or ch in "._-" else "_" for ch in self.chain.op)[:60]
             path = Path(folder) / f"chain-{safe}-{self.chain.instance}.txt"
             path.write_text(text)
             where = f"; saved to {path}"

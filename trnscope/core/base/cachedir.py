@@ -1,14 +1,48 @@
-"""Where trnscope keeps what it derives from input files (never next to them)."""
+"""Where trnscope keeps what it derives from input files (never next to them).
+
+The cache root holds a ``CACHEDIR.TAG`` written when trnscope creates it; ``cache
+clear`` refuses a root without it and removes only entries that carry trnscope's own
+names (so a ``TRNSCOPE_CACHE_DIR`` pointed at a folder of the user's loses nothing).
+The cache is capped (``TRNSCOPE_CACHE_MAX_BYTES``, default 2 GiB): after each write the
+least recently used entries go first.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
 
+import msgspec
+
+from trnscope.core.base.errors import TrnscopeError
+
 _SAMPLE = 1 << 20
+_MIDDLE_SAMPLES = 16
+_MIDDLE_BLOCK = 64 << 10
+DEFAULT_MAX_BYTES = 2 << 30
+MARKER = "CACHEDIR.TAG"
+MARKER_TEXT = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This directory holds trnscope's caches; `trnscope cache clear` empties it.\n"
+)
+# The entries trnscope writes, per kind of cache: only these are counted, evicted or cleared.
+_OWN_ENTRIES = {
+    "plain": re.compile(r"^(\.?[0-9a-f]{32}(\.json|\.meta|\.\d+\.tmp|\.nocache\.\d+\.json))$"),
+    "index": re.compile(r"^([0-9a-f]{32}\.idx|\.idx-.*\.tmp)$"),
+    "neuron-export": re.compile(r"^[0-9a-f]{24}$"),
+    "clipboard": re.compile(r"^chain-[A-Za-z0-9._-]{0,60}-\d+\.txt$"),
+}
+
+
+class CacheEntry(msgspec.Struct):
+    path: str
+    size: int
+    used: float  # mtime: set on write and on each use
 
 
 def cache_root() -> Path:
@@ -21,24 +55,63 @@ def cache_root() -> Path:
     return base / "trnscope"
 
 
+def max_cache_bytes() -> int:
+    """The cache's cap: ``TRNSCOPE_CACHE_MAX_BYTES`` (bytes; ``0`` turns caching off), else 2 GiB."""
+    raw = os.environ.get("TRNSCOPE_CACHE_MAX_BYTES", "").strip()
+    if not raw:
+        return DEFAULT_MAX_BYTES
+    try:
+        return max(0, int(float(raw)))
+    except ValueError:
+        return DEFAULT_MAX_BYTES
+
+
 def fingerprint(path: Path) -> str:
-    """Identity and content of a file: size, mtime, inode, and a hash of its first and
-    last megabyte.  Any rewrite, replacement or truncation changes it."""
+    """Identity and content of a file: size, mtime, ctime, inode and device, and a hash
+    of its first and last megabyte and of blocks spread through the middle.  Any
+    rewrite, replacement or truncation changes it; an in-place edit that restores size
+    and mtime still changes ctime (which no user can set)."""
     stat = path.stat()
     digest = hashlib.blake2b(digest_size=16)
-    digest.update(f"{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ino}:{stat.st_dev}".encode())
+    digest.update(f"{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ctime_ns}:{stat.st_ino}:{stat.st_dev}".encode())
     with open(path, "rb") as fh:
         digest.update(fh.read(_SAMPLE))
+        if stat.st_size > 2 * _SAMPLE:
+            span = stat.st_size - 2 * _SAMPLE
+            for k in range(_MIDDLE_SAMPLES):
+                fh.seek(_SAMPLE + span * k // _MIDDLE_SAMPLES)
+                digest.update(fh.read(_MIDDLE_BLOCK))
         if stat.st_size > _SAMPLE:
             fh.seek(max(_SAMPLE, stat.st_size - _SAMPLE))
             digest.update(fh.read(_SAMPLE))
     return digest.hexdigest()
 
 
-def writable_dir(kind: str) -> Path | None:
-    """``cache_root()/kind``, created; None if it cannot be created or written."""
-    folder = cache_root() / kind
+def _has_marker(root: Path) -> bool:
     try:
+        return (root / MARKER).read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
+    except OSError:
+        return False
+
+
+def _ensure_root(root: Path) -> None:
+    """Create the root (private to the user) and tag it, unless it is someone's folder."""
+    if not root.exists():
+        root.mkdir(parents=True, mode=0o700)
+    if not _has_marker(root) and not any(p.name != MARKER for p in root.iterdir()):
+        (root / MARKER).write_text(MARKER_TEXT)
+
+
+def writable_dir(kind: str) -> Path | None:
+    """``cache_root()/kind``, created; None if caching is off or the folder cannot be written."""
+    if kind not in _OWN_ENTRIES:
+        raise ValueError(f"unknown cache kind {kind!r}")
+    if max_cache_bytes() == 0:
+        return None
+    root = cache_root()
+    folder = root / kind
+    try:
+        _ensure_root(root)
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".probe-"):
             pass
@@ -67,20 +140,82 @@ def _umask() -> int:
     return current
 
 
+def touch(path: Path) -> None:
+    """Mark a cache entry as just used (least recently used entries are evicted first)."""
+    with contextlib.suppress(OSError):
+        os.utime(path)
+
+
+def _size(path: Path) -> int:
+    if path.is_dir() and not path.is_symlink():
+        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+    return path.lstat().st_size
+
+
+def cache_entries() -> list[CacheEntry]:
+    """trnscope's own entries under the cache root (files, and export folders as one)."""
+    root = cache_root()
+    entries: list[CacheEntry] = []
+    for kind, pattern in _OWN_ENTRIES.items():
+        folder = root / kind
+        try:
+            children = list(folder.iterdir())
+        except OSError:
+            continue
+        for child in children:
+            if not pattern.match(child.name) or child.is_symlink():
+                continue
+            try:
+                entries.append(CacheEntry(str(child), _size(child), child.lstat().st_mtime))
+            except OSError:
+                continue
+    return entries
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def enforce_cap(keep: Path | None = None) -> int:
+    """Evict least recently used entries until the cache is within its cap; ``keep``
+    (the entry just written) stays.  Returns bytes freed."""
+    cap = max_cache_bytes()
+    entries = sorted(cache_entries(), key=lambda e: e.used)
+    total = sum(e.size for e in entries)
+    freed = 0
+    for entry in entries:
+        if total <= cap:
+            break
+        if keep is not None and Path(entry.path) == keep:
+            continue
+        _remove(Path(entry.path))
+        total -= entry.size
+        freed += entry.size
+    return freed
+
+
 def clear_cache() -> int:
-    """Remove everything under the cache root; returns bytes freed."""
+    """Remove trnscope's own entries; returns bytes freed.  Refuses a root that
+    trnscope did not create (no CACHEDIR.TAG of its own)."""
     root = cache_root()
     if not root.exists():
         return 0
-    freed = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
-    shutil.rmtree(root, ignore_errors=True)
+    if not _has_marker(root):
+        raise TrnscopeError(f"{root} was not created by trnscope (it has no {MARKER} of trnscope's); not clearing it")
+    freed = 0
+    for entry in cache_entries():
+        _remove(Path(entry.path))
+        freed += entry.size
+    for kind in _OWN_ENTRIES:
+        with contextlib.suppress(OSError):
+            (root / kind).rmdir()  # only when empty: a file of someone else's stays
     return freed
 
 
 def cache_size() -> tuple[int, int]:
-    """(files, bytes) under the cache root."""
-    root = cache_root()
-    if not root.exists():
-        return 0, 0
-    files = [p for p in root.rglob("*") if p.is_file()]
-    return len(files), sum(p.stat().st_size for p in files)
+    """(entries, bytes) of trnscope's own entries under the cache root."""
+    entries = cache_entries()
+    return len(entries), sum(e.size for e in entries)

@@ -32,7 +32,7 @@ def load_neuron_profile(
     from trnscope.core.formats.neuron.reader import load_neuron
 
     def read_framework(framework: Path) -> Trace:
-        return load_kineto(framework, progress=progress, cancelled=cancelled, skip=skip, workers=1)
+        return load_kineto(framework, progress=progress, cancelled=cancelled, skip=skip, workers=1, use_cache=use_cache)
 
     return load_neuron(path, use_cache=use_cache, prefer=prefer, read_framework=read_framework)
 
@@ -53,7 +53,9 @@ def load_source(
     else:
         from trnscope.core.formats.kineto.loader import load_kineto
 
-        trace = load_kineto(path, progress=progress, cancelled=cancelled, skip=skip, workers=workers)
+        trace = load_kineto(
+            path, progress=progress, cancelled=cancelled, skip=skip, workers=workers, use_cache=use_cache
+        )
     trace.label = source.label
     trace.synthetic = trace.synthetic or source.synthetic
     return trace

@@ -8,7 +8,10 @@ Input files are only ever opened for reading.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import errno
+import hashlib
 import mmap
 import os
 import stat
@@ -19,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from trnscope.core.base.cachedir import fingerprint, writable_dir
+from trnscope.core.base.cachedir import enforce_cap, fingerprint, touch, writable_dir
 from trnscope.core.base.errors import InputError, LoadCancelled
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -75,15 +78,22 @@ def _open_read(path: Path) -> Any:
 
 
 def open_plain(
-    path: Path, progress: Progress | None = None, cancelled: Callable[[], bool] | None = None
+    path: Path,
+    progress: Progress | None = None,
+    cancelled: Callable[[], bool] | None = None,
+    *,
+    reuse: bool = True,
 ) -> PlainSource:
+    """``path`` as plain JSON bytes.  ``reuse``: a decompressed copy of a gzip file
+    made earlier may be used (after its hash is checked); without it a fresh private
+    copy is made and removed when the process ends (``--no-cache``)."""
     info = check_readable_file(path)
     if info.st_size == 0:
         raise InputError(f"empty file: {path}")
     with _open_read(path) as fh:
         magic = fh.read(2)
     if magic == GZIP_MAGIC:
-        return _open_gzip(path, info.st_size, progress, cancelled)
+        return _open_gzip(path, info.st_size, progress, cancelled, reuse)
     with _open_read(path) as fh:
         try:
             buffer = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
@@ -95,23 +105,75 @@ def open_plain(
 class _GzipCacheEntry(msgspec.Struct):
     plain_bytes: int
     damage: str
+    digest: str  # blake2b of the decompressed bytes: the copy is checked before use
 
 
-def _open_gzip(path: Path, size: int, progress: Progress | None, cancelled: Callable[[], bool] | None) -> PlainSource:
+def max_inflate_ratio() -> float:
+    """How many times its compressed size a gzip file may inflate to
+    (``TRNSCOPE_MAX_INFLATE_RATIO``, default 100; real traces compress 5–30×)."""
+    try:
+        return max(1.0, float(os.environ.get("TRNSCOPE_MAX_INFLATE_RATIO", "") or DEFAULT_INFLATE_RATIO))
+    except ValueError:
+        return DEFAULT_INFLATE_RATIO
+
+
+DEFAULT_INFLATE_RATIO = 100.0
+_INFLATE_FLOOR = 16 << 20  # tiny files may always inflate this far
+_MAX_STEP = 64 << 20  # most output one decompress call may return (bounds memory)
+
+
+def _inflate_limit(size: int) -> int:
+    return max(_INFLATE_FLOOR, int(size * max_inflate_ratio()))
+
+
+def _digest_of(path: Path) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as fh:
+        while block := fh.read(_READ_BLOCK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+_PRIVATE_COPIES: list[Path] = []  # --no-cache copies of this process, removed at exit
+
+
+@atexit.register
+def _remove_private_copies() -> None:
+    for copy in _PRIVATE_COPIES:
+        with contextlib.suppress(OSError):
+            copy.unlink()
+
+
+def _open_gzip(
+    path: Path, size: int, progress: Progress | None, cancelled: Callable[[], bool] | None, reuse: bool
+) -> PlainSource:
     folder = writable_dir("plain")
     key = fingerprint(path)
     if folder is not None:
-        target = folder / f"{key}.json"
+        target = folder / (f"{key}.json" if reuse else f"{key}.nocache.{os.getpid()}.json")
         meta = folder / f"{key}.meta"
-        entry = _read_entry(meta)
-        if entry is not None and target.exists() and target.stat().st_size == entry.plain_bytes:
+        entry = _read_entry(meta) if reuse else None
+        usable = entry is not None and target.exists() and target.stat().st_size == entry.plain_bytes
+        if usable and entry is not None and _digest_of(target) == entry.digest:  # an edited copy is not used
+            touch(target)
             return _map_cached(path, target, size, entry.damage)
         temp = folder / f".{key}.{os.getpid()}.tmp"
         try:
+            digest = hashlib.blake2b(digest_size=16)
             with open(temp, "wb") as out:
-                damage = _inflate(path, size, out.write, progress, cancelled)
+
+                def write(data: bytes) -> None:
+                    out.write(data)
+                    digest.update(data)
+
+                damage = _inflate(path, size, write, progress, cancelled)
             os.replace(temp, target)
-            meta.write_bytes(msgspec.json.encode(_GzipCacheEntry(target.stat().st_size, damage)))
+            if reuse:
+                entry = _GzipCacheEntry(target.stat().st_size, damage, digest.hexdigest())
+                meta.write_bytes(msgspec.json.encode(entry))
+                enforce_cap(keep=target)
+            else:
+                _PRIVATE_COPIES.append(target)
             return _map_cached(path, target, size, damage)
         except OSError as error:
             temp.unlink(missing_ok=True)
@@ -132,7 +194,7 @@ def _open_gzip(path: Path, size: int, progress: Progress | None, cancelled: Call
 def _read_entry(meta: Path) -> _GzipCacheEntry | None:
     try:
         return msgspec.json.decode(meta.read_bytes(), type=_GzipCacheEntry)
-    except (OSError, msgspec.DecodeError):
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
         return None
 
 
@@ -155,6 +217,8 @@ def _inflate(
     decomp = zlib.decompressobj(wbits=47)
     fed = False  # the current member has consumed input
     done = 0
+    limit = _inflate_limit(size)
+    written = 0
     with _open_read(path) as fh:
         while True:
             if cancelled is not None and cancelled():
@@ -166,12 +230,23 @@ def _inflate(
             data = block
             while data:
                 try:
-                    out = decomp.decompress(data)
+                    # bounded: never more than the limit allows, so a bomb stops early
+                    out = decomp.decompress(data, min(limit - written + 1, _MAX_STEP))
                 except zlib.error as error:
                     return f"gzip data corrupt near compressed byte {done - len(data):,} ({error})"
                 fed = True
                 if out:
+                    if written + len(out) > limit:
+                        write(out[: limit - written])
+                        return (
+                            f"decompression stopped at {limit / 1e6:,.0f} MB, {max_inflate_ratio():g}× the compressed "
+                            "size (a gzip bomb?); set TRNSCOPE_MAX_INFLATE_RATIO to allow more"
+                        )
                     write(out)
+                    written += len(out)
+                if decomp.unconsumed_tail:
+                    data = decomp.unconsumed_tail
+                    continue
                 if decomp.eof:
                     data = decomp.unused_data
                     decomp = zlib.decompressobj(wbits=47)

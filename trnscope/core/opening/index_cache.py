@@ -24,12 +24,12 @@ import msgspec
 import numpy as np
 
 from trnscope.core.analysis.optable import EventTimes
-from trnscope.core.base.cachedir import fingerprint, writable_dir
+from trnscope.core.base.cachedir import enforce_cap, fingerprint, touch, writable_dir
 from trnscope.core.link.linker import LinkReport, Links, forward_links
 from trnscope.core.model.trace import EventColumns, Trace
 
 MAGIC = b"TRNSCOPE-INDEX\x00\x02"
-FORMAT_VERSION = 7  # 7: the header's trace fields derived from Trace
+FORMAT_VERSION = 8  # 8: the header under its own CRC; fingerprint with ctime and sampled blocks
 _ALIGN = 64
 _LINK_ARRAYS = (
     "in_tree",
@@ -143,7 +143,9 @@ def store(
         head = msgspec.msgpack.encode(header)
     except (TypeError, msgspec.EncodeError):
         return None
-    prefix = MAGIC + struct.pack("<Q", len(head)) + head
+    # the header (which holds the payload's CRC) has a CRC of its own: every byte of the
+    # file is checked before any of it is believed
+    prefix = MAGIC + struct.pack("<QI", len(head), zlib.crc32(head)) + head
     prefix += b"\x00" * ((-len(prefix)) % _ALIGN)
     try:
         handle, temp = tempfile.mkstemp(dir=target.parent, prefix=".idx-", suffix=".tmp")
@@ -158,6 +160,7 @@ def store(
             raise
     except OSError:
         return None
+    enforce_cap(keep=target)
     return target
 
 
@@ -173,17 +176,23 @@ def load(path: Path, options: dict[str, Any]) -> tuple[Trace, Links, EventTimes 
     except (OSError, ValueError):
         return None
     try:
-        return _decode(buffer, key)
+        found = _decode(buffer, key)
     except (ValueError, KeyError, TypeError, struct.error, msgspec.DecodeError, msgspec.ValidationError):
         return None
+    if found is not None:
+        touch(target)  # least recently used goes first when the cache is over its cap
+    return found
 
 
 def _decode(buffer: mmap.mmap, key: str) -> tuple[Trace, Links, EventTimes | None, dict[str, Any]] | None:
     if buffer[: len(MAGIC)] != MAGIC:
         return None
-    (head_len,) = struct.unpack_from("<Q", buffer, len(MAGIC))
-    start = len(MAGIC) + 8
-    header = msgspec.msgpack.decode(buffer[start : start + head_len], type=CacheHeader)
+    head_len, head_crc = struct.unpack_from("<QI", buffer, len(MAGIC))
+    start = len(MAGIC) + struct.calcsize("<QI")
+    head = buffer[start : start + head_len]
+    if len(head) != head_len or zlib.crc32(head) != head_crc:
+        return None
+    header = msgspec.msgpack.decode(head, type=CacheHeader)
     if header.version != FORMAT_VERSION or header.key != key:
         return None
     payload_start = start + head_len

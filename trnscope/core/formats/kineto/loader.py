@@ -48,11 +48,12 @@ def load_kineto(
     workers: int | None = None,
     chunk_bytes: int = CHUNK_BYTES,
     source: PlainSource | None = None,
+    use_cache: bool = True,
 ) -> Trace:
     started = time.perf_counter()
     is_cancelled = cancelled or (lambda: False)
     if source is None:
-        source = open_plain(path, progress, is_cancelled)
+        source = open_plain(path, progress, is_cancelled, reuse=use_cache)
     buf = source.buffer
     try:
         kind, array_open = jsonscan.find_events_array(buf)
