@@ -196,23 +196,22 @@ def test_merge_sums_every_trace_of_a_folder(capsys, tmp_path: Path, small_synthe
     assert code == 0 and "2 traces merged" in out
 
 
-def test_serve_builds_the_textual_serve_command(monkeypatch, small_synthetic) -> None:
+def test_serve_builds_the_command_and_checks_its_inputs(monkeypatch, capsys, small_synthetic) -> None:
     pytest.importorskip("textual_serve")
-    import textual_serve.server as server
+    import trnscope.tui.serve as serve_module
 
     seen = {}
 
-    class FakeServer:
-        def __init__(self, command: str, host: str, port: int) -> None:
-            seen.update(command=command, host=host, port=port)
+    def fake_serve(command: str, host: str, port: int) -> None:
+        seen.update(command=command, host=host, port=port)
 
-        def serve(self) -> None:
-            seen["served"] = True
-
-    monkeypatch.setattr(server, "Server", FakeServer)
+    monkeypatch.setattr(serve_module, "serve", fake_serve)
     assert main(["serve", str(small_synthetic[0]), "--port", "8123"]) == 0
-    assert seen["host"] == "localhost" and seen["port"] == 8123 and seen["served"]
+    assert seen["host"] == "localhost" and seen["port"] == 8123
     assert "-m trnscope open" in seen["command"] and str(small_synthetic[0]) in seen["command"]
+    seen.clear()
+    code, _, err = run(capsys, "serve", "/no/such/trace.json")
+    assert code == 2 and "no such file" in err and not seen  # checked before serving
 
 
 def test_progress_reports_bytes_and_events(tmp_path: Path, small_synthetic) -> None:

@@ -123,7 +123,10 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("serve", help="serve the terminal UI to a browser on localhost (textual-serve)")
     p.add_argument("paths", nargs="+", metavar="PATH")
-    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--port", type=int, default=8000, help="1–65535 (default 8000)")
+    p.add_argument(
+        "--host", default="localhost", help="address to listen on (default localhost; any other is warned about)"
+    )
     return parser
 
 

@@ -38,9 +38,13 @@ def run_open(args: argparse.Namespace) -> int:
 
 def run_serve(args: argparse.Namespace) -> int:
     try:
-        from textual_serve.server import Server
+        from trnscope.tui.serve import serve
     except ImportError:
         raise TrnscopeError("serve needs textual-serve: pip install 'trnscope[serve]'") from None
+    from trnscope.core.opening.sources import Mode, plan_sources
+
+    # the paths are checked here, so a browser never gets a page for nothing
+    plan_sources(args.paths, Mode.VARIANTS if len(args.paths) > 1 else Mode.ONE, getattr(args, "select", None))
     command = " ".join([shlex.quote(sys.executable), "-m", "trnscope", "open", *map(shlex.quote, args.paths)])
-    Server(command, host="localhost", port=args.port).serve()
+    serve(command, host=args.host, port=args.port)
     return 0

@@ -1,0 +1,70 @@
+"""``trnscope serve`` answers only its own address, its own page and the token it printed."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+pytest.importorskip("textual_serve")
+
+from aiohttp.test_utils import TestClient, TestServer
+
+from trnscope.cli import main
+from trnscope.tui.serve import GuardedServer, check_port_free, url_for
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def _client(token: str = "s3cret") -> tuple[TestClient, int]:
+    port = _free_port()
+    server = GuardedServer("true", "localhost", port, token)
+    client = TestClient(TestServer(await server._make_app(), host="127.0.0.1", port=port))
+    await client.start_server()
+    return client, port
+
+
+async def test_requests_need_the_token_the_right_host_and_origin() -> None:
+    client, port = await _client()
+    try:
+        host = {"Host": f"localhost:{port}"}
+        assert (await client.get("/", headers=host)).status == 403  # no token
+        assert (await client.get("/?token=wrong", headers=host)).status == 403
+        page = await client.get("/?token=s3cret", headers=host)
+        assert page.status == 200 and "trnscope_token" in page.headers.get("Set-Cookie", "")
+        assert "SameSite=Strict" in page.headers["Set-Cookie"]
+        client.session.cookie_jar.clear()  # each request below carries only what it says
+        # DNS rebinding: a page of evil.example resolving to 127.0.0.1
+        assert (await client.get("/?token=s3cret", headers={"Host": f"evil.example:{port}"})).status == 403
+        # another site's page opening our WebSocket, even with the cookie
+        cross = {**host, "Origin": "https://evil.example", "Cookie": "trnscope_token=s3cret"}
+        assert (await client.get("/ws", headers=cross)).status == 403
+        # a WebSocket without an Origin (not from a browser page of ours) or without the token
+        assert (await client.get("/ws", headers={**host, "Cookie": "trnscope_token=s3cret"})).status == 403
+        assert (await client.get("/ws", headers={**host, "Origin": f"http://localhost:{port}"})).status == 403
+        assert (await client.get("/download/x", headers=host)).status == 403
+    finally:
+        await client.close()
+
+
+def test_port_range_and_busy_port(capsys, small_synthetic) -> None:
+    for port in ("0", "70000", "-1"):
+        assert main(["serve", str(small_synthetic[0]), "--port", port]) == 2
+        assert "--port must be between 1 and 65535" in capsys.readouterr().err
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(Exception, match="busy"):
+            check_port_free("127.0.0.1", port)
+        assert main(["serve", str(small_synthetic[0]), "--host", "127.0.0.1", "--port", str(port)]) == 2
+        assert "busy" in capsys.readouterr().err
+
+
+def test_url_carries_the_token() -> None:
+    assert url_for("localhost", 8000, "abc") == "http://localhost:8000/?token=abc"
+    assert url_for("::1", 8000, "abc") == "http://[::1]:8000/?token=abc"
