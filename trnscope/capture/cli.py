@@ -68,7 +68,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
         return 0
     if not args.out:
         raise TrnscopeError("capture needs --out DIR (the session folder to create)")
-    from trnscope.capture.recorder import check_output_folder
+    from trnscope.capture.workspace import check_output_folder
 
     check_output_folder(Path(args.out))  # before any work: a refusal should come first
     _require_torch()

@@ -23,9 +23,9 @@ import msgspec
 
 from trnscope.capture.device import DevicePlan, NeuronOptions, plan_device, profiler_kwargs, synchronize
 from trnscope.capture.reference import reference_rows
-from trnscope.core.base.cachedir import atomic_write_bytes
+from trnscope.capture.workspace import SessionWorkspace, check_label, one_line
 from trnscope.core.base.errors import TrnscopeError
-from trnscope.core.model.session import SESSION_FILE, SessionManifest, VariantRecord, encode_manifest
+from trnscope.core.model.session import SessionManifest, VariantRecord
 
 
 class CaptureOptions(msgspec.Struct):
@@ -39,49 +39,6 @@ class CaptureOptions(msgspec.Struct):
     neuron: NeuronOptions = msgspec.field(default_factory=NeuronOptions)
     rtol: float = 1e-3
     atol: float = 1e-4
-
-
-def check_output_folder(out: Path) -> None:
-    """Refuse a session folder that cannot be created (its parent is made if missing):
-    called before any work starts, and again when the folder is written."""
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise TrnscopeError(f"output folder exists and is not empty: {out}")
-    parent = out.parent
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise TrnscopeError(f"cannot create {parent}: {error.strerror or error}") from None
-    if not os.access(parent, os.W_OK):
-        raise TrnscopeError(f"cannot write to {parent}: permission denied")
-
-
-class _Workspace:
-    """A session folder that appears complete or not at all.
-
-    Everything is written into ``.<name>.partial-<pid>`` beside the target and renamed
-    into place at the end; a failure removes the partial folder."""
-
-    def __init__(self, out: Path) -> None:
-        self.out = out
-        check_output_folder(out)
-        parent = out.parent
-        self.temp = parent / f".{out.name}.partial-{os.getpid()}"
-        try:
-            self.temp.mkdir()
-        except OSError as error:
-            raise TrnscopeError(f"cannot write to {parent}: {error.strerror or error}") from None
-
-    def commit(self, manifest: SessionManifest) -> Path:
-        atomic_write_bytes(self.temp / SESSION_FILE, encode_manifest(manifest))
-        if self.out.exists():
-            self.out.rmdir()  # empty by the check above
-        os.replace(self.temp, self.out)
-        return self.out
-
-    def abort(self) -> None:
-        import shutil
-
-        shutil.rmtree(self.temp, ignore_errors=True)
 
 
 def _versions() -> tuple[str, str]:
@@ -202,11 +159,6 @@ def profile_callable(
     )
 
 
-def _one_line(error: BaseException) -> str:
-    text = " ".join(str(error).split()) or type(error).__name__
-    return f"{type(error).__name__}: {text}"[:500]
-
-
 def compare(
     variants: Mapping[str, Callable[..., Any]],
     inputs: Sequence[Any],
@@ -224,10 +176,12 @@ def compare(
     (``rtol``/``atol``) before it is profiled.  A variant that raises or differs is
     recorded as failed with its error; the others are kept."""
     options = options or CaptureOptions()
-    plan = plan or plan_device(options.device)
     if not variants:
         raise TrnscopeError("nothing to capture: no variants given")
-    workspace = _Workspace(Path(out))
+    for label in variants:
+        check_label(label)
+    plan = plan or plan_device(options.device)
+    workspace = SessionWorkspace(Path(out))
     manifest = new_manifest(plan, demo=demo)
     reference_output: Any = None
     try:
@@ -251,12 +205,12 @@ def compare(
             except Exception as failure:  # a failing variant is recorded; the session goes on
                 if os.environ.get("TRNSCOPE_DEBUG") == "1":
                     traceback.print_exc()
-                log(f"{label}: FAILED {_one_line(failure)}")
+                log(f"{label}: FAILED {one_line(failure)}")
                 record = VariantRecord(
                     label=label,
                     description=description,
                     status="failed",
-                    error=_one_line(failure),
+                    error=one_line(failure),
                     input_shapes=_shapes(inputs),
                 )
             manifest.variants.append(record)
@@ -281,8 +235,9 @@ def record(
     """Profile one callable into a session folder; a workload that raises leaves no
     folder behind and raises a one-line error."""
     options = options or CaptureOptions()
+    check_label(label)
     plan = plan_device(options.device)
-    workspace = _Workspace(Path(out))
+    workspace = SessionWorkspace(Path(out))
     manifest = new_manifest(plan)
     try:
         try:
@@ -294,7 +249,7 @@ def record(
         except TrnscopeError:
             raise
         except Exception as failure:
-            raise TrnscopeError(f"the workload raised {_one_line(failure)}") from None
+            raise TrnscopeError(f"the workload raised {one_line(failure)}") from None
         return workspace.commit(manifest)
     except BaseException:
         workspace.abort()

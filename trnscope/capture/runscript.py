@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from trnscope.capture.device import plan_device, profiler_kwargs, synchronize
-from trnscope.capture.recorder import CaptureOptions, _one_line, _Workspace, new_manifest
+from trnscope.capture.recorder import CaptureOptions, new_manifest
 from trnscope.capture.reference import reference_rows
-from trnscope.core.base.errors import TrnscopeError
+from trnscope.capture.workspace import SessionWorkspace, one_line, slug_label
+from trnscope.core.base.errors import Terminated, TrnscopeError
 from trnscope.core.model.session import VariantRecord
 
 _active: dict[str, Any] = {}
@@ -48,10 +49,10 @@ def run_script(
 
     if not script.is_file():
         raise TrnscopeError(f"no such script: {script}")
+    label = slug_label(script.stem)
     plan = plan_device(options.device)
-    workspace = _Workspace(out)
+    workspace = SessionWorkspace(out)
     manifest = new_manifest(plan, notes=f"script {script.name} {' '.join(argv)}".strip())
-    label = script.stem
     trace = workspace.temp / (label if plan.kind == "neuron" else f"{label}.pt.trace.json.gz")
     if plan.kind == "neuron":
         trace.mkdir()
@@ -144,8 +145,8 @@ def run_script(
         raise
     except BaseException as failure:
         workspace.abort()
-        if isinstance(failure, KeyboardInterrupt):
+        if isinstance(failure, (KeyboardInterrupt, Terminated)):
             raise
         if os.environ.get("TRNSCOPE_DEBUG") == "1":
             raise
-        raise TrnscopeError(f"{script.name} raised {_one_line(failure)}") from None
+        raise TrnscopeError(f"{script.name} raised {one_line(failure)}") from None

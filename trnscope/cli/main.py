@@ -10,10 +10,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 
-from trnscope.core.base.errors import TrnscopeError
+from trnscope.core.base.errors import Terminated, TrnscopeError
 from trnscope.core.base.text import safe_text
 
 PROG = "trnscope"
@@ -263,6 +264,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     debug = os.environ.get("TRNSCOPE_DEBUG") == "1"
+    # SIGTERM ends the command through the same cleanup as Ctrl+C (workers stopped,
+    # shared memory and half-written folders removed) instead of dying on the spot
+    with contextlib.suppress(ValueError):  # not the main thread (embedded use)
+        signal.signal(signal.SIGTERM, _terminated)
     try:
         from trnscope.core.base.memory import prefer_small_pages
 
@@ -275,6 +280,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write(f"{PROG}: interrupted\n")
         return 130
+    except Terminated:
+        sys.stderr.write(f"{PROG}: terminated\n")
+        return 143
     except BrokenPipeError:
         # e.g. `trnscope summary ... | head`
         with contextlib.suppress(OSError):
@@ -293,6 +301,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{PROG}: internal error: {type(error).__name__}: {safe_text(error)} (set TRNSCOPE_DEBUG=1 for a traceback)\n"
         )
         return 1
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise Terminated()
 
 
 def describe_os_error(error: OSError) -> str:

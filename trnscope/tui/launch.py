@@ -38,10 +38,11 @@ def run_open(args: argparse.Namespace) -> int:
 
 def run_serve(args: argparse.Namespace) -> int:
     try:
-        from trnscope.tui.serve import serve
+        import textual_serve.server  # noqa: F401 - present, or one clear line
     except ImportError:
         raise TrnscopeError("serve needs textual-serve: pip install 'trnscope[serve]'") from None
     from trnscope.core.opening.sources import Mode, plan_sources
+    from trnscope.tui.serve import serve
 
     # the paths are checked here, so a browser never gets a page for nothing
     plan_sources(args.paths, Mode.VARIANTS if len(args.paths) > 1 else Mode.ONE, getattr(args, "select", None))

@@ -25,3 +25,8 @@ class LoadCancelled(TrnscopeError):
 
     def __init__(self) -> None:
         super().__init__("load cancelled")
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived: raised where the program is (the CLI's handler), so every
+    ``finally`` and cleanup runs; like KeyboardInterrupt, never caught as a failure."""

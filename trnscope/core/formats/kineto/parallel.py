@@ -8,8 +8,10 @@ from a fork server started before the UI takes over stdio."""
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import signal
 import threading
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -28,11 +30,68 @@ from trnscope.core.formats.kineto.events import (
 )
 from trnscope.core.formats.source import PlainSource, Progress
 
+_PR_SET_PDEATHSIG = 1
+SPILL_PREFIX = "trnscope-range-"
 
-def _init_worker(slots: Any, small_pages: bool) -> None:
+
+def _die_with_parent() -> None:
+    """Ask Linux to kill this worker when the process that started it dies (the
+    load's process, or the fork server, which itself exits with the load's process)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: workers end when their pipe closes
+        pass
+
+
+def _init_worker(slots: Any, small_pages: bool, parent: int) -> None:
+    _die_with_parent()
+    # The parent stops workers with SIGTERM and handles Ctrl+C itself (a forked worker
+    # would otherwise inherit the CLI's handlers and print tracebacks).
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if os.getppid() != parent and parent != _LOADER_PID_UNKNOWN:
+        os._exit(0)  # the parent died before the line above took effect
     set_progress_slots(slots)
     if small_pages:  # as the parent was told (a fork server's child does not inherit it)
         prefer_small_pages()
+
+
+_LOADER_PID_UNKNOWN = -1
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, another user's
+    return True
+
+
+def sweep_spills(folder: str | None = None) -> int:
+    """Remove result files that loads of processes no longer alive left behind (a load
+    killed with SIGKILL cannot clean up after itself).  Returns how many."""
+    folder = folder or _spill_folder()
+    if folder is None:
+        return 0
+    removed = 0
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return 0
+    for name in names:
+        if not name.startswith(SPILL_PREFIX):
+            continue
+        owner = name[len(SPILL_PREFIX) :].split("-", 1)[0]
+        if owner.isdigit() and not _alive(int(owner)):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(folder, name))
+                removed += 1
+    return removed
 
 
 _ARRAY_FIELDS = tuple(
@@ -57,7 +116,7 @@ def _spill_folder() -> str | None:
 
 
 def decode_range_of_file(
-    plain_path: str, start: int, stop: int | None, slot: int, chunk_bytes: int
+    plain_path: str, start: int, stop: int | None, slot: int, chunk_bytes: int, loader_pid: int
 ) -> RangeResult | SpilledRange:
     """Decode events from ``start`` up to the cut before ``stop`` (runs in a worker)."""
     import mmap
@@ -70,7 +129,8 @@ def decode_range_of_file(
     finally:
         buf.close()
     try:
-        handle, path = tempfile.mkstemp(prefix="trnscope-range-", dir=_spill_folder())
+        # named after the loading process, so what a killed load leaves is found and removed
+        handle, path = tempfile.mkstemp(prefix=f"{SPILL_PREFIX}{loader_pid}-", dir=_spill_folder())
     except OSError:
         return result
     chunks = []
@@ -113,6 +173,17 @@ def _unspill(result: RangeResult | SpilledRange) -> RangeResult:
         fields: dict[str, Any] = {**arrays, **small}
         chunks.append(DecodedChunk(start, end, repaired, ChunkColumns(**fields)))
     return RangeResult(chunks, result.report)
+
+
+def _discard_unread(futures: list[Any]) -> None:
+    """Unlink the result files of ranges that were never read (cancelled or failed
+    loads): every exit path leaves /dev/shm as it found it."""
+    for future in futures:
+        if future.done() and not future.cancelled() and future.exception() is None:
+            result = future.result()
+            if isinstance(result, SpilledRange):
+                with contextlib.suppress(OSError):
+                    os.unlink(result.path)
 
 
 def _pool_context() -> Any:
@@ -181,29 +252,40 @@ def _parallel_decode(
 
     reporter = threading.Thread(target=report_progress, daemon=True)
     reporter.start()
+    sweep_spills()
+    parent = os.getpid() if ctx.get_start_method() == "fork" else _LOADER_PID_UNKNOWN
     executor = ProcessPoolExecutor(
-        max_workers=len(starts), mp_context=ctx, initializer=_init_worker, initargs=(slots, small_pages_preferred())
+        max_workers=len(starts),
+        mp_context=ctx,
+        initializer=_init_worker,
+        initargs=(slots, small_pages_preferred(), parent),
     )
+    futures = []
     try:
         futures = [
-            executor.submit(decode_range_of_file, source.plain_path, start, stop, index, chunk_bytes)
+            executor.submit(decode_range_of_file, source.plain_path, start, stop, index, chunk_bytes, os.getpid())
             for index, (start, stop) in enumerate(zip(starts, stops))
         ]
         results: list[RangeResult] = []
         for future in futures:
             while True:
                 if cancelled():
-                    for process in list(getattr(executor, "_processes", {}).values()):
-                        process.terminate()
                     raise LoadCancelled()
                 try:
                     results.append(_unspill(future.result(timeout=0.1)))
                     break
                 except TimeoutError:
                     continue
+    except BaseException:
+        # cancelled, interrupted (Ctrl+C, SIGTERM) or failed: stop the workers now
+        # rather than wait for their ranges
+        for process in list(getattr(executor, "_processes", {}).values()):
+            process.terminate()
+        raise
     finally:
         done_event.set()
         executor.shutdown(wait=True, cancel_futures=True)
+        _discard_unread(futures)
     # Keep ranges up to the first one whose end could not be proven: that range ran
     # on to the end of the array by itself, so later ranges are redundant.
     kept: list[RangeResult] = []

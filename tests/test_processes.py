@@ -1,0 +1,107 @@
+"""Killing a load's process leaves nothing running and nothing in /dev/shm (after the
+next load); SIGTERM ends a command through its cleanup."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from trnscope.core.formats.kineto.parallel import SPILL_PREFIX, sweep_spills
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="parent-death signal and /dev/shm are Linux")
+
+LOAD = """
+import sys, time
+from trnscope.core.formats.kineto import loader
+loader.PARALLEL_MIN_BYTES = 0
+print("ready", flush=True)
+loader.load_kineto(__import__("pathlib").Path(sys.argv[1]), workers=2, chunk_bytes=1 << 16)
+time.sleep(30)
+"""
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            text = status.read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if line.startswith("PPid:") and int(line.split()[1]) == pid:
+                found.append(int(status.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.fixture(scope="module")
+def big_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from trnscope.testing.synth_kineto import generate
+
+    path = tmp_path_factory.mktemp("procs") / "big.json"
+    generate(path, 400_000, seed=3)
+    return path
+
+
+def test_workers_die_with_a_killed_parent(big_trace: Path) -> None:
+    child = subprocess.Popen([sys.executable, "-c", LOAD, str(big_trace)], cwd=str(REPO), stdout=subprocess.PIPE)
+    assert child.stdout is not None and child.stdout.readline().strip() == b"ready"
+    workers: list[int] = []
+    deadline = time.monotonic() + 20
+    while not workers and time.monotonic() < deadline:
+        workers = _children(child.pid)
+        time.sleep(0.02)
+    assert workers, "the load never started worker processes"
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    deadline = time.monotonic() + 10
+    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(w) for w in workers), "decode workers outlived their parent"
+    sweep_spills()
+    left = [n for n in os.listdir("/dev/shm") if n.startswith(f"{SPILL_PREFIX}{child.pid}-")]
+    assert left == []
+
+
+def test_sweep_removes_only_files_of_dead_loads(tmp_path: Path) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f"{SPILL_PREFIX}{dead.pid}-abc"
+    stale.write_bytes(b"x")
+    live = tmp_path / f"{SPILL_PREFIX}{os.getpid()}-abc"
+    live.write_bytes(b"x")
+    other = tmp_path / "someone-elses-file"
+    other.write_bytes(b"x")
+    assert sweep_spills(str(tmp_path)) == 1
+    assert not stale.exists() and live.exists() and other.exists()
+
+
+def test_sigterm_runs_the_cleanup(big_trace: Path) -> None:
+    before = {n for n in os.listdir("/dev/shm") if n.startswith(SPILL_PREFIX)}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "trnscope", "summary", str(big_trace), "--no-cache", "--workers", "2"],
+        cwd=str(REPO),
+        stderr=subprocess.PIPE,
+    )
+    time.sleep(1.0)
+    child.send_signal(signal.SIGTERM)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode in (0, 143), err
+    if child.returncode == 143:
+        assert b"terminated" in err and b"Traceback" not in err
+    after = {n for n in os.listdir("/dev/shm") if n.startswith(SPILL_PREFIX)}
+    assert after <= before
