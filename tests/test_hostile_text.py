@@ -174,3 +174,24 @@ async def test_screens_show_hostile_names_escaped(tmp_path: Path) -> None:
     everything = "".join(screens)
     assert "\\x1b" in everything  # shown, escaped
     assert "[/bold]" in everything  # markup shown as typed
+
+
+async def test_compare_screen_shows_hostile_labels_escaped(tmp_path: Path) -> None:
+    from tui_helpers import press, wait_loaded
+
+    from trnscope.tui.app import TrnscopeApp
+
+    names = [f"op{i}{s}" for i, s in enumerate(ESC_SEQUENCES)]
+    first = tmp_path / "a\x1b]0;x\x07.json"
+    second = tmp_path / "b\u202e.json"
+    first.write_bytes(_trace_with(names))
+    second.write_bytes(_trace_with(names[::-1]))
+    app = TrnscopeApp([str(first), str(second)])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_loaded(pilot)
+        screens = [app.export_screenshot()]
+        await press(pilot, "v")
+        screens.append(app.export_screenshot())
+    for svg in screens:
+        _assert_inert(svg.replace("\n", ""))
+    assert "\\x1b]0;x\\x07" in "".join(screens) and "\\u202e" in "".join(screens)
