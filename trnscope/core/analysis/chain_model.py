@@ -3,7 +3,6 @@ device layers to it (``DeviceHopProvider``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Protocol
 
 import msgspec
@@ -64,7 +63,7 @@ class ChainContext(msgspec.Struct):
 
     trace: Trace
     hops: list[Hop]
-    hop: Callable[..., Hop]
+    hop: HopMaker
     origin: int  # ns: the op instance's start
     depth: int  # the op's own depth in the chain
 

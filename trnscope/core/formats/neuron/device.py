@@ -16,7 +16,7 @@ import msgspec
 import numpy as np
 
 from trnscope.core.base.errors import InputError
-from trnscope.core.formats.neuron.system import _int, read_table, table_files
+from trnscope.core.formats.neuron.system import int_or_missing, read_table, table_files
 from trnscope.core.model.vocab import Interner
 
 ENGINES = ("tensor", "vector", "scalar", "gpsimd", "sync", "dma", "cc", "other")
@@ -171,8 +171,8 @@ def read_device_json(path: Path) -> DeviceProfile:
     rows = doc.instruction
     strings = Interner()
     strings[""]
-    start = np.array([_int(r.timestamp) for r in rows], dtype=np.int64)
-    duration = np.array([max(_int(r.duration), 0) for r in rows], dtype=np.int64)
+    start = np.array([int_or_missing(r.timestamp) for r in rows], dtype=np.int64)
+    duration = np.array([max(int_or_missing(r.duration), 0) for r in rows], dtype=np.int64)
     engine = np.array([engine_of(r.engine or r.label or r.subgroup) for r in rows], dtype=np.uint8)
     opcode = np.array([strings[r.opcode or ""] for r in rows], dtype=np.int32)
     hlo = np.array([strings[r.hlo_name or ""] for r in rows], dtype=np.int32)
@@ -183,21 +183,21 @@ def read_device_json(path: Path) -> DeviceProfile:
         else (doc.summary if isinstance(doc.summary, dict) else {})
     )
     match = _MODEL_FILE.search(path.name)
-    model_id = int(match.group("id")) if match else _int(doc.metadata.get("model_id"))
+    model_id = int(match.group("id")) if match else int_or_missing(doc.metadata.get("model_id"))
     dma = doc.dma
     return DeviceProfile(
         label=path.stem,
-        nc_idx=max(_int(doc.metadata.get("neuroncore_idx")), 0),
+        nc_idx=max(int_or_missing(doc.metadata.get("neuroncore_idx")), 0),
         model_id=model_id,
         format="json",
         path=str(path),
         instructions=_sorted(start, duration, engine, opcode, hlo, nki, list(strings.keys())),
-        dma_start=np.array([_int(d.timestamp) for d in dma], dtype=np.int64),
-        dma_duration=np.array([max(_int(d.duration), 0) for d in dma], dtype=np.int64),
-        dma_bytes=np.array([max(_int(d.transfer_bytes), 0) for d in dma], dtype=np.int64),
-        cc_start=np.array([_int(c.timestamp) for c in doc.cc_ops], dtype=np.int64),
-        cc_duration=np.array([max(_int(c.duration), 0) for c in doc.cc_ops], dtype=np.int64),
-        cc_bytes=np.array([max(_int(c.input_size), 0) for c in doc.cc_ops], dtype=np.int64),
+        dma_start=np.array([int_or_missing(d.timestamp) for d in dma], dtype=np.int64),
+        dma_duration=np.array([max(int_or_missing(d.duration), 0) for d in dma], dtype=np.int64),
+        dma_bytes=np.array([max(int_or_missing(d.transfer_bytes), 0) for d in dma], dtype=np.int64),
+        cc_start=np.array([int_or_missing(c.timestamp) for c in doc.cc_ops], dtype=np.int64),
+        cc_duration=np.array([max(int_or_missing(c.duration), 0) for c in doc.cc_ops], dtype=np.int64),
+        cc_bytes=np.array([max(int_or_missing(c.input_size), 0) for c in doc.cc_ops], dtype=np.int64),
         cc_operation=[c.operation for c in doc.cc_ops],
         summary=summary,
         metadata=doc.metadata,
@@ -225,7 +225,9 @@ def read_device_parquet(folder: Path, profile_list: dict[str, tuple[int, int]]) 
     metadata = _first_row(read_table(folder, "Metadata"))
     summary = _first_row(read_table(folder, "Summary"))
     name = str(metadata.get("profile_name") or folder.name)
-    nc_id, model_id = profile_list.get(name, profile_list.get(folder.name, (_int(metadata.get("neuroncore_idx")), -1)))
+    nc_id, model_id = profile_list.get(
+        name, profile_list.get(folder.name, (int_or_missing(metadata.get("neuroncore_idx")), -1))
+    )
     dma = read_table(
         folder, "DmaPacket", ["start_ts", "duration_ns", "end_ts", "transfer_bytes", "packet_aggregation_id"]
     )
@@ -248,7 +250,7 @@ def read_device_parquet(folder: Path, profile_list: dict[str, tuple[int, int]]) 
     return DeviceProfile(
         cc_start=cc_start,
         cc_duration=np.maximum(cc_duration, 0),
-        cc_bytes=np.array([max(_int(v), 0) for v in cc_data.get("input_size", [])], dtype=np.int64),
+        cc_bytes=np.array([max(int_or_missing(v), 0) for v in cc_data.get("input_size", [])], dtype=np.int64),
         cc_operation=[str(v) for v in cc_data.get("operation", [])],
         dma_route=dma_route,
         dma_routes=dma_routes,
@@ -288,10 +290,10 @@ def _dma_routes(folder: Path, aggregation_ids: list[Any] | None, packets: int) -
         ],
         dtype=np.int32,
     )
-    ids = np.array([_int(v) for v in agg.get("id", range(n))], dtype=np.int64)
+    ids = np.array([int_or_missing(v) for v in agg.get("id", range(n))], dtype=np.int64)
     order = np.argsort(ids, kind="stable")
     ids, route_of_row = ids[order], route_of_row[order]
-    wanted = np.array([_int(v) for v in aggregation_ids], dtype=np.int64)
+    wanted = np.array([int_or_missing(v) for v in aggregation_ids], dtype=np.int64)
     at = np.minimum(np.searchsorted(ids, wanted), n - 1)
     return np.where(ids[at] == wanted, route_of_row[at], -1).astype(np.int32), routes.values_in_order()
 
@@ -355,7 +357,7 @@ def profile_list(folder: Path) -> dict[str, tuple[int, int]]:
         return {}
     data = table.to_pydict()
     return {
-        str(name): (_int(nc), _int(model))
+        str(name): (int_or_missing(nc), int_or_missing(model))
         for name, nc, model in zip(data.get("device_profile_name", []), data.get("nc_id", []), data.get("model_id", []))
     }
 

@@ -73,7 +73,7 @@ class SystemEvents(msgspec.Struct):
         return self.flow_ids[self.flow_offsets[row] : self.flow_offsets[row + 1]]
 
 
-def _int(value: Any) -> int:
+def int_or_missing(value: Any) -> int:
     if value is None or isinstance(value, bool):
         return NONE
     if isinstance(value, int):
@@ -116,11 +116,11 @@ class _Builder:
             "sync_nc",
             "stream",
         ):
-            c[key].append(_int(payload.get(_PAYLOAD_KEYS[key][0], payload.get(_PAYLOAD_KEYS[key][1]))))
+            c[key].append(int_or_missing(payload.get(_PAYLOAD_KEYS[key][0], payload.get(_PAYLOAD_KEYS[key][1]))))
         model = payload.get("model_name")
         c["model_name"].append(self.names[str(model)] if model else NONE)
         for flow in flows or []:
-            value = _int(flow)
+            value = int_or_missing(flow)
             if value != NONE:
                 self.flow_ids.append(value)
         self.flow_offsets.append(len(self.flow_ids))
@@ -178,7 +178,7 @@ def _source_of(name: str, declared: str | None, event_type: Any) -> int:
         return {"neuron_rt": SOURCE_RUNTIME, "neuron_hw": SOURCE_HARDWARE, "framework": SOURCE_FRAMEWORK}.get(
             declared, SOURCE_RUNTIME
         )
-    if _int(event_type) == 99999:
+    if int_or_missing(event_type) == 99999:
         return SOURCE_FRAMEWORK
     return SOURCE_HARDWARE if name in HARDWARE_NAMES else SOURCE_RUNTIME
 
@@ -239,7 +239,7 @@ def read_system_json(path: Path) -> SystemEvents:
             payload["nc_idx"] = payload.get("lnc_idx")
         if event.instance_id and not builder.instance:
             builder.instance = event.instance_id
-        start = _int(event.timestamp)
+        start = int_or_missing(event.timestamp)
         flows = (
             event.flow_id
             if isinstance(event.flow_id, list)
@@ -249,7 +249,7 @@ def read_system_json(path: Path) -> SystemEvents:
             event.name,
             _source_of(event.name, event.trace_event_source, event.type),
             start,
-            _int(event.duration),
+            int_or_missing(event.duration),
             payload,
             flows,
         )
@@ -324,8 +324,12 @@ def read_system_parquet(folder: Path) -> SystemEvents:
         instance = data.get("instance_id", [None] * n)[i]
         if instance and not builder.instance:
             builder.instance = instance
-        start = _int(data["start_ts"][i])
-        duration = _int(data["duration_ns"][i]) if "duration_ns" in data else _int(data["end_ts"][i]) - start
+        start = int_or_missing(data["start_ts"][i])
+        duration = (
+            int_or_missing(data["duration_ns"][i])
+            if "duration_ns" in data
+            else int_or_missing(data["end_ts"][i]) - start
+        )
         name = data["name"][i] or ""
         builder.add(
             name,
