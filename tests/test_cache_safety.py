@@ -96,7 +96,7 @@ def test_a_gzip_bomb_stops_at_the_bound(tmp_path: Path, isolated_cache: Path, mo
 
 
 def test_the_cache_keeps_to_its_cap_least_recently_used_first(
-    tmp_path: Path, isolated_cache: Path, monkeypatch
+    tmp_path: Path, isolated_cache: Path, monkeypatch, capsys
 ) -> None:
     monkeypatch.setenv("TRNSCOPE_CACHE_MAX_BYTES", str(2_500_000))
     files = []
@@ -112,6 +112,7 @@ def test_the_cache_keeps_to_its_cap_least_recently_used_first(
     total = sum(e.size for e in cache_entries())
     assert total <= 2_500_000 and len(kept) == 2
     assert main(["cache", "info"]) == 0
+    assert "of a 2 MB cap" in capsys.readouterr().out
 
 
 def test_clear_removes_only_trnscope_files_and_refuses_a_foreign_folder(

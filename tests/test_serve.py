@@ -68,3 +68,16 @@ def test_port_range_and_busy_port(capsys, small_synthetic) -> None:
 def test_url_carries_the_token() -> None:
     assert url_for("localhost", 8000, "abc") == "http://localhost:8000/?token=abc"
     assert url_for("::1", 8000, "abc") == "http://[::1]:8000/?token=abc"
+
+
+def test_serve_prints_the_url_and_warns_off_localhost(monkeypatch, capsys) -> None:
+    import trnscope.tui.serve as serve_module
+
+    served = []
+    monkeypatch.setattr(serve_module.GuardedServer, "serve", lambda self: served.append((self.host, self.token)))
+    port = _free_port()
+    serve_module.serve("true", "localhost", port)
+    err = capsys.readouterr().err
+    assert served and f"http://localhost:{port}/?token={served[0][1]}" in err and "warning" not in err
+    serve_module.serve("true", "0.0.0.0", _free_port())
+    assert "warning: serving on 0.0.0.0" in capsys.readouterr().err
