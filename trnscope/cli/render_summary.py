@@ -142,9 +142,16 @@ def render_table(summary: SummaryOut, width: int | None = None, which: str = "bo
             )
         console.print(k)
     if summary.link and summary.link.device_events:
+        link = summary.link
+        reasons = [
+            (link.unlinkable, "launched before the capture window"),
+            (link.outside_ops, "launched by runtime calls outside any op"),
+            (link.unresolved, "with links that lead nowhere"),
+        ]
+        rest = "; ".join(f"{count:,} {why}" for count, why in reasons if count)
         console.print(
-            f"Linked {summary.link.linked:,} of {summary.link.device_events:,} device events to ops "
-            f"(coverage {100 * summary.link_coverage:.2f}% of linkable)"
+            f"Linked {link.linked:,} of {link.device_events:,} device events to ops "
+            f"(coverage {100 * summary.link_coverage:.2f}%){'; ' + rest if rest else ''}"
         )
     for warning in summary.warnings:
         console.print(f"warning: {safe_text(warning)}")

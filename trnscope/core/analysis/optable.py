@@ -24,7 +24,7 @@ from trnscope.core.model.vocab import PH_INSTANT, PH_X
 
 DEVICE_LABEL = {
     "cuda": "CUDA",
-    "rocm": "CUDA",
+    "rocm": "HIP",
     "neuron": "NEURON",
     "mtia": "MTIA",
     "xpu": "XPU",

@@ -236,7 +236,7 @@ def merge_summaries(summaries: list[SummaryOut], source: str, sort: str | None =
         rows, kernel_rows = rows[:limit], kernel_rows[:limit]
     links = [s.link for s in summaries if s.link is not None]
     linked = sum(link.linked for link in links)
-    linkable = sum(link.device_events - link.unlinkable - link.outside_ops for link in links)
+    device_events = sum(link.device_events for link in links)
     first = summaries[0]
     return SummaryOut(
         source=source,
@@ -248,7 +248,7 @@ def merge_summaries(summaries: list[SummaryOut], source: str, sort: str | None =
         ),
         ops=rows,
         kernels=kernel_rows,
-        link_coverage=round(linked / linkable, 6) if linkable else 1.0,
+        link_coverage=round(linked / device_events, 6) if device_events else 1.0,
         warnings=[f"{s.label}: {w}" for s in summaries for w in s.warnings],
         label=f"{len(summaries)} traces merged",
         device_name=first.device_name,

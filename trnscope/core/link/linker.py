@@ -103,7 +103,15 @@ class LinkReport(msgspec.Struct):
 
     @property
     def coverage(self) -> float:
-        """Share of device events with link information that were attributed to an op."""
+        """Share of all device events that were attributed to an op (1.0 when there
+        are none).  The rest are counted by reason: ``unlinkable`` (launched before the
+        capture window), ``outside_ops``, ``unresolved``."""
+        return self.linked / self.device_events if self.device_events else 1.0
+
+    @property
+    def linkable_coverage(self) -> float:
+        """Share of the device events that carry link information which were attributed:
+        how well the linker did with what the trace gave it."""
         return self.linked / self.linkable if self.linkable else 1.0
 
 
