@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS, requires_corpus
+from conftest import CORPUS, REPO, requires_corpus
 from trnscope.cli.main import main
 
 JSON_KEYS = {"source", "device_kind", "totals", "ops", "kernels", "link_coverage", "warnings"}
@@ -411,3 +411,12 @@ def test_merge_sums_every_trace_once_and_refuses_select(capsys) -> None:
     assert merged["totals"]["self_cpu_us"] == pytest.approx(sum(s["totals"]["self_cpu_us"] for s in singles), abs=0.01)
     code, _, err = run(capsys, "summary", str(session), "--merge", "--select", "eager")
     assert code == 2 and "--merge" in err and "--select" in err
+
+
+def test_open_checks_its_inputs_before_the_ui(capsys, small_synthetic) -> None:
+    code, _, err = run(capsys, "open", str(REPO / "tests" / "data" / "not_a_trace.json"))
+    assert code == 2 and err.startswith("trnscope: error: ") and "not a PyTorch profiler trace" in err
+    code, _, err = run(capsys, "open", str(small_synthetic[0]), "--select", "nope")
+    assert code == 2 and "no trace labelled 'nope'" in err
+    code, _, err = run(capsys, "open", "/no/such/file.json")
+    assert code == 2 and "no such file" in err

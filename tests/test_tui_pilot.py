@@ -276,7 +276,7 @@ async def test_bad_input_shows_error_screen(tmp_path: Path) -> None:
         assert isinstance(app.screen, ErrorScreen)
         assert "not JSON" in app.screen.message
         await press(pilot, "q")
-    assert app.return_code in (0, None)
+    assert app.return_code == 2
 
 
 async def test_large_trace_loads_without_blocking_the_ui(tmp_path: Path, monkeypatch) -> None:

@@ -66,7 +66,12 @@ class LoadingScreen(Screen[None]):
 
 
 class ErrorScreen(Screen[None]):
-    BINDINGS = [Binding("q,escape", "app.quit", "Quit")]
+    """What could not be opened; quitting from here exits with status 2, as the CLI does."""
+
+    BINDINGS = [Binding("q,escape", "quit_failed", "Quit", tooltip="quit (exit status 2)")]
+
+    def action_quit_failed(self) -> None:
+        self.app.exit(return_code=2)
 
     def __init__(self, message: str) -> None:
         super().__init__()

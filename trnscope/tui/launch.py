@@ -12,11 +12,7 @@ from trnscope.core.base.errors import TrnscopeError
 def run_open(args: argparse.Namespace) -> int:
     if len(args.paths) > 3:
         raise TrnscopeError("open at most three profiles at once (several = compare)")
-    from pathlib import Path
-
-    for path in args.paths:
-        if not Path(path).exists():
-            raise TrnscopeError(f"no such file or directory: {path}")
+    check_inputs(args.paths, getattr(args, "select", None))
     from trnscope.core.formats.kineto.parallel import start_worker_server
     from trnscope.tui.app import TrnscopeApp
 
@@ -34,6 +30,21 @@ def run_open(args: argparse.Namespace) -> int:
     if app.return_code:
         return app.return_code
     return 0
+
+
+def check_inputs(paths: list[str], select: str | None) -> None:
+    """What the UI would fail on, said as one line before the UI takes the terminal:
+    missing paths, a --select that names nothing, a file that is not a trace."""
+    from pathlib import Path
+
+    from trnscope.core.formats.sniff import looks_like_kineto
+    from trnscope.core.opening.sources import Mode, plan_sources
+
+    plan = plan_sources(paths, Mode.VARIANTS if len(paths) > 1 else Mode.ONE, select)
+    for source in plan.sources:
+        path = Path(source.path)
+        if source.kind == "kineto" and path.is_file() and not looks_like_kineto(path):
+            raise TrnscopeError(f"{path}: not a PyTorch profiler trace (no traceEvents array)")
 
 
 def run_serve(args: argparse.Namespace) -> int:
