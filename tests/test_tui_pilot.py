@@ -408,3 +408,24 @@ async def test_palette_runs_a_screen_action_named_by_its_binding() -> None:
         await press(pilot, "enter")
         await settle(pilot)
         assert app.screen is screen and screen.state.group_by == "shape"
+
+
+async def test_a_failing_worker_becomes_a_notification(monkeypatch) -> None:
+    """An exception in a background job is shown; the app and the screen stay usable."""
+    import trnscope.tui.screen_ops as screen_ops
+
+    def broken(*_: object) -> str:
+        raise RuntimeError("boom in a worker")
+
+    app = TrnscopeApp([str(CPU_SESSION)])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_loaded(pilot)
+        screen = app.screen
+        monkeypatch.setattr(screen_ops, "_top_device_work", broken)
+        await press(pilot, "j")  # the detail pane's worker runs and fails
+        messages = [n.message for n in app._notifications]
+        assert any("boom in a worker" in m and "failed" in m for m in messages), messages
+        assert app.is_running and app.screen is screen
+        monkeypatch.undo()
+        await press(pilot, "s")  # still answers keys
+        assert screen.state.sort_key

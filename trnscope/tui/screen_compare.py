@@ -5,7 +5,6 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from trnscope.core.analysis.analysis import Analysis
@@ -14,6 +13,7 @@ from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fmt_time_short
 from trnscope.tui.messages import ShowOps
 from trnscope.tui.models import compare_model
+from trnscope.tui.screen_base import ExplorerScreen
 from trnscope.tui.vtable import VirtualTable
 
 VIEWS = ("regions", "ops", "kernels")
@@ -24,7 +24,7 @@ VIEW_TITLES = {
 }
 
 
-class CompareScreen(Screen[None]):
+class CompareScreen(ExplorerScreen):
     BINDINGS = [
         Binding("escape", "back", "Back", tooltip="back"),
         Binding("v", "view", "View", tooltip="regions → ops → device work per region"),

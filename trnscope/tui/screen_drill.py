@@ -11,7 +11,6 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container
-from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from trnscope.core.analysis.analysis import Analysis
@@ -20,10 +19,11 @@ from trnscope.core.analysis.chain_model import Chain
 from trnscope.core.base.cachedir import writable_dir
 from trnscope.core.base.text import safe_text
 from trnscope.tui.models import chain_model, instance_order, instances_model
+from trnscope.tui.screen_base import ExplorerScreen
 from trnscope.tui.vtable import VirtualTable
 
 
-class DrillScreen(Screen[None]):
+class DrillScreen(ExplorerScreen):
     BINDINGS = [
         Binding("escape", "back", "Back", tooltip="back to the table"),
         Binding("n", "instance(1)", "Next", tooltip="next instance"),
@@ -102,7 +102,7 @@ class DrillScreen(Screen[None]):
         elif message.table.id == "chain" and self.chain is not None and 0 <= message.index < len(self.chain.hops):
             self._show_hop(message.index)
 
-    @work(thread=True, exclusive=True, group="chain")
+    @work(thread=True, exclusive=True, group="chain", exit_on_error=False)
     def _build_chain(self, index: int) -> None:
         row = int(self.rows[index])
         chain = chain_for_row(self.analysis, row, int(self.instance_rank[index]), int(self.rows.size))

@@ -9,7 +9,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import ModalScreen, Screen
+from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -32,6 +32,7 @@ from trnscope.tui.models import (
     op_model,
     op_order,
 )
+from trnscope.tui.screen_base import ExplorerScreen
 from trnscope.tui.status import status_text
 from trnscope.tui.vtable import VirtualTable
 
@@ -79,7 +80,7 @@ class PickScreen(ModalScreen[int | None]):
         self.dismiss(None)
 
 
-class OpsScreen(Screen[None]):
+class OpsScreen(ExplorerScreen):
     BINDINGS = [
         Binding("slash", "filter", "Filter", key_display="/", tooltip="filter by name (regex; esc clears)"),
         Binding("s", "sort(1)", "Sort", tooltip="sort by the next column"),
@@ -124,7 +125,7 @@ class OpsScreen(Screen[None]):
         self.rebuild()
 
     # -- building the table off the UI thread -------------------------------------
-    @work(thread=True, exclusive=True, group="table")
+    @work(thread=True, exclusive=True, group="table", exit_on_error=False)
     def rebuild(self, keep: str | None = None) -> None:
         state = OpViewState(**self.state.__dict__)
         table: OpTable | KernelTable
@@ -195,7 +196,7 @@ class OpsScreen(Screen[None]):
         if message.table.id == "table" and self._table is not None and message.index >= 0:
             self._detail(message.index)
 
-    @work(thread=True, exclusive=True, group="detail")
+    @work(thread=True, exclusive=True, group="detail", exit_on_error=False)
     def _detail(self, group: int) -> None:
         table = self._table
         text = Text(no_wrap=True, overflow="ellipsis")
@@ -320,7 +321,7 @@ class OpsScreen(Screen[None]):
 
         self.app.push_screen(PickScreen("Variant / rank", labels, current), chosen)
 
-    @work(thread=True, exclusive=True, group="load")
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def _switch_variant(self, source: Any) -> None:
         self.app.call_from_thread(self.notify, f"loading {source.label}…")
         try:
@@ -344,7 +345,7 @@ class OpsScreen(Screen[None]):
             return
         self._load_compare(sources[:3])
 
-    @work(thread=True, exclusive=True, group="load")
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def _load_compare(self, sources: list[Any]) -> None:
         self.app.call_from_thread(self.notify, "loading variants…")
         try:
