@@ -429,3 +429,20 @@ async def test_a_failing_worker_becomes_a_notification(monkeypatch) -> None:
         monkeypatch.undo()
         await press(pilot, "s")  # still answers keys
         assert screen.state.sort_key
+
+
+async def test_a_filter_that_matches_nothing_shows_no_rows() -> None:
+    app = TrnscopeApp([str(CPU_SESSION)])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_loaded(pilot)
+        screen = app.screen
+        assert isinstance(screen, OpsScreen)
+        await press(pilot, "slash")
+        for ch in "qqqzzz":
+            await pilot.press(ch)
+        await press(pilot, "enter")
+        table = screen.query_one(VirtualTable)
+        assert table.model.rows == 0 and table.current_index == -1
+        assert "no rows match" in str(screen.query_one("#viewinfo").render())
+        await press(pilot, "escape")  # clears the filter
+        assert table.model.rows > 0

@@ -186,7 +186,7 @@ class OpsScreen(ExplorerScreen):
             parts.append("python hidden")
         if s.hide_annotations:
             parts.append("annotations hidden")
-        parts.append(f"{shown:,}/{total:,} rows")
+        parts.append(f"{shown:,}/{total:,} rows" if shown or not s.filter_text else "no rows match (esc clears)")
         self.query_one("#viewinfo", Static).update(
             Text(" · ".join(parts), style="dim", no_wrap=True, overflow="ellipsis")
         )

@@ -36,6 +36,11 @@ class Column:
     flex: bool = False
 
 
+# ``order`` left out: every data row, in data order.  (An empty order given on purpose,
+# a filter that matches nothing, shows no rows.)
+_ALL_ROWS = np.empty(0, np.int64)
+
+
 @dataclass
 class TableModel:
     """What the table shows.  ``cells(index)`` returns one string (or Text) per column
@@ -44,13 +49,13 @@ class TableModel:
     columns: list[Column]
     size: int
     cells: Callable[[int], Sequence[str | Text]]
-    order: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    order: np.ndarray = field(default_factory=lambda: _ALL_ROWS)
     row_style: Callable[[int], str] | None = None  # extra style for a data row ("dim", "bold", …)
     sort_key: str = ""
     sort_descending: bool = True
 
     def __post_init__(self) -> None:
-        if self.order.size == 0 and self.size:
+        if self.order is _ALL_ROWS:
             self.order = np.arange(self.size, dtype=np.int64)
 
     @property
