@@ -408,7 +408,8 @@ def test_merge_sums_every_trace_once_and_refuses_select(capsys) -> None:
     merged = json.loads(out)
     assert code == 0 and merged["merged"] == ["eager", "compiled", "fused"]
     assert merged["events"] == sum(s["events"] for s in singles)
-    assert merged["totals"]["self_cpu_us"] == pytest.approx(sum(s["totals"]["self_cpu_us"] for s in singles), abs=0.01)
+    for total in ("self_cpu_us", "self_device_us", "wall_us"):  # every merged total is a sum
+        assert merged["totals"][total] == pytest.approx(sum(s["totals"][total] for s in singles), abs=0.01)
     code, _, err = run(capsys, "summary", str(session), "--merge", "--select", "eager")
     assert code == 2 and "--merge" in err and "--select" in err
 

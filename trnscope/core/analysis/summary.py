@@ -244,7 +244,7 @@ def merge_summaries(summaries: list[SummaryOut], source: str, sort: str | None =
         totals=Totals(
             round(sum(s.totals.self_cpu_us for s in summaries), 3),
             round(sum(s.totals.self_device_us for s in summaries), 3),
-            max(s.totals.wall_us for s in summaries),
+            round(sum(s.totals.wall_us for s in summaries), 3),  # every total of a merge is a sum
         ),
         ops=rows,
         kernels=kernel_rows,
