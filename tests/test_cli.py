@@ -32,7 +32,7 @@ def test_summary_json_contract(capsys, small_synthetic) -> None:
     assert code == 0
     doc = json.loads(out)
     assert doc.keys() >= JSON_KEYS
-    assert set(doc["totals"]) == {"self_cpu_us", "self_device_us", "wall_us"}
+    assert set(doc["totals"]) == {"self_cpu_us", "self_device_us", "wall_us", "device_share_base_us"}
     assert all(op.keys() >= OP_KEYS for op in doc["ops"])
     assert all(k.keys() >= KERNEL_KEYS for k in doc["kernels"])
     ops = {op["name"]: op for op in doc["ops"]}

@@ -122,3 +122,14 @@ def test_status_line_and_json_agree_on_coverage_and_rocm_says_hip() -> None:
     assert build_summary(mtia).link_coverage == round(112 / 1313, 6)
     rocm = Analysis(load_path(next(p for p in corpus_files() if p.name == "hta_rocm_mi250_minitoy.json.gz")))
     assert rocm.op_table().device_label == "HIP"
+
+
+@requires_corpus
+@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
+def test_no_share_exceeds_what_it_is_a_share_of(path: Path) -> None:
+    """Self CPU % and Self device % of any row stay within 100% (PyTorch's denominators:
+    every row's self CPU time; every device row's self time, annotations included)."""
+    table = Analysis(load_path(path)).op_table()
+    assert table.self_cpu.max() <= table.total_self_cpu
+    if table.device_share_base:
+        assert table.self_device.max() <= table.device_share_base

@@ -105,7 +105,7 @@ def render_table(summary: SummaryOut, width: int | None = None, which: str = "bo
             ]
             if has_device:
                 cells += [
-                    fmt_percent(op.self_device_us, total_dev),
+                    fmt_percent(op.self_device_us, summary.totals.device_share_base_us or total_dev),
                     fmt_time_ns(op.self_device_us * 1000),
                     fmt_time_ns(op.device_total_us * 1000),
                     fmt_time_ns(op.device_total_us * 1000 / calls),

@@ -111,7 +111,7 @@ def op_model(table: OpTable, order: np.ndarray, state: OpViewState, width: int) 
     device = table.device_label
     has_device = table.total_self_device > 0 or bool(table.device_total.any())
     total_cpu = max(table.total_self_cpu, 1)
-    total_dev = max(table.total_self_device, 1)
+    total_dev = max(table.device_share_base, table.total_self_device, 1)
     sort_key = state.sort_key or default_op_sort_of(table)
     wide = width >= 130
     columns = [Column("name", "Name", 16, "left", flex=True)]

@@ -26,6 +26,7 @@ class Totals(msgspec.Struct):
     self_cpu_us: float
     self_device_us: float
     wall_us: float
+    device_share_base_us: float = 0.0  # what self device shares are of (device annotations included)
 
 
 class OpOut(msgspec.Struct):

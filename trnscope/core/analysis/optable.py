@@ -72,7 +72,11 @@ class OpTable(msgspec.Struct):
     instance_rows: np.ndarray  # trace rows, grouped
     instance_offsets: np.ndarray  # group g owns instance_rows[off[g]:off[g+1]]
     total_self_cpu: int
-    total_self_device: int
+    total_self_device: int  # device work: kernels, copies (device annotations excluded)
+    # What "Self <device> %" is a share of: PyTorch's sum_self_device_time_total, every
+    # device row's self time, device annotations included.  No row's share exceeds 100%
+    # (an annotation's time is in it as its device row).
+    device_share_base: int = 0
 
     def __len__(self) -> int:
         return len(self.name)
@@ -364,6 +368,7 @@ def build_op_table(
         instance_offsets=offsets,
         total_self_cpu=int(self_cpu.sum()),
         total_self_device=int(self_device[device_rows & ~annotation_rows].sum()) if groups else 0,
+        device_share_base=int(self_device[device_rows].sum()) if groups else 0,
     )
 
 

@@ -138,7 +138,9 @@ def build_summary(
     return SummaryOut(
         source=trace.source,
         device_kind=trace.device_kind,
-        totals=Totals(us(table.total_self_cpu), us(table.total_self_device), us(analysis.wall_ns)),
+        totals=Totals(
+            us(table.total_self_cpu), us(table.total_self_device), us(analysis.wall_ns), us(table.device_share_base)
+        ),
         ops=ops,
         kernels=kernel_rows,
         link_coverage=round(report.coverage, 6),
@@ -245,6 +247,7 @@ def merge_summaries(summaries: list[SummaryOut], source: str, sort: str | None =
             round(sum(s.totals.self_cpu_us for s in summaries), 3),
             round(sum(s.totals.self_device_us for s in summaries), 3),
             round(sum(s.totals.wall_us for s in summaries), 3),  # every total of a merge is a sum
+            round(sum(s.totals.device_share_base_us for s in summaries), 3),
         ),
         ops=rows,
         kernels=kernel_rows,
