@@ -132,7 +132,8 @@ class DrillScreen(ExplorerScreen):
             text.append(safe_text("  ".join(f"{k}: {v}" for k, v in details.items())[:600]) + "\n", style="cyan")
         g = chain.gaps
         text.append(
-            f"dispatch {g.dispatch_us:,.1f}us · runtime {g.runtime_us:,.1f}us · queue {g.queue_us:,.1f}us · device {g.device_us:,.1f}us · host self {g.host_us:,.1f}us",
+            f"dispatch {g.dispatch_us:,.1f}us · runtime {g.runtime_us:,.1f}us (own {g.runtime_own_us:,.1f}) · "
+            f"queue {g.queue_us:,.1f}us · device {g.device_us:,.1f}us · host self {g.host_us:,.1f}us",
             style="bold",
         )
         for note in chain.notes:

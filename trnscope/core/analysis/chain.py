@@ -17,10 +17,10 @@ import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.backends import device_hop_providers
-from trnscope.core.analysis.chain_model import Chain, ChainContext, Gaps, Hop, us
+from trnscope.core.analysis.chain_model import Chain, ChainContext, Gaps, Hop, chain_gaps, us
 from trnscope.core.base.text import safe_text
 from trnscope.core.formats.kineto.lazyargs import event_args
-from trnscope.core.link.linker import forward_links
+from trnscope.core.link.linker import enclosing_op, forward_links
 from trnscope.core.model.roles import LAYER_OF_ROLE, Layer, Role, group_name
 
 LAYER_NAMES = {
@@ -140,12 +140,21 @@ def build_chain(
             continue
         hops.append(hop(c, "child", depth + 1, details={}))
 
-    # runtime calls anywhere under the op, with the device work each launched
+    # Runtime calls under the op: its own (no other op between) at the op's depth + 1,
+    # those made inside a child op under that child (depth + 2), so nesting shows.
     launch_rows = subtree[np.isin(ev.role[subtree], [int(Role.RUNTIME), int(Role.DRIVER)])]
+    owner = enclosing_op(links.raw_parent, ev.role, launch_rows) if launch_rows.size else launch_rows
     device_rows = np.flatnonzero(np.isin(links.device_op, np.concatenate([[row], subtree])) & (links.device_op >= 0))
     device_rows = device_rows[np.argsort(ev.ts[device_rows], kind="stable")]
-    for r in launch_rows.tolist():
-        hops.append(hop(r, "runtime", depth + 1))
+    own_rows: set[int] = set()
+    for r, o in zip(launch_rows.tolist(), owner.tolist()):
+        if o == row or o < 0:
+            own_rows.add(r)
+            hops.append(hop(r, "runtime", depth + 1))
+        else:
+            inner = hop(r, "runtime", depth + 2)
+            inner.details["in child op"] = trace.names[int(ev.name[o])]
+            hops.append(inner)
     # driver events elsewhere (PrivateUse1 driver threads) that share a correlation
     corr = ev.correlation[launch_rows]
     corr = corr[corr >= 0]
@@ -156,37 +165,27 @@ def build_chain(
         for r in drivers.tolist():
             hops.append(hop(r, "runtime", depth + 1))
 
-    queue = 0
     providers = device_hop_providers(analysis)
     context = ChainContext(trace=trace, hops=hops, hop=hop, origin=origin, depth=depth)
     for d in device_rows.tolist():
         launch = int(links.device_launch[d])
         provider = next((p for p in providers if p.claims(d)), None)
         if provider is not None:
-            queue += provider.device_hops(context, d)
+            provider.device_hops(context, d)
             continue
-        kind = "memory" if int(ev.role[d]) == int(Role.MEMORY) else "kernel"
+        role = int(ev.role[d])
+        kind = {int(Role.MEMORY): "memory", int(Role.DEVICE_ANNOTATION): "device_annotation"}.get(role, "kernel")
         device_hop = hop(d, kind, depth + 2)
-        if launch >= 0:
+        if launch >= 0 and kind != "device_annotation":
             launch_end = int(ev.ts[launch] + max(int(ev.dur[launch]), 0))
-            wait = max(0, int(ev.ts[d]) - launch_end)
             device_hop.details["launched by"] = trace.names[int(ev.name[launch])]
-            device_hop.details["queue_us"] = us(wait)
-            queue += wait
+            device_hop.details["queue_us"] = us(max(0, int(ev.ts[d]) - launch_end))
         hops.append(device_hop)
     for provider in providers:
-        queue += provider.extra_hops(context, np.concatenate([[row], subtree]))
+        provider.extra_hops(context, np.concatenate([[row], subtree]))
 
-    runtime_hops = [h for h in hops if h.layer == "runtime"]
-    device_hops = [h for h in hops if h.kind in ("kernel", "memory", "execution")]
-    first_runtime = min((h.start_us for h in runtime_hops), default=None)
-    gaps = Gaps(
-        dispatch_us=round(first_runtime, 3) if first_runtime is not None and first_runtime > 0 else 0.0,
-        queue_us=us(queue),
-        device_us=round(sum(h.dur_us for h in device_hops), 3),
-        runtime_us=round(sum(h.dur_us for h in runtime_hops if h.kind == "runtime"), 3),
-        host_us=us(int(analysis.times.self_cpu[row])),
-    )
+    own_runtime = [h for h in hops if h.kind == "runtime" and h.row in own_rows]
+    gaps = chain_gaps(hops, own_runtime, host_us=us(int(analysis.times.self_cpu[row])))
     if device_rows.size == 0 and not any(h.kind == "execution" for h in hops):
         if trace.device_kind == "cpu":
             notes.append("CPU-only trace: no device work")
@@ -305,7 +304,8 @@ def render_chain_text(chain: Chain) -> str:
             lines.append(f"{'':>26}  {'':<9} {indent}  {text[:200]}")
     g = chain.gaps
     lines.append(
-        f"dispatch {g.dispatch_us:.3f}us · runtime {g.runtime_us:.3f}us · queue {g.queue_us:.3f}us · device {g.device_us:.3f}us · host self {g.host_us:.3f}us"
+        f"dispatch {g.dispatch_us:.3f}us · runtime {g.runtime_us:.3f}us (own {g.runtime_own_us:.3f}us) · "
+        f"queue {g.queue_us:.3f}us (longest {g.queue_max_us:.3f}us) · device {g.device_us:.3f}us · host self {g.host_us:.3f}us"
     )
     lines += [f"note: {safe_text(n)}" for n in chain.notes]
     return "\n".join(lines) + "\n"

@@ -29,11 +29,58 @@ class Hop(msgspec.Struct):
 
 
 class Gaps(msgspec.Struct):
-    dispatch_us: float  # op start → its first runtime call
-    queue_us: float  # launch calls' end → their device work's start, summed
-    device_us: float  # device time of the work the op launched
-    runtime_us: float = 0.0  # host time inside runtime calls
-    host_us: float = 0.0  # the op's own CPU time
+    """Where an op instance's time went.  Each figure is computed from the listed hops
+    by its definition, and overlapping intervals are merged (union), never summed."""
+
+    dispatch_us: float  # op start → its first own runtime call (0 when it has none)
+    queue_us: float  # union over device work of [its launch call's end, its start]
+    device_us: float  # union of the device work the op and its children launched (annotations shown, not added)
+    runtime_us: float = 0.0  # union of the runtime calls under the op (its own and its children's)
+    host_us: float = 0.0  # the op's own CPU time (self CPU, as key_averages counts it)
+    runtime_own_us: float = 0.0  # union of the op's own runtime calls
+    queue_max_us: float = 0.0  # the longest single launch → start wait
+
+
+DEVICE_WORK = ("kernel", "memory", "execution")
+
+
+def union_us(intervals: list[tuple[float, float]]) -> float:
+    """Length of the union of [start, end) intervals (µs)."""
+    total = 0.0
+    current_start = current_end = None
+    for start, end in sorted(intervals):
+        if end <= start:
+            continue
+        if current_end is None or start > current_end:
+            if current_end is not None and current_start is not None:
+                total += current_end - current_start
+            current_start, current_end = start, end
+        elif end > current_end:
+            current_end = end
+    if current_end is not None and current_start is not None:
+        total += current_end - current_start
+    return round(total, 3)
+
+
+def chain_gaps(hops: list[Hop], own_runtime: list[Hop], host_us: float) -> Gaps:
+    """The chain's figures, from its hops (see ``Gaps``)."""
+    runtime = [(h.start_us, h.start_us + h.dur_us) for h in hops if h.kind == "runtime"]
+    device = [h for h in hops if h.kind in DEVICE_WORK]
+    waits = [
+        (h.start_us - float(h.details["queue_us"]), h.start_us)
+        for h in device
+        if isinstance(h.details.get("queue_us"), (int, float))
+    ]
+    first_own = min((h.start_us for h in own_runtime), default=0.0)
+    return Gaps(
+        dispatch_us=round(max(first_own, 0.0), 3),
+        queue_us=union_us(waits),
+        device_us=union_us([(h.start_us, h.start_us + h.dur_us) for h in device]),
+        runtime_us=union_us(runtime),
+        host_us=host_us,
+        runtime_own_us=union_us([(h.start_us, h.start_us + h.dur_us) for h in own_runtime]),
+        queue_max_us=round(max((end - start for start, end in waits), default=0.0), 3),
+    )
 
 
 class Chain(msgspec.Struct):
@@ -72,12 +119,13 @@ class DeviceHopProvider(Protocol):
     """A backend's device layers in the chain (``trnscope.core.analysis.backends``).
 
     ``claims`` says whether the provider draws a device row the op launched (instead of
-    the plain kernel hop); ``device_hops`` appends that row's hops and returns its
-    queueing time (ns); ``extra_hops`` appends device work the linker did not give rows
-    to (e.g. executions behind device activities that trace.json already holds)."""
+    the plain kernel hop); ``device_hops`` appends that row's hops (its device-work hop
+    carries ``queue_us`` in its details when the launch is known); ``extra_hops`` appends
+    device work the linker did not give rows to (e.g. executions behind device
+    activities that trace.json already holds)."""
 
     def claims(self, device_row: int) -> bool: ...
 
-    def device_hops(self, context: ChainContext, device_row: int) -> int: ...
+    def device_hops(self, context: ChainContext, device_row: int) -> None: ...
 
-    def extra_hops(self, context: ChainContext, op_rows: np.ndarray) -> int: ...
+    def extra_hops(self, context: ChainContext, op_rows: np.ndarray) -> None: ...

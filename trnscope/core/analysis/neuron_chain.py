@@ -29,25 +29,23 @@ class NeuronHops:
     def claims(self, device_row: int) -> bool:
         return self.data.system is not None and device_row in self._exec_rows
 
-    def device_hops(self, context: ChainContext, device_row: int) -> int:
+    def device_hops(self, context: ChainContext, device_row: int) -> None:
         assert self.data.system is not None
-        return _execution_hops(context, self.data, self.links, self.data.system, device_row)
+        _execution_hops(context, self.data, self.links, self.data.system, device_row)
 
-    def extra_hops(self, context: ChainContext, op_rows: np.ndarray) -> int:
+    def extra_hops(self, context: ChainContext, op_rows: np.ndarray) -> None:
         if not self.data.device_in_trace or self.data.system is None:
-            return 0
+            return
         # device activities came from trace.json; still show the executions behind them
-        queue = 0
         for i in np.flatnonzero(np.isin(self.links.exec_op, op_rows)).tolist():
-            queue += _execution_hops(context, self.data, self.links, self.data.system, int(self.data.exec_rows[i]))
-        return queue
+            _execution_hops(context, self.data, self.links, self.data.system, int(self.data.exec_rows[i]))
 
 
 def _execution_hops(
     context: ChainContext, data: NeuronData, neuron: NeuronLinks, system: SystemEvents, exec_row: int
-) -> int:
+) -> None:
     """Runtime request, execution, engines and top instructions of one NeuronCore
-    execution; returns its queueing time (ns)."""
+    execution; the execution hop carries its queueing time (``queue_us``)."""
     trace, hops, hop, origin, depth = context.trace, context.hops, context.hop, context.origin, context.depth
     ev = trace.events
     index = int(np.flatnonzero(data.exec_rows == exec_row)[0])
@@ -163,7 +161,6 @@ def _execution_hops(
                         row=exec_row,
                     )
                 )
-    return queue
 
 
 def _dma_details(profile: DeviceProfile, dev_start: int, dev_end: int) -> dict[str, Any]:

@@ -1,0 +1,105 @@
+"""The drill-down's figures by their definitions: unions of the listed hops, never sums
+of overlapping intervals; runtime calls inside child ops shown under those children;
+device annotations shown, not added."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import SAMPLES, corpus_files, requires_corpus
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.chain import chain_for
+from trnscope.core.analysis.chain_model import DEVICE_WORK, union_us
+from trnscope.core.formats import discover, load_path, load_source
+
+
+def _x(name: str, cat: str, ts: float, dur: float, tid: int = 1, pid: int = 1, **args: object) -> dict:
+    return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
+
+
+def _hand_built(tmp_path: Path) -> Path:
+    """aten::op 0–100 µs; its own runtime call 10–60 with a nested one 20–30; a child
+    op 65–95 whose runtime call 70–80 launches a kernel; two overlapping kernels
+    (110–150, 130–170) and a gpu_user_annotation over them."""
+    events = [
+        _x("aten::op", "cpu_op", 0, 100, **{"External id": 1}),
+        _x("cudaLaunchKernel", "cuda_runtime", 10, 50, correlation=11, **{"External id": 1}),
+        _x("cudaFuncGetAttributes", "cuda_runtime", 20, 10),
+        _x("aten::child", "cpu_op", 65, 30, **{"External id": 2}),
+        _x("cudaLaunchKernel", "cuda_runtime", 70, 10, correlation=12, **{"External id": 2}),
+        _x("k1", "kernel", 110, 40, tid=7, pid=0, correlation=11, **{"External id": 1}),
+        _x("k2", "kernel", 130, 40, tid=7, pid=0, correlation=12, **{"External id": 2}),
+        _x("aten::op", "gpu_user_annotation", 105, 70, tid=8, pid=0, **{"External id": 1}),
+    ]
+    path = tmp_path / "hand.json"
+    path.write_text(json.dumps({"traceEvents": events, "deviceProperties": [{"name": "GPU"}]}))
+    return path
+
+
+def test_figures_by_definition_on_a_hand_built_trace(tmp_path: Path) -> None:
+    chain = chain_for(Analysis(load_path(_hand_built(tmp_path), use_cache=False)), "aten::op", 0)
+    g = chain.gaps
+    assert g.runtime_us == 60.0  # [10,60] ∪ [20,30] ∪ [70,80] = 50 + 10, not 50 + 10 + 10
+    assert g.runtime_own_us == 50.0  # its own calls only
+    assert g.dispatch_us == 10.0  # op start → first own runtime call
+    assert g.device_us == 60.0  # [110,150] ∪ [130,170], not 80; the annotation is not added
+    assert g.queue_us == 70.0  # [60,110] ∪ [80,130], not 50 + 50
+    inner = [h for h in chain.hops if h.kind == "runtime" and h.details.get("in child op") == "aten::child"]
+    assert len(inner) == 1 and inner[0].depth == 2  # drawn under the child, one level deeper
+    assert any(h.kind == "device_annotation" for h in chain.hops)
+
+
+def test_queue_is_the_union_of_the_waits(tmp_path: Path) -> None:
+    chain = chain_for(Analysis(load_path(_hand_built(tmp_path), use_cache=False)), "aten::op", 0)
+    waits = [(h.start_us - h.details["queue_us"], h.start_us) for h in chain.hops if "queue_us" in h.details]
+    assert sorted(waits) == [(60.0, 110.0), (80.0, 130.0)]
+    assert chain.gaps.queue_us == union_us(waits) == 70.0
+    assert chain.gaps.queue_max_us == 50.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1000), st.floats(0, 100)), max_size=20))
+def test_union_never_exceeds_the_sum_or_the_span(spans: list[tuple[float, float]]) -> None:
+    intervals = [(s, s + d) for s, d in spans]
+    total = union_us(intervals)
+    slack = 1e-3  # figures are rounded to the nanosecond
+    assert total <= sum(d for _, d in spans) + slack
+    if intervals:
+        assert total <= max(e for _, e in intervals) - min(s for s, _ in intervals) + slack
+        assert total >= max(d for _, d in spans) - slack
+
+
+def _check(chain) -> None:  # type: ignore[no-untyped-def]
+    device = [(h.start_us, h.start_us + h.dur_us) for h in chain.hops if h.kind in DEVICE_WORK]
+    runtime = [(h.start_us, h.start_us + h.dur_us) for h in chain.hops if h.kind == "runtime"]
+    g = chain.gaps
+    assert g.device_us == union_us(device) <= round(sum(e - s for s, e in device), 3) + 1e-6
+    assert g.runtime_us == union_us(runtime)
+    assert g.runtime_own_us <= g.runtime_us + 1e-6
+    assert g.queue_max_us <= g.queue_us + 1e-6
+
+
+@requires_corpus
+@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
+def test_corpus_chains_follow_the_definitions(path: Path) -> None:
+    analysis = Analysis(load_path(path))
+    table = analysis.op_table()
+    order = sorted(range(len(table)), key=lambda g: -int(table.device_total[g]))
+    for group in [g for g in order if not table.is_device[g]][:3]:
+        _check(chain_for(analysis, table.name[group]))
+
+
+def test_synthetic_neuron_chain_runtime_is_not_summed() -> None:
+    """The SYNTHETIC Trainium sample: nested runtime calls no longer add up past the op."""
+    root = SAMPLES / "trn_synthetic_rmsnorm_session"
+    analysis = Analysis(load_source(discover(root).select("eager")))
+    chain = chain_for(analysis, "aten::mul")
+    _check(chain)
+    runtime = [h for h in chain.hops if h.kind == "runtime"]
+    span = max(h.start_us + h.dur_us for h in runtime) - min(h.start_us for h in runtime)
+    assert chain.gaps.runtime_us <= span + 1e-6
