@@ -119,3 +119,25 @@ def test_parity_after_gzip_export(tmp_path: Path) -> None:
     analysis = Analysis(load_path(path))
     assert analysis.trace.stats.compressed
     _assert_parity(prof, analysis, by_shape=False)
+
+
+def _tensor_lists() -> None:
+    a, b = torch.randn(2, 3), torch.randn(2, 3)
+    for _ in range(2):
+        torch.cat([a, b])
+        torch.cat([a, b, a])
+        torch.stack([a, b])
+        torch.cat([a, b], dim=1)
+        (a + b).sum()
+
+
+def test_parity_group_by_input_shape_with_tensor_lists(tmp_path: Path) -> None:
+    """A tensor-list argument is ``[]`` in key_averages(group_by_input_shape=True): one
+    aten::cat row for every list length, as PyTorch keeps it."""
+    prof, analysis = _profile(tmp_path, _tensor_lists, record_shapes=True)
+    reference = reference_rows(prof, group_by_input_shape=True)
+    problems = check_parity(analysis, reference, by_shape=True, device=False)
+    assert not problems, "\n".join(map(str, problems[:20]))
+    table = analysis.op_table("shape")
+    cat_rows = [g for g in range(len(table)) if table.name[g] == "aten::cat"]
+    assert [table.shape[g] for g in cat_rows] == ["[[], []]"] and table.calls[cat_rows[0]] == 8

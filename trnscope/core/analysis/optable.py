@@ -285,6 +285,32 @@ def _nearest_python_ancestor(trace: Trace, links: Links) -> np.ndarray:
     return result
 
 
+def shape_keys(shapes: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Input-shape id → the id of the key ``key_averages(group_by_input_shape=True)``
+    groups it under, and those keys' texts.  PyTorch records a tensor-list argument
+    (``TensorList`` in "Input type"; in "Input Dims" a list of shapes) as ``[]``, so
+    ``cat`` of two tensors and of three share one row."""
+    keys: dict[str, int] = {}
+    mapping = np.empty(max(len(shapes), 1), dtype=np.int64)
+    for index, text in enumerate(shapes):
+        mapping[index] = keys.setdefault(_tensor_lists_as_empty(text), len(keys))
+    return mapping, list(keys)
+
+
+def _tensor_lists_as_empty(text: str) -> str:
+    compact = text.replace(" ", "")
+    if "[[[" not in compact and ",[[" not in compact:  # no argument is a list of shapes
+        return text
+    try:
+        dims = msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        return text
+    if not isinstance(dims, list):
+        return text
+    flat = [[] if isinstance(arg, list) and any(isinstance(d, list) for d in arg) else arg for arg in dims]
+    return msgspec.json.encode(flat).decode().replace(",", ", ")
+
+
 def _group_keys(columns: list[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
     """Unique key rows and each row's group.  Keys are packed into one int64 when they
     fit (a 1-D unique is several times faster than ``np.unique(axis=0)``)."""
@@ -326,8 +352,11 @@ def build_op_table(
     is_annotation = np.isin(role, [int(Role.ANNOTATION), int(Role.DEVICE_ANNOTATION)])
     columns = [name_map[ev.name[rows]].astype(np.int64), is_device.astype(np.int64), is_annotation.astype(np.int64)]
     stack_texts: list[str] = []
+    shape_texts: list[str] = []
     if group_by is GroupBy.SHAPE:
-        columns.append(ev.dims[rows].astype(np.int64))
+        shape_of, shape_texts = shape_keys(trace.shapes)
+        dims = ev.dims[rows].astype(np.int64)
+        columns.append(np.where(dims >= 0, shape_of[np.maximum(dims, 0)], -1))
     elif group_by is GroupBy.STACK:
         stack_id, stack_texts = python_stacks(trace, links, stack_depth)
         columns.append(stack_id[rows])
@@ -350,7 +379,7 @@ def build_op_table(
         group_by=str(group_by),
         device_label=DEVICE_LABEL.get(trace.device_kind, "DEVICE"),
         name=[group_names[int(k)] for k in (uniq[:, 0] if groups else [])],
-        shape=[trace.shapes[int(k)] if k >= 0 else "[]" for k in uniq[:, 3]]
+        shape=[shape_texts[int(k)] if k >= 0 else "[]" for k in uniq[:, 3]]
         if group_by is GroupBy.SHAPE and groups
         else [""] * groups,
         stack=[stack_texts[int(k)] if k >= 0 else "" for k in uniq[:, 3]]
