@@ -14,6 +14,7 @@ import pytest
 
 from conftest import CORPUS, REPO, requires_corpus
 from trnscope.cli.main import main
+from trnscope.core.analysis.analysis import Analysis
 
 JSON_KEYS = {"source", "device_kind", "totals", "ops", "kernels", "link_coverage", "warnings"}
 OP_KEYS = {"name", "input_shapes", "stack", "calls", "self_cpu_us", "cpu_total_us", "self_device_us", "device_total_us"}
@@ -77,10 +78,28 @@ def test_summary_step_selects_one_profiler_step(capsys, small_synthetic) -> None
     path, truth = small_synthetic
     code, out, _ = run(capsys, "summary", str(path), "--format", "json", "--step", "1")
     assert code == 0
-    ops = {op["name"]: op for op in json.loads(out)["ops"]}
-    assert ops["ProfilerStep*"]["calls"] == 1
+    doc = json.loads(out)
+    ops = {op["name"]: op for op in doc["ops"]}
+    assert ops["ProfilerStep*"]["calls"] == 1 and doc["step"] == "ProfilerStep#1"  # by its number, named
     steps = truth.ops["ProfilerStep*"].calls
     assert ops["aten::linear"]["calls"] == truth.ops["aten::linear"].calls // steps
+    code, out, _ = run(capsys, "summary", str(path), "--step", "1")
+    assert "ProfilerStep#1 only" in out
+    code, _, err = run(capsys, "summary", str(path), "--step", "999")
+    assert code == 2 and "no ProfilerStep#999 in this trace (it has ProfilerStep#" in err
+
+
+def test_step_numbers_are_the_names_the_tui_shows(capsys) -> None:
+    """The CPU sample's steps are numbered from after warm-up; --step N is ProfilerStep#N."""
+    from conftest import SAMPLES
+    from trnscope.core.formats import load_path
+
+    session = SAMPLES / "cpu_rmsnorm_session"
+    analysis = Analysis(load_path(session))
+    first = analysis.steps()[0].name
+    number = first.removeprefix("ProfilerStep#")
+    code, out, _ = run(capsys, "summary", str(session), "--format", "json", "--step", number)
+    assert code == 0 and json.loads(out)["step"] == first
 
 
 @pytest.mark.parametrize(

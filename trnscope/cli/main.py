@@ -74,7 +74,7 @@ def _parser() -> argparse.ArgumentParser:
         default="both",
         help="which table (csv prints one: ops unless kernels)",
     )
-    p.add_argument("--step", type=int, default=-1, metavar="K", help="only the K-th ProfilerStep (0-based)")
+    p.add_argument("--step", type=int, default=-1, metavar="N", help="only ProfilerStep#N (the number the TUI shows)")
     p.add_argument(
         "--hide",
         action="append",
@@ -158,7 +158,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
                 sort=args.sort,
                 limit=0 if len(analyses) > 1 else limit,
                 stack_depth=args.stack_depth,
-                step=args.step,
+                step=a.step_index(args.step) if args.step >= 0 else -1,
                 hide=tuple(h for item in args.hide for h in item.split(",") if h),
                 extra_warnings=opened.notes,
             )

@@ -70,6 +70,8 @@ def render_table(summary: SummaryOut, width: int | None = None, which: str = "bo
     title = safe_text(
         f"{summary.label or summary.source}  [{summary.device_kind}{' · ' + summary.device_name if summary.device_name else ''}]"
     )
+    if summary.step:
+        title += safe_text(f"  {summary.step} only")
     if summary.synthetic:
         title += "  SYNTHETIC"
     has_device = summary.totals.self_device_us > 0

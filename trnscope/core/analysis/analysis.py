@@ -92,6 +92,20 @@ class Analysis:
         anchor[device] = ev.ts[self.links.device_op[device]]
         return (anchor >= start) & (anchor < end)
 
+    def step_index(self, number: int) -> int:
+        """The position in ``steps()`` of ``ProfilerStep#<number>`` (the name the TUI
+        shows); for a trace without ProfilerSteps, of its ``number``-th top-level range."""
+        steps = self.steps()
+        for index, step in enumerate(steps):
+            if step.name == f"ProfilerStep#{number}":
+                return index
+        if steps and not any(is_profiler_step(s.name) for s in steps) and 0 <= number < len(steps):
+            return number
+        names = ", ".join(s.name for s in steps[:8]) + (" …" if len(steps) > 8 else "")
+        raise IndexError(
+            f"no ProfilerStep#{number} in this trace" + (f" (it has {names})" if steps else " (it has no steps)")
+        )
+
     def _step_mask(self, step: int) -> np.ndarray | None:
         if step < 0:
             return None

@@ -106,6 +106,7 @@ class SummaryOut(msgspec.Struct):
     merged: list[str] = []
     neuron: NeuronOut | None = None
     schema_version: int = SCHEMA_VERSION
+    step: str = ""  # the ProfilerStep the figures are limited to (--step), else ""
 
 
 # -- trnscope chain -----------------------------------------------------------------

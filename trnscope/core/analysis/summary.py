@@ -152,6 +152,7 @@ def build_summary(
         events=len(trace.events),
         device_label=table.device_label,
         neuron=neuron_summary(analysis),
+        step=analysis.steps()[step].name if step >= 0 else "",
         link=LinkOut(
             report.device_events,
             report.linked,
