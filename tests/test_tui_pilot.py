@@ -446,3 +446,15 @@ async def test_a_filter_that_matches_nothing_shows_no_rows() -> None:
         assert "no rows match" in str(screen.query_one("#viewinfo").render())
         await press(pilot, "escape")  # clears the filter
         assert table.model.rows > 0
+
+
+def test_compare_headers_are_short_and_distinct() -> None:
+    from trnscope.core.analysis.compare import CompareRow, Comparison, Figures
+    from trnscope.tui.models import compare_model
+
+    labels = ["hta_diff_control_a100", "hta_diff_test_v100", "hta_diff_test_v100_bf16"]
+    rows = [CompareRow("aten::mm", "op", [Figures(1, 10, 10, 5, 5)] * 3)]
+    comparison = Comparison(labels, rows, [], [], "device_total_ns", "CUDA", [False] * 3)
+    titles = [c.title for c in compare_model(comparison, rows, 120).columns]
+    assert titles[titles.index("A") :] == ["A", "B", "C", "ΔB", "B÷A", "ΔC", "C÷A"]
+    assert len(set(titles)) == len(titles)

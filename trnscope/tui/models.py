@@ -295,17 +295,22 @@ def chain_model(chain: Chain, width: int) -> TableModel:
     return TableModel(columns, len(chain.hops), cells)
 
 
+VARIANT_LETTERS = "ABC"
+
+
 def compare_model(comparison: Comparison, rows: list[CompareRow], width: int) -> TableModel:
     labels = comparison.labels
     value_width = 9
     columns = [Column("name", "Name", 14, "left", flex=True)]
     if width >= 110:
         columns.append(Column("kind", "kind", 10, "left"))
-    for i, label in enumerate(labels):
-        columns.append(Column(f"v{i}", label[:value_width], value_width))
-    for i, label in enumerate(labels[1:], start=1):
-        columns.append(Column(f"d{i}", f"Δ{label[: value_width - 1]}", value_width))
-        columns.append(Column(f"r{i}", "×", 6))
+    # Short distinct headers (A, B, C); the title line is the legend (A:eager …), so two
+    # labels that share a long prefix can still be told apart.
+    for i in range(len(labels)):
+        columns.append(Column(f"v{i}", VARIANT_LETTERS[i], value_width))
+    for i in range(1, len(labels)):
+        columns.append(Column(f"d{i}", f"Δ{VARIANT_LETTERS[i]}", value_width))
+        columns.append(Column(f"r{i}", f"{VARIANT_LETTERS[i]}÷A", 6))
     metric = comparison.primary
 
     def cells(i: int) -> list[str | Text]:

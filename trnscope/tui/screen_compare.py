@@ -12,7 +12,7 @@ from trnscope.core.analysis.compare import CompareRow, Comparison
 from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fmt_time_short
 from trnscope.tui.messages import ShowOps
-from trnscope.tui.models import compare_model
+from trnscope.tui.models import VARIANT_LETTERS, compare_model
 from trnscope.tui.screen_base import ExplorerScreen
 from trnscope.tui.vtable import VirtualTable
 
@@ -28,9 +28,9 @@ class CompareScreen(ExplorerScreen):
     BINDINGS = [
         Binding("escape", "back", "Back", tooltip="back"),
         Binding("v", "view", "View", tooltip="regions → ops → device work per region"),
-        Binding("1", "side(0)", "Variant 1", tooltip="enter drills into variant 1"),
-        Binding("2", "side(1)", "Variant 2", tooltip="enter drills into variant 2"),
-        Binding("3", "side(2)", "Variant 3", tooltip="enter drills into variant 3"),
+        Binding("1", "side(0)", "A", tooltip="enter drills into variant A"),
+        Binding("2", "side(1)", "B", tooltip="enter drills into variant B"),
+        Binding("3", "side(2)", "C", tooltip="enter drills into variant C"),
         Binding("o", "open_ops", "Op table", tooltip="the op table of the chosen variant"),
     ]
 
@@ -67,15 +67,15 @@ class CompareScreen(ExplorerScreen):
             if i:
                 title.append("  vs  ", style="dim")
             style = "bold reverse" if i == self.side else "bold"
-            title.append(f"{i + 1}:{safe_text(label)}", style=style)
+            title.append(f"{VARIANT_LETTERS[i]}:{safe_text(label)}", style=style)
             if analysis.trace.synthetic:
                 title.append(" SYNTHETIC", style="yellow")
         metric = "device total" if self.comparison.primary == "device_total_ns" else "CPU total"
-        title.append(f"   {metric}, Δ vs {safe_text(self.labels[0])}", style="dim")
+        title.append(f"   {metric}, Δ vs A", style="dim")
         self.query_one("#compare-title", Static).update(title)
         self.query_one("#compare-info", Static).update(
             Text(
-                f"{self.view}: {VIEW_TITLES[self.view]} · v switches · enter drills into variant {self.side + 1}",
+                f"{self.view}: {VIEW_TITLES[self.view]} · v switches · enter drills into {VARIANT_LETTERS[self.side]}",
                 style="dim",
                 no_wrap=True,
                 overflow="ellipsis",
