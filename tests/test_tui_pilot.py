@@ -458,3 +458,20 @@ def test_compare_headers_are_short_and_distinct() -> None:
     titles = [c.title for c in compare_model(comparison, rows, 120).columns]
     assert titles[titles.index("A") :] == ["A", "B", "C", "ΔB", "B÷A", "ΔC", "C÷A"]
     assert len(set(titles)) == len(titles)
+
+
+async def test_quit_and_help_are_in_the_footer_at_80_columns() -> None:
+    """q and ? stay visible at 80×24 on the op table and the drill-down (fewer keys
+    shown, none cut)."""
+    from textual.widgets import Footer
+
+    app = TrnscopeApp([str(CPU_SESSION)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot)
+        for keys in ((), ("enter",)):
+            await press(pilot, *keys)
+            footer = app.screen.query_one(Footer)
+            text = " ".join(str(w.render()) for w in footer.query("FooterKey"))
+            assert "Quit" in text and "Help" in text, text
+            right = max(w.region.right for w in footer.query("FooterKey"))
+            assert right <= 80

@@ -81,25 +81,34 @@ class PickScreen(ModalScreen[int | None]):
 
 
 class OpsScreen(ExplorerScreen):
+    # The footer shows the keys a first-time user needs and leaves room for q and ? at
+    # 80 columns; every key is in help (?) and in the command palette.
     BINDINGS = [
         Binding("slash", "filter", "Filter", key_display="/", tooltip="filter by name (regex; esc clears)"),
         Binding("s", "sort(1)", "Sort", tooltip="sort by the next column"),
-        Binding("b", "group", "Group", tooltip="group by: op → input shape → stack"),
+        Binding("b", "group", "Group", show=False, tooltip="group by: op → input shape → stack"),
         Binding("t", "toggle_mode", "Kernels", tooltip="switch op table ↔ kernel (device event) table"),
         Binding("c", "compare", "Compare", tooltip="compare the variants of this session"),
-        Binding("v", "variant", "Variant", tooltip="pick a variant / rank"),
+        Binding("v", "variant", "Variant", show=False, tooltip="pick a variant / rank"),
         Binding(
             "left_square_bracket",
             "step(-1)",
             "Step-",
             key_display="[",
+            show=False,
             tooltip="previous ProfilerStep (all steps first)",
         ),
-        Binding("right_square_bracket", "step(1)", "Step+", key_display="]", tooltip="next ProfilerStep"),
-        Binding("p", "toggle_python", "Python", tooltip="hide/show python_function rows"),
-        Binding("a", "toggle_annotations", "Annot.", tooltip="hide/show annotations (record_function, ProfilerStep)"),
-        Binding("r", "reverse", "Reverse", tooltip="reverse the sort"),
-        Binding("S", "sort(-1)", "Sort back", tooltip="sort by the previous column"),
+        Binding("right_square_bracket", "step(1)", "Step+", key_display="]", show=False, tooltip="next ProfilerStep"),
+        Binding("p", "toggle_python", "Python", show=False, tooltip="hide/show python_function rows"),
+        Binding(
+            "a",
+            "toggle_annotations",
+            "Annot.",
+            show=False,
+            tooltip="hide/show annotations (record_function, ProfilerStep)",
+        ),
+        Binding("r", "reverse", "Reverse", show=False, tooltip="reverse the sort"),
+        Binding("S", "sort(-1)", "Sort back", show=False, tooltip="sort by the previous column"),
         Binding("escape", "clear_filter", "Clear filter", show=False, tooltip="clear the filter"),
     ]
 
