@@ -475,3 +475,15 @@ async def test_quit_and_help_are_in_the_footer_at_80_columns() -> None:
             assert "Quit" in text and "Help" in text, text
             right = max(w.region.right for w in footer.query("FooterKey"))
             assert right <= 80
+
+
+def test_long_names_lose_their_middle_not_their_end() -> None:
+    from rich.text import Text
+
+    from trnscope.tui.vtable import elide_middle
+
+    name = "void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_tn_align8>(Params)"
+    shown = elide_middle(Text(name), 40)
+    assert shown.cell_len == 40 and "…" in shown.plain
+    assert shown.plain.startswith("void cutlass::Kernel2<") and shown.plain.endswith("ign8>(Params)")
+    assert elide_middle(Text("aten::mm"), 40).plain == "aten::mm"

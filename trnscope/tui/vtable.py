@@ -36,6 +36,19 @@ class Column:
     flex: bool = False
 
 
+def elide_middle(text: Text, width: int) -> Text:
+    """``text`` cut to ``width`` cells by dropping its middle: long names (templated
+    kernels, Python frames) differ at both ends, so both stay visible.  Styles kept."""
+    if text.cell_len <= width or width < 8:
+        return text
+    plain = text.plain
+    if len(plain) != text.cell_len:  # wide characters: the end cut is exact, use it
+        return text
+    tail = (width - 1) // 3
+    head = width - 1 - tail
+    return Text.assemble(text[:head], "…", text[len(plain) - tail :], no_wrap=True)
+
+
 # ``order`` left out: every data row, in data order.  (An empty order given on purpose,
 # a filter that matches nothing, shows no rows.)
 _ALL_ROWS = np.empty(0, np.int64)
@@ -194,8 +207,10 @@ class VirtualTable(ScrollView, can_focus=True):
         self._scroll_cursor_into_view(animate=False)
 
     # -- rendering ----------------------------------------------------------------
-    def _cell_text(self, value: str | Text, width: int, align: str) -> Text:
+    def _cell_text(self, value: str | Text, width: int, align: str, middle: bool = False) -> Text:
         text = safe_cell(value)  # file text: controls escaped, never markup
+        if middle:
+            text = elide_middle(text, width)
         text.truncate(width, overflow="ellipsis")
         if align == "right":
             text.align("right", width)
@@ -206,7 +221,7 @@ class VirtualTable(ScrollView, can_focus=True):
     def _render_cells(self, values: Sequence[str | Text], style: Style, over: Style | None = None) -> Strip:
         line = Text(no_wrap=True, overflow="crop")
         for value, column, width in zip(values, self.model.columns, self._widths):
-            line.append_text(self._cell_text(value, width, column.align))
+            line.append_text(self._cell_text(value, width, column.align, middle=column.flex))
             line.append(" ")
         line.truncate(self.size.width, pad=True)
         line.stylize_before(style)  # the row style under the cells' own styles
