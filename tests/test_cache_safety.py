@@ -138,3 +138,11 @@ def test_clear_removes_only_trnscope_files_and_refuses_a_foreign_folder(
     assert main(["cache", "clear"]) == 2
     assert "not created by trnscope" in capsys.readouterr().err
     assert (foreign / "thesis.tex").read_text() == "years of work"
+
+
+def test_cache_max_bytes_zero_turns_caching_off(tmp_path: Path, isolated_cache: Path, monkeypatch) -> None:
+    monkeypatch.setenv("TRNSCOPE_CACHE_MAX_BYTES", "0")
+    gz = tmp_path / "t.json.gz"
+    gz.write_bytes(gzip.compress(_trace("a")))
+    assert _names(gz) == ["a"]  # read (decompressed in memory), index not written
+    assert cache_entries() == [] and not (isolated_cache / "plain").exists()

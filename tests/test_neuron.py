@@ -341,3 +341,27 @@ def test_build_samples_writes_a_loadable_session_and_guards_foreign_folders(tmp_
     with pytest.raises(SystemExit):
         build(foreign)
     assert (foreign / SESSION_NAME / "mine.txt").read_text() == "keep"
+
+
+@pytest.mark.parametrize("command", ["chain", "compare"])
+def test_export_flag_means_the_same_for_chain_and_compare(
+    tmp_path: Path, monkeypatch, capsys, isolated_cache: Path, command: str
+) -> None:
+    """--export used to do nothing for compare: every command now opens through one helper."""
+    write_raw_only(tmp_path / "a")
+    write_raw_only(tmp_path / "b", seed=1)
+    _standin_explorer(tmp_path / "bin")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("STANDIN_LOG", str(tmp_path / "log.json"))
+    argv = (
+        ["chain", str(tmp_path / "a"), "--op", "aten::pow"]
+        if command == "chain"
+        else ["compare", str(tmp_path / "a"), str(tmp_path / "b")]
+    )
+    assert main([*argv, "--export", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (tmp_path / "log.json").exists()
+    if command == "chain":
+        assert any(h["kind"] == "execution" for h in doc["hops"])  # device data from the export
+    else:
+        assert doc["kernels"] or any(r["values"]["a"] and r["values"]["a"]["device_total_us"] for r in doc["ops"])

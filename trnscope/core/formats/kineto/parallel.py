@@ -31,6 +31,7 @@ from trnscope.core.formats.kineto.events import (
 from trnscope.core.formats.source import PlainSource, Progress
 
 _PR_SET_PDEATHSIG = 1
+_LOADER_PID_UNKNOWN = -1  # a fork server's child: its parent is the server, not the load
 SPILL_PREFIX = "trnscope-range-"
 
 
@@ -57,9 +58,6 @@ def _init_worker(slots: Any, small_pages: bool, parent: int) -> None:
     set_progress_slots(slots)
     if small_pages:  # as the parent was told (a fork server's child does not inherit it)
         prefer_small_pages()
-
-
-_LOADER_PID_UNKNOWN = -1
 
 
 def _alive(pid: int) -> bool:
