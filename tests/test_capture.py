@@ -198,6 +198,12 @@ def test_neuron_path_calls_the_documented_api(tmp_path: Path, correlate: bool) -
     assert config["capture_enabled_for_nc"] == "0-1" and config["max_events_per_nc"] == 5000
     assert Path(config["profile_output_dir"]).name == "probe"
     assert config.get("correlate_device_time", False) is correlate
+    # the release that accepts neff_cache_dir gets one inside the variant's folder
+    if correlate:
+        assert Path(config["neff_cache_dir"]).parts[-2:] == ("probe", "neff_cache")
+        assert (out / "probe" / "neff_cache").is_dir()  # moved into the session with the rest
+    else:
+        assert "neff_cache_dir" not in config
     assert profilers[0]["config"] == config["id"]
     assert exports[0]["profiler"] == profilers[0]["id"]
     call = profile_calls[0]
@@ -214,6 +220,7 @@ def test_neuron_path_calls_the_documented_api(tmp_path: Path, correlate: bool) -
     # the session is in the Neuron layout and reads back, with parity
     manifest = read_manifest(out)
     assert manifest.device_kind == "neuron" and manifest.torch_neuronx_version == "0.0+standin"
+    assert "XLA_IR_DEBUG and XLA_HLO_DEBUG not set at capture" in manifest.notes
     variant = manifest.variants[0]
     assert variant.trace_format == "neuron" and variant.trace == "probe"
     traces = list((out / "probe").rglob("trace.json"))
@@ -228,3 +235,15 @@ def test_neuron_path_calls_the_documented_api(tmp_path: Path, correlate: bool) -
 @pytest.mark.parametrize("name", ["cpu_rmsnorm_session", "cpu_attention_session", "cpu_train_tiny_session"])
 def test_bundled_samples_keep_parity(name: str) -> None:
     assert_session_parity(SAMPLES / name)
+
+
+def test_neuron_activity_prefers_the_neuron_spelling() -> None:
+    from types import SimpleNamespace
+
+    from trnscope.capture.device import neuron_activity, neuron_capture_notes
+
+    assert neuron_activity(SimpleNamespace(NEURON="n", PrivateUse1="p")) == "n"
+    assert neuron_activity(SimpleNamespace(PrivateUse1="p")) == "p"
+    assert neuron_capture_notes({"XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1"}) == []
+    (note,) = neuron_capture_notes({"XLA_IR_DEBUG": "1"})
+    assert note.startswith("XLA_HLO_DEBUG not set")

@@ -88,11 +88,34 @@ def synchronize(plan: DevicePlan) -> None:
             importlib.import_module("torch_neuronx").synchronize()
 
 
+def neuron_activity(activities: Any) -> Any:
+    """``ProfilerActivity.NEURON`` where this torch has it (one announcement shows it),
+    else ``PrivateUse1`` (the how-to's spelling); both reach the same plugin."""
+    return getattr(activities, "NEURON", None) or activities.PrivateUse1
+
+
+XLA_DEBUG_FLAGS = ("XLA_IR_DEBUG", "XLA_HLO_DEBUG")
+
+
+def neuron_capture_notes(environ: dict[str, str]) -> list[str]:
+    """What the capture will lack, said in the session notes (Neuron docs: source
+    locations need both flags set when the graphs are compiled)."""
+    missing = [flag for flag in XLA_DEBUG_FLAGS if environ.get(flag, "") in ("", "0")]
+    if not missing:
+        return []
+    return [
+        f"{' and '.join(missing)} not set at capture: device instructions carry no Python source locations "
+        "(set XLA_IR_DEBUG=1 XLA_HLO_DEBUG=1 before the graphs are compiled)"
+    ]
+
+
 def profiler_kwargs(
-    plan: DevicePlan, output_dir: Path, neuron: NeuronOptions | None = None
+    plan: DevicePlan, output_dir: Path, neuron: NeuronOptions | None = None, neff_cache_dir: Path | None = None
 ) -> tuple[dict[str, Any], Any]:
     """Keyword arguments for ``torch.profiler.profile`` (without schedule/record
-    options), and the NeuronConfig (or None)."""
+    options), and the NeuronConfig (or None).  ``neff_cache_dir`` (inside the session)
+    is passed where NeuronConfig accepts it: the docs warn that NEFFs may otherwise be
+    missing from the capture, and without them nothing can be exported."""
     from torch.profiler import ProfilerActivity
 
     if plan.kind == "cuda":
@@ -113,10 +136,13 @@ def profiler_kwargs(
         config_kwargs["max_events_per_nc"] = options.max_events_per_nc
     if options.correlate_device_time and _accepts(NeuronConfig, "correlate_device_time"):
         config_kwargs["correlate_device_time"] = True
+    if neff_cache_dir is not None and _accepts(NeuronConfig, "neff_cache_dir"):
+        neff_cache_dir.mkdir(parents=True, exist_ok=True)
+        config_kwargs["neff_cache_dir"] = str(neff_cache_dir)
     config = NeuronConfig(**config_kwargs)
     return (
         {
-            "activities": [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1],
+            "activities": [ProfilerActivity.CPU, neuron_activity(ProfilerActivity)],
             "experimental_config": config,
             "on_trace_ready": NeuronProfiler(config).export_trace,
         },

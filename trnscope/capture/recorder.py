@@ -21,11 +21,21 @@ from typing import Any
 
 import msgspec
 
-from trnscope.capture.device import DevicePlan, NeuronOptions, plan_device, profiler_kwargs, synchronize
+from trnscope.capture.device import (
+    DevicePlan,
+    NeuronOptions,
+    neuron_capture_notes,
+    plan_device,
+    profiler_kwargs,
+    synchronize,
+)
 from trnscope.capture.reference import reference_rows
 from trnscope.capture.workspace import SessionWorkspace, check_label, one_line
 from trnscope.core.base.errors import TrnscopeError
 from trnscope.core.model.session import SessionManifest, VariantRecord
+
+
+NEFF_CACHE_DIR = "neff_cache"  # inside each Neuron variant's folder, so exports find the graphs
 
 
 class CaptureOptions(msgspec.Struct):
@@ -52,6 +62,8 @@ def _versions() -> tuple[str, str]:
 
 def new_manifest(plan: DevicePlan, demo: str = "", notes: str = "") -> SessionManifest:
     torch_version, neuronx = _versions()
+    if plan.kind == "neuron":
+        notes = "; ".join([n for n in (notes, *neuron_capture_notes(dict(os.environ))) if n])
     return SessionManifest(
         created=datetime.now(UTC).isoformat(timespec="seconds"),
         host=socket.gethostname(),
@@ -124,7 +136,12 @@ def profile_callable(
     else:
         trace_target = folder / f"{label}.pt.trace.json.gz"
         relative = trace_target.name
-    kwargs, _config = profiler_kwargs(plan, trace_target if plan.kind == "neuron" else folder, options.neuron)
+    kwargs, _config = profiler_kwargs(
+        plan,
+        trace_target if plan.kind == "neuron" else folder,
+        options.neuron,
+        neff_cache_dir=trace_target / NEFF_CACHE_DIR if plan.kind == "neuron" else None,
+    )
     region = options.region or label
     started = time.perf_counter()
     with profile(

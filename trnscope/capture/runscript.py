@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from trnscope.capture.device import plan_device, profiler_kwargs, synchronize
-from trnscope.capture.recorder import CaptureOptions, new_manifest
+from trnscope.capture.recorder import NEFF_CACHE_DIR, CaptureOptions, new_manifest
 from trnscope.capture.reference import reference_rows
 from trnscope.capture.workspace import SessionWorkspace, one_line, slug_label
 from trnscope.core.base.errors import Terminated, TrnscopeError
@@ -56,7 +56,12 @@ def run_script(
     trace = workspace.temp / (label if plan.kind == "neuron" else f"{label}.pt.trace.json.gz")
     if plan.kind == "neuron":
         trace.mkdir()
-    kwargs, _ = profiler_kwargs(plan, trace if plan.kind == "neuron" else workspace.temp, options.neuron)
+    kwargs, _ = profiler_kwargs(
+        plan,
+        trace if plan.kind == "neuron" else workspace.temp,
+        options.neuron,
+        neff_cache_dir=trace / NEFF_CACHE_DIR if plan.kind == "neuron" else None,
+    )
     needed = options.warmup + 1 + options.steps
     counter = {"steps": 0}
     started = time.perf_counter()

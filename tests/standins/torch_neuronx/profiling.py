@@ -59,7 +59,8 @@ class _NeuronConfigBase(_ExperimentalConfig):
 if os.environ.get("STANDIN_NO_CORRELATE") == "1":
 
     class NeuronConfig(_NeuronConfigBase):
-        """A NeuronConfig of a release without ``correlate_device_time``."""
+        """A NeuronConfig of an older release: no ``correlate_device_time`` and no
+        ``neff_cache_dir``."""
 
         def __init__(
             self,
@@ -67,7 +68,6 @@ if os.environ.get("STANDIN_NO_CORRELATE") == "1":
             profile_output_dir="./profile_output",
             max_events_per_nc=1_000_000,
             capture_enabled_for_nc=None,
-            neff_cache_dir=None,
             precache_node_info=True,
         ):  # type: ignore[no-untyped-def]
             self._setup(modes, profile_output_dir, max_events_per_nc, capture_enabled_for_nc)
@@ -91,7 +91,10 @@ else:
                 max_events_per_nc,
                 capture_enabled_for_nc,
                 correlate_device_time=correlate_device_time,
+                neff_cache_dir=neff_cache_dir,
             )
+            if neff_cache_dir is not None and not isinstance(neff_cache_dir, str):
+                raise TypeError("neff_cache_dir must be a str")
 
 
 class NeuronProfiler:
