@@ -88,7 +88,7 @@ def test_json_and_parquet_exports_read_the_same(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("options", "method"),
-    [({}, "by_mapping"), ({"mapping": False}, "by_flow"), ({"mapping": False, "flows": False}, "by_time")],
+    [({}, "by_flow"), ({"flows": False}, "by_mapping"), ({"mapping": False, "flows": False}, "by_time")],
 )
 def test_every_linking_strategy_alone(tmp_path: Path, options: dict, method: str) -> None:
     truth = write_process_session(tmp_path / "p", "eager", **options)
@@ -156,7 +156,7 @@ def test_chain_lists_every_hop_with_timings(session) -> None:
     ):
         assert name in hops, name
     execution = next(h for h in chain.hops if h.kind == "execution")
-    assert execution.details["linked by"] == "framework_mapping"
+    assert execution.details["linked by"] == "flow_id"  # the documented chain comes first
     assert execution.start_us > hops["kmgr_exec_core"].start_us
     engines = [h for h in chain.hops if h.kind == "engine"]
     assert {h.name for h in engines} >= {"tensor engine", "vector engine"}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from trnscope.core.base.errors import InputError
 from trnscope.core.base.text import safe_text
-from trnscope.core.formats.neuron.discover import find_neuron_sessions
+from trnscope.core.formats.neuron.discover import find_neuron_sessions, session_files
 from trnscope.core.formats.neuron.export import run_export
 
 
@@ -17,12 +17,16 @@ def cmd_export(args: argparse.Namespace) -> int:
     if not folder.is_dir():
         raise InputError(f"not a folder: {folder}")
     sessions = find_neuron_sessions(folder) or []
-    targets = [Path(s.path) for s in sessions] or [folder]
+    targets = [Path(s.path) for s in sessions if Path(s.path).is_dir()] or [folder]
     for session in targets:
+        files = session_files(session)
+        if not files.has_raw:
+            print(safe_text(f"{session}: no raw .pb/.ntff capture to export"))
+            continue
         if not args.yes and sys.stdin.isatty():
             answer = input(f"run neuron-explorer on {session}? [y/N] ").strip().lower()
             if answer not in ("y", "yes"):
                 continue
-        out = run_export(session)
+        out = run_export(files)
         print(safe_text(f"{session}: Parquet export in {out}"))
     return 0

@@ -68,6 +68,16 @@ class NeuronOpOut(msgspec.Struct):
     engines_us: dict[str, float]  # summed busy time per engine (tensor, vector, scalar, gpsimd, sync, dma, cc)
 
 
+class PlacementOut(msgspec.Struct):
+    """How one device profile was put on the host clock (see ``link/neuron_clock``)."""
+
+    profile: str
+    neuron_core: int
+    method: str  # "sync point" | "device timestamps" | "ExecutionInfo durations" | "instruction gaps" | "unplaced"
+    executions: int
+    detail: str
+
+
 class NeuronOut(msgspec.Struct):
     export_format: str
     executions: int
@@ -84,6 +94,10 @@ class NeuronOut(msgspec.Struct):
     aligned_by_sync_point: int
     max_clock_disagreement_us: float
     ops: list[NeuronOpOut]
+    before_window: int = 0  # unlinked executions that started before the first op
+    outside_ops: int = 0  # unlinked executions whose request no profiled op encloses
+    physical_core_rows: int = 0  # nc_exec_running rows merged into the executions (LNC=2: 2 per execution)
+    placements: list[PlacementOut] = []
 
 
 class SummaryOut(msgspec.Struct):

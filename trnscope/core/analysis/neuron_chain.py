@@ -11,7 +11,7 @@ import numpy as np
 from trnscope.core.analysis.chain_model import ChainContext, Hop, us
 from trnscope.core.formats.neuron.data import NeuronData
 from trnscope.core.formats.neuron.device import ENGINES, DeviceProfile
-from trnscope.core.formats.neuron.system import SystemEvents
+from trnscope.core.formats.neuron.system import SOURCE_RUNTIME, SystemEvents
 from trnscope.core.link.linker import LinkMethod
 from trnscope.core.link.neuron import NeuronLinks
 
@@ -51,20 +51,16 @@ def _execution_hops(
     index = int(np.flatnonzero(data.exec_rows == exec_row)[0])
     sys_exec = int(data.exec_system[index])
     exec_id = int(system.exec_id[sys_exec])
-    request = int(neuron.exec_request[index])
-    related = np.flatnonzero((system.exec_id == exec_id) & (system.source == 0))
-    if request >= 0 and system.nrta_seq_id[request] >= 0:
-        related = np.union1d(
-            related, np.flatnonzero((system.nrta_seq_id == system.nrta_seq_id[request]) & (system.source == 0))
-        )
-    related = related[np.argsort(system.start[related], kind="stable")]
+    related = neuron.exec_related[index] if index < len(neuron.exec_related) else []
     exec_start = int(ev.ts[exec_row])
     last_before = None
-    for s in related.tolist():
+    for s in related:
         r = int(data.system_row[s])
-        if r < 0:
+        if r < 0 or int(system.source[s]) != SOURCE_RUNTIME:
             continue
-        details: dict[str, Any] = {"exec_id": exec_id}
+        details: dict[str, Any] = {}
+        if system.exec_id[s] >= 0:
+            details["exec_id"] = int(system.exec_id[s])
         if system.nrta_seq_id[s] >= 0:
             details["nrta_seq_id"] = int(system.nrta_seq_id[s])
         if system.flow_offsets[s + 1] > system.flow_offsets[s]:
@@ -77,14 +73,26 @@ def _execution_hops(
     model = system.names[int(system.model_name[sys_exec])] if system.model_name[sys_exec] >= 0 else ""
     duration = max(int(ev.dur[exec_row]), 1)
     exec_details: dict[str, Any] = {
-        "exec_id": exec_id,
+        "exec_id": exec_id if exec_id >= 0 else "not exported",
         "NeuronCore": int(system.nc_idx[sys_exec]),
         "model_id": int(system.model_id[sys_exec]),
         "NEFF": model,
         "linked by": LinkMethod(int(neuron.exec_method[index])).label,
         "queue_us": us(queue),
-        "device clock start (ns)": int(system.nc_start[sys_exec]),
     }
+    if int(system.nc_start[sys_exec]) >= 0:
+        exec_details["device clock start (ns)"] = int(system.nc_start[sys_exec])
+    rows_per_core = data.exec_core_busy[index] if index < len(data.exec_core_busy) else {}
+    if len(rows_per_core) > 1 or any(core >= 0 for core in rows_per_core):
+        # LNC=2: one nc_exec_running row per physical core; the execution is their union
+        exec_details["physical cores (us running)"] = {
+            f"pcore {core}" if core >= 0 else "pcore ?": us(ns) for core, ns in sorted(rows_per_core.items())
+        }
+    instr_per_core = neuron.core_busy[index] if index < len(neuron.core_busy) else {}
+    if instr_per_core:
+        exec_details["physical cores (us busy, union of instructions)"] = {
+            f"pcore {core}": us(ns) for core, ns in sorted(instr_per_core.items())
+        }
     co = neuron.exec_co_ops[index]
     if co:
         exec_details["submitted with"] = [trace.names[int(ev.name[c])] for c in co]
@@ -93,7 +101,7 @@ def _execution_hops(
     count = neuron.engine_count[index]
     profile_index = int(neuron.exec_profile[index])
     profile = data.profiles[profile_index] if profile_index >= 0 else None
-    dev_start, dev_end = int(system.nc_start[sys_exec]), int(system.nc_stop[sys_exec])
+    dev_start, dev_end = (int(v) for v in neuron.exec_window[index])
     for e in np.argsort(-busy).tolist():
         if busy[e] == 0:
             continue
@@ -101,7 +109,7 @@ def _execution_hops(
             "instructions": int(count[e]),
             "busy_percent": round(100.0 * int(busy[e]) / duration, 1),
         }
-        if ENGINES[e] == "dma" and profile is not None:
+        if ENGINES[e] == "dma" and profile is not None and dev_start >= 0:
             engine_details.update(_dma_details(profile, dev_start, dev_end))
         hops.append(
             Hop(
@@ -116,7 +124,7 @@ def _execution_hops(
                 row=exec_row,
             )
         )
-    if profile is not None:
+    if profile is not None and dev_start >= 0:
         collectives = np.flatnonzero((profile.cc_start >= dev_start) & (profile.cc_start < dev_end))
         for c in collectives.tolist():
             hops.append(

@@ -11,7 +11,16 @@ import msgspec
 import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
-from trnscope.core.analysis.contracts import KernelOut, LinkOut, NeuronOpOut, NeuronOut, OpOut, SummaryOut, Totals
+from trnscope.core.analysis.contracts import (
+    KernelOut,
+    LinkOut,
+    NeuronOpOut,
+    NeuronOut,
+    OpOut,
+    PlacementOut,
+    SummaryOut,
+    Totals,
+)
 from trnscope.core.analysis.optable import OpTable
 from trnscope.core.analysis.ordering import default_op_sort, kernel_table_order, op_table_order, order_ops
 from trnscope.core.base.units import us
@@ -64,6 +73,12 @@ def neuron_summary(analysis: Analysis) -> NeuronOut | None:
         aligned_by_sync_point=data.alignment.aligned_by_sync_point,
         max_clock_disagreement_us=us(data.alignment.max_disagreement_ns),
         ops=sorted(per_op.values(), key=lambda o: -o.device_us),
+        before_window=r.before_window,
+        outside_ops=r.outside_ops,
+        physical_core_rows=r.physical_core_rows,
+        placements=[
+            PlacementOut(p.profile, p.nc_idx, p.method, p.matched, p.detail) for p in analysis.neuron.placements
+        ],
     )
 
 
@@ -174,6 +189,11 @@ def analysis_warnings(analysis: Analysis, extra: list[str] | None = None) -> lis
 def link_warnings(analysis: Analysis) -> list[str]:
     report = analysis.link_report
     out = []
+    neuron_links = analysis.neuron
+    data = analysis.neuron_data
+    if neuron_links is not None and data is not None and not data.device_in_trace:
+        out += _neuron_link_warnings(analysis)
+        report = msgspec.structs.replace(report, unlinkable=0, outside_ops=0)  # said above, per execution
     if report.unlinkable:
         out.append(
             f"{report.unlinkable:,} of {report.device_events:,} device events carry no link to the host "
@@ -193,6 +213,54 @@ def link_warnings(analysis: Analysis) -> list[str]:
             f"{neuron.instructions_outside_executions:,} of {neuron.instructions:,} NeuronCore instructions fall "
             f"outside every execution{unmatched}; they count in no engine time"
         )
+    return out
+
+
+_MATCHED_BY_DURATION = ("ExecutionInfo durations", "instruction gaps")
+
+
+def _duration_error(detail: str) -> float:
+    """The "durations within X%" figure of a placement detail (0 when absent)."""
+    marker = "durations within "
+    if marker not in detail:
+        return 0.0
+    try:
+        return float(detail.split(marker, 1)[1].split("%", 1)[0])
+    except ValueError:
+        return 0.0
+
+
+def _neuron_link_warnings(analysis: Analysis) -> list[str]:
+    neuron = analysis.neuron
+    assert neuron is not None
+    r = neuron.report
+    out = []
+    no_link = r.unlinked_executions - r.before_window - r.outside_ops
+    if r.before_window:
+        out.append(
+            f"{r.before_window:,} of {r.executions:,} NeuronCore executions started before the first profiled op "
+            "(launched before the capture window); they count in the kernel table only"
+        )
+    if no_link > 0:
+        out.append(
+            f"{no_link:,} of {r.executions:,} NeuronCore executions have no runtime event tied to them by exec_id, "
+            "flow_id or nrta_seq_id; they count in the kernel table only"
+        )
+    if r.outside_ops:
+        out.append(
+            f"{r.outside_ops:,} of {r.executions:,} NeuronCore executions were requested by runtime calls that no "
+            "profiled op encloses"
+        )
+    placed: dict[str, list[str]] = {}
+    for placement in neuron.placements:
+        if placement.method != "unplaced":
+            placed.setdefault(placement.method, []).append(placement.detail)
+    if placed:
+        parts = []
+        for method, details in sorted(placed.items()):
+            worst = max(details, key=_duration_error) if method in _MATCHED_BY_DURATION else ""
+            parts.append(f"{len(details)} by {method}" + (f" (worst: {worst})" if worst else ""))
+        out.append("device profiles placed on the host clock: " + "; ".join(parts))
     return out
 
 

@@ -28,13 +28,16 @@ def load_neuron_profile(
 ) -> Trace:
     """A Neuron profile folder: the Neuron backend, with the Kineto backend reading its
     framework trace."""
+    from trnscope.core.formats.kineto.lazyargs import event_args
     from trnscope.core.formats.kineto.loader import load_kineto
     from trnscope.core.formats.neuron.reader import load_neuron
 
     def read_framework(framework: Path) -> Trace:
         return load_kineto(framework, progress=progress, cancelled=cancelled, skip=skip, workers=1, use_cache=use_cache)
 
-    return load_neuron(path, use_cache=use_cache, prefer=prefer, read_framework=read_framework)
+    return load_neuron(
+        path, use_cache=use_cache, prefer=prefer, read_framework=read_framework, read_args=event_args
+    )
 
 
 def load_source(

@@ -1,19 +1,22 @@
 """Link framework ops to Neuron runtime requests, NeuronCore executions and instructions.
 
-An execution (``nc_exec_running``) is tied to the runtime request that ran it by
-``exec_id``; the request is tied to the op that submitted it by, in order:
+An execution (one per logical core; see the reader) is tied to the runtime events of
+its request by ``exec_id`` and by the ``flow_id`` chain framework → runtime → hardware,
+followed from the ``nc_exec_running`` rows themselves (real Parquet exports carry no
+``exec_id``).  The op that submitted it is found by, in order:
 
-1. ``framework_mapping_*.json``: the request's ``nrta_seq_id`` → the op's autograd
-   ``Sequence number`` (innermost op carrying it; fused submissions list several ops,
-   the first is charged and the rest are shown beside it);
-2. ``flow_id``: a framework event of the system profile (Explorer's copy of a
-   ``privateuse1_driver``/``_runtime`` event, matched to trace.json by thread and start
-   time) shares a flow id with the request → that event's op (its ``External id``, the
-   runtime event with the same ``correlation``, or the op that encloses it);
-3. time: the request's scheduling event runs on an op's thread inside the op.
+1. ``flow_id``: a framework event in the same flow chain (Explorer's copy of a
+   trace.json event — matched to trace.json by thread and start time — or, without a
+   trace.json, the system profile's framework event itself);
+2. ``framework_mapping_*.json``: an ``nrta_seq_id`` of the request → the op with that
+   autograd ``Sequence number`` *and* submitting thread (``th_id``): a backward op
+   carries its forward op's sequence number, so the number alone can name the wrong op;
+3. time: a runtime event of the request runs on an op's thread inside the op.
 
-Instructions are placed in executions by device time (same core and model).  Anything
-that cannot be linked is counted in ``NeuronLinkReport``.
+Device profiles are placed on the host clock (``neuron_clock``), their instructions
+assigned to executions, and engine busy time computed as the union of each engine's
+instruction intervals minus semaphore waits — never above the execution's length.
+Anything that cannot be linked is counted, by reason, in ``NeuronLinkReport``.
 """
 
 from __future__ import annotations
@@ -21,14 +24,20 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
+from trnscope.core.base.arrays import grouped_union
 from trnscope.core.formats.neuron.data import NeuronData
-from trnscope.core.formats.neuron.device import ENGINES
-from trnscope.core.formats.neuron.system import SOURCE_FRAMEWORK, SOURCE_RUNTIME
+from trnscope.core.formats.neuron.device import COMPUTE_ENGINES, ENGINES
+from trnscope.core.formats.neuron.mapping import FrameworkOp
+from trnscope.core.formats.neuron.system import NONE, SOURCE_FRAMEWORK, SOURCE_HARDWARE, SOURCE_RUNTIME, SystemEvents
 from trnscope.core.link.linker import LinkMethod, Links, enclosing_op, lookup
+from trnscope.core.link.neuron_clock import Placement, place_profile
 from trnscope.core.model.roles import Role
 from trnscope.core.model.trace import Trace
 
 MATCH_TOLERANCE_NS = 1_000
+_MAX_FLOW_COMPONENT = 256  # a flow id shared by more events than this is reused, not a chain
+# which runtime event stands for the request, best first
+_REQUEST_NAMES = ("nrt_execute", "nrt_model_submit", "nrta_execute_schedule", "kbl_exec_pre", "kmgr_exec_core")
 
 
 class NeuronLinkReport(msgspec.Struct):
@@ -38,42 +47,121 @@ class NeuronLinkReport(msgspec.Struct):
     by_flow: int = 0
     by_time: int = 0
     unlinked_executions: int = 0
-    executions_without_request: int = 0
+    executions_without_request: int = 0  # no runtime event tied by exec_id or flow_id
+    before_window: int = 0  # unlinked and started before the framework trace's first op
+    outside_ops: int = 0  # tied to runtime events, but no op submitted them
     requests: int = 0
     requests_without_op: int = 0
+    physical_core_rows: int = 0  # nc_exec_running rows merged into the executions
     instructions: int = 0
     instructions_outside_executions: int = 0
     profiles_without_executions: int = 0
 
 
+class ProfilePlacement(msgspec.Struct):
+    profile: str
+    nc_idx: int
+    method: str
+    matched: int
+    detail: str
+
+
 class NeuronLinks(msgspec.Struct):
     exec_op: np.ndarray  # op row per execution (-1)
     exec_method: np.ndarray  # uint8 LinkMethod per execution
-    exec_request: np.ndarray  # system index of the runtime request (nrt_execute), -1
+    exec_request: np.ndarray  # system index of the runtime request, -1
     exec_co_ops: list[list[int]]  # other ops of a fused submission
     exec_profile: np.ndarray  # index into NeuronData.profiles, -1
-    engine_busy: np.ndarray  # int64 [executions, len(ENGINES)]: summed instruction time
+    exec_window: np.ndarray  # int64 [executions, 2]: the execution in its profile's time base
+    exec_related: list[list[int]]  # system rows of the request (exec_id, flow chain, nrta_seq_id)
+    engine_busy: np.ndarray  # int64 [executions, len(ENGINES)]: union of active intervals
     engine_count: np.ndarray  # int64 [executions, len(ENGINES)]
+    core_busy: list[dict[int, int]]  # per execution: physical core → union of its instructions
+    placements: list[ProfilePlacement]
     report: NeuronLinkReport
 
 
-def _request_of_exec(data: NeuronData) -> np.ndarray:
+# -- runtime events of each execution ---------------------------------------------------------
+
+
+def _flow_components(system: SystemEvents) -> np.ndarray:
+    """Per system row, the id of its flow chain (rows sharing a flow id, transitively),
+    or -1; chains larger than ``_MAX_FLOW_COMPONENT`` are dropped."""
+    n = len(system)
+    component = np.full(n, -1, dtype=np.int64)
+    if system.flow_ids.size == 0:
+        return component
+    parent = list(range(n))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    owner: dict[int, int] = {}
+    rows = np.repeat(np.arange(n), np.diff(system.flow_offsets))
+    for row, flow in zip(rows.tolist(), system.flow_ids.tolist()):
+        first = owner.setdefault(flow, row)
+        if first != row:
+            a, b = find(first), find(row)
+            if a != b:
+                parent[b] = a
+    has_flow = np.diff(system.flow_offsets) > 0
+    roots = np.array([find(i) for i in range(n)], dtype=np.int64)
+    sizes = np.bincount(roots[has_flow], minlength=n)
+    keep = has_flow & (sizes[roots] <= _MAX_FLOW_COMPONENT)
+    component[keep] = roots[keep]
+    return component
+
+
+def _related_rows(data: NeuronData) -> tuple[list[list[int]], np.ndarray]:
+    """Per execution: the runtime and framework system rows of its request, and the
+    request row (the best-named runtime event among them, -1 when none)."""
     system = data.system
     assert system is not None
-    runtime = np.flatnonzero((system.source == SOURCE_RUNTIME) & (system.exec_id >= 0))
-    names = np.array([system.names[int(i)] for i in system.name[runtime]], dtype=object)
-    preferred = runtime[names == "nrt_execute"]
-    others = runtime[names != "nrt_execute"]
+    component = _flow_components(system)
+    by_component: dict[int, list[int]] = {}
+    for row in np.flatnonzero(component >= 0).tolist():
+        by_component.setdefault(int(component[row]), []).append(row)
+    runtime = system.source == SOURCE_RUNTIME
+    by_exec: dict[int, list[int]] = {}
+    for row in np.flatnonzero(runtime & (system.exec_id != NONE)).tolist():
+        by_exec.setdefault(int(system.exec_id[row]), []).append(row)
+    by_nrta: dict[int, list[int]] = {}
+    for row in np.flatnonzero(runtime & (system.nrta_seq_id != NONE)).tolist():
+        by_nrta.setdefault(int(system.nrta_seq_id[row]), []).append(row)
+    priority = {name: rank for rank, name in enumerate(_REQUEST_NAMES)}
+    related: list[list[int]] = []
     request = np.full(len(data.exec_system), -1, dtype=np.int64)
-    exec_ids = system.exec_id[data.exec_system]
-    for candidates in (preferred, others):
-        if candidates.size == 0:
-            continue
-        order = np.argsort(system.exec_id[candidates], kind="stable")
-        found = lookup(system.exec_id[candidates][order], candidates[order], exec_ids)
-        todo = request < 0
-        request[todo] = found[todo]
-    return request
+    for index, members in enumerate(data.exec_members or [[int(r)] for r in data.exec_system]):
+        found: set[int] = set()
+        for row in members:
+            exec_id = int(system.exec_id[row])
+            core = int(system.nc_idx[row])
+            for other in by_exec.get(exec_id, []) if exec_id != NONE else []:
+                if int(system.nc_idx[other]) in (core, NONE):
+                    found.add(other)
+            if component[row] >= 0:
+                found.update(r for r in by_component[int(component[row])] if system.source[r] != SOURCE_HARDWARE)
+        # the flow chains of those runtime events, and the rows of the same asynchronous
+        # submission (nrta_seq_id), belong to the request too
+        for row in list(found):
+            if component[row] >= 0:
+                found.update(r for r in by_component[int(component[row])] if system.source[r] != SOURCE_HARDWARE)
+        for nrta in {int(system.nrta_seq_id[r]) for r in found} - {NONE}:
+            found.update(by_nrta.get(nrta, []))
+        rows = sorted(found, key=lambda r: int(system.start[r]))
+        related.append(rows)
+        candidates = [r for r in rows if runtime[r]]
+        if candidates:
+            request[index] = min(
+                candidates, key=lambda r: (priority.get(system.name_of(r), len(priority)), int(system.start[r]))
+            )
+    return related, request
+
+
+# -- ops ------------------------------------------------------------------------------------------
 
 
 def _op_for_trace_row(
@@ -95,6 +183,41 @@ def _op_for_trace_row(
     return int(enclosing[0])
 
 
+class _MappingResolver:
+    """``framework_mapping`` entries → op rows, by sequence number and thread.
+
+    Forward ops record ``Fwd thread id`` 0; a backward op records its forward op's
+    sequence number and the forward thread's index.  A mapping entry submitted from
+    the forward thread (``th_id`` equal to that index) names the forward op; from any
+    other thread, the backward op."""
+
+    def __init__(self, trace: Trace, links: Links, fwd_thread: dict[int, int]) -> None:
+        ev = trace.events
+        self.trace = trace
+        self.links = links
+        self.by_seq: dict[int, list[int]] = {}
+        for row in np.flatnonzero((ev.role == int(Role.OP)) & (ev.sequence >= 0)).tolist():
+            self.by_seq.setdefault(int(ev.sequence[row]), []).append(row)
+        self.fwd_thread = fwd_thread
+
+    def op(self, entry: FrameworkOp, before_ns: int) -> int:
+        rows = self.by_seq.get(entry.seq_nr, [])
+        if len(rows) > 1:
+            backward = [r for r in rows if self.fwd_thread.get(r, 0) > 0]
+            forward = [r for r in rows if self.fwd_thread.get(r, 0) <= 0]
+            if backward and forward:
+                from_forward_thread = any(self.fwd_thread[r] == entry.th_id for r in backward)
+                rows = forward if from_forward_thread else backward
+        if not rows:
+            return -1
+        ev = self.trace.events
+        # innermost op with the number, and of those the last one started before the request
+        deepest = max(int(self.links.depth[r]) for r in rows)
+        rows = [r for r in rows if int(self.links.depth[r]) == deepest]
+        earlier = [r for r in rows if int(ev.ts[r]) <= before_ns]
+        return max(earlier or rows, key=lambda r: int(ev.ts[r]))
+
+
 def link_neuron(trace: Trace, data: NeuronData, links: Links) -> NeuronLinks:
     ev = trace.events
     n_exec = len(data.exec_system)
@@ -104,83 +227,73 @@ def link_neuron(trace: Trace, data: NeuronData, links: Links) -> NeuronLinks:
     report = NeuronLinkReport(executions=n_exec)
     system = data.system
     if system is None or n_exec == 0:
-        return _finish(trace, links, data, exec_op, method, np.full(n_exec, -1, np.int64), co_ops, report)
-    request = _request_of_exec(data)
-    report.executions_without_request = int((request < 0).sum())
-    runtime_rows = np.flatnonzero(system.source == SOURCE_RUNTIME)
-    report.requests = int(np.unique(system.exec_id[runtime_rows][system.exec_id[runtime_rows] >= 0]).size)
+        return _finish(trace, links, data, exec_op, method, np.full(n_exec, -1, np.int64), co_ops, [], report)
+    report.physical_core_rows = sum(len(m) for m in data.exec_members)
+    related, request = _related_rows(data)
+    report.executions_without_request = int(sum(1 for r in related if not r))
+    report.requests = int(sum(1 for r in related if r))
 
     op_mask = np.isin(ev.role, [int(Role.OP), int(Role.ANNOTATION)])
     op_rows = np.flatnonzero(op_mask & (ev.external_id >= 0))
     order = np.argsort(ev.external_id[op_rows], kind="stable")
     op_ext = (ev.external_id[op_rows][order], op_rows[order])
 
-    # 1. framework_mapping: nrta_seq_id → Sequence number → innermost op with it
-    if data.mapping:
-        seq_rows = np.flatnonzero((ev.role == int(Role.OP)) & (ev.sequence >= 0))
-        innermost: dict[int, int] = {}
-        for row in seq_rows.tolist():
-            seq = int(ev.sequence[row])
-            best = innermost.get(seq)
-            if best is None or links.depth[row] > links.depth[best]:
-                innermost[seq] = row
-        req_nrta = np.where(request >= 0, system.nrta_seq_id[np.maximum(request, 0)], -1)
-        for i in range(n_exec):
-            ops = data.mapping.get(int(req_nrta[i]))
-            if not ops:
-                continue
-            rows = [innermost[o.seq_nr] for o in ops if o.seq_nr in innermost]
-            if rows:
-                rows.sort(key=lambda r: int(ev.ts[r]))
-                exec_op[i], method[i] = rows[0], LinkMethod.NEURON_MAPPING
-                co_ops[i] = rows[1:]
-
-    # 2. flow ids: framework event (Explorer's copy of a trace.json event) ↔ request
-    todo = np.flatnonzero((exec_op < 0) & (request >= 0))
-    if todo.size and system.flow_ids.size:
-        framework = np.flatnonzero(system.source == SOURCE_FRAMEWORK)
-        flow_to_framework: dict[int, int] = {}
-        for row in framework.tolist():
-            for flow in system.flows_of(row).tolist():
-                flow_to_framework.setdefault(flow, row)
+    # 1. the flow chain reaches a framework event
+    if data.framework_from_system:
+        for i, rows in enumerate(related):
+            framework = [r for r in rows if system.source[r] == SOURCE_FRAMEWORK and data.system_row[r] >= 0]
+            if framework:
+                exec_op[i], method[i] = int(data.system_row[framework[0]]), LinkMethod.NEURON_FLOW
+    else:
         host_rows = np.flatnonzero(np.isin(ev.role, [int(Role.RUNTIME), int(Role.DRIVER), int(Role.OP)]))
-        key = {(trace.threads[int(ev.thread[r])].tid, int(ev.ts[r])): r for r in host_rows.tolist()}
+        exact = {(trace.threads[int(ev.thread[r])].tid, int(ev.ts[r])): r for r in host_rows.tolist()}
         by_tid_ts = _TimeIndex(trace, host_rows)
         corr_runtime = {
             int(ev.correlation[r]): r
             for r in np.flatnonzero((ev.role == int(Role.RUNTIME)) & (ev.correlation >= 0)).tolist()
         }
-        for i in todo.tolist():
-            flows = system.flows_of(int(request[i])).tolist()
-            fw = next((flow_to_framework[f] for f in flows if f in flow_to_framework), -1)
-            if fw < 0:
-                continue
-            ts = int(system.start[fw]) - trace.origin_ns
-            row = key.get((str(int(system.thread[fw])), ts), -1)
-            if row < 0:
-                row = by_tid_ts.nearest(str(int(system.thread[fw])), ts, MATCH_TOLERANCE_NS)
-            if row < 0:
-                continue
-            op = _op_for_trace_row(trace, links, row, op_ext, corr_runtime)
-            if op >= 0:
-                exec_op[i], method[i] = op, LinkMethod.NEURON_FLOW
+        for i, rows in enumerate(related):
+            for fw in (r for r in rows if system.source[r] == SOURCE_FRAMEWORK):
+                ts = int(system.start[fw]) - trace.origin_ns
+                tid = str(int(system.thread[fw]))
+                row = exact.get((tid, ts), -1)
+                if row < 0:
+                    row = by_tid_ts.nearest(tid, ts, MATCH_TOLERANCE_NS)
+                if row < 0:
+                    continue
+                op = _op_for_trace_row(trace, links, row, op_ext, corr_runtime)
+                if op >= 0:
+                    exec_op[i], method[i] = op, LinkMethod.NEURON_FLOW
+                    break
 
-    # 3. time: the request's scheduling event inside an op on the same thread
-    todo = np.flatnonzero((exec_op < 0) & (request >= 0))
+    # 2. framework_mapping: nrta_seq_id → (sequence number, thread) → op
+    if data.mapping:
+        resolver = _MappingResolver(trace, links, data.op_fwd_thread)
+        for i in np.flatnonzero(exec_op < 0).tolist():
+            nrtas = sorted({int(system.nrta_seq_id[r]) for r in related[i]} - {NONE})
+            entries = [e for nrta in nrtas for e in data.mapping.get(nrta, [])]
+            if not entries:
+                continue
+            anchor = int(system.start[related[i][0]]) - trace.origin_ns
+            found = [r for r in (resolver.op(e, anchor) for e in entries) if r >= 0]
+            if found:
+                found = sorted(dict.fromkeys(found), key=lambda r: int(ev.ts[r]))
+                exec_op[i], method[i] = found[0], LinkMethod.NEURON_MAPPING
+                co_ops[i] = found[1:]
+
+    # 3. time: a runtime event of the request inside an op on the same thread
+    todo = np.flatnonzero(exec_op < 0)
     if todo.size:
         index = _TimeIndex(trace, np.flatnonzero(op_mask & links.in_tree))
-        nrta = system.nrta_seq_id
-        schedule_rows = {}
-        for r in runtime_rows.tolist():
-            if system.names[int(system.name[r])] == "nrta_execute_schedule" and nrta[r] >= 0:
-                schedule_rows[int(nrta[r])] = r
         for i in todo.tolist():
-            req = int(request[i])
-            anchor = schedule_rows.get(int(nrta[req]), req)
-            op = index.enclosing(str(int(system.thread[anchor])), int(system.start[anchor]) - trace.origin_ns, links)
-            if op >= 0:
-                exec_op[i], method[i] = op, LinkMethod.NEURON_TIME
-    return _finish(trace, links, data, exec_op, method, request, co_ops, report)
+            for r in related[i]:
+                if system.source[r] != SOURCE_RUNTIME:
+                    continue
+                op = index.enclosing(str(int(system.thread[r])), int(system.start[r]) - trace.origin_ns, links)
+                if op >= 0:
+                    exec_op[i], method[i] = op, LinkMethod.NEURON_TIME
+                    break
+    return _finish(trace, links, data, exec_op, method, request, co_ops, related, report)
 
 
 class _TimeIndex:
@@ -227,6 +340,9 @@ class _TimeIndex:
         return -1
 
 
+# -- finishing: device time of ops, placement of device profiles, engine time ---------------------
+
+
 def _finish(
     trace: Trace,
     links: Links,
@@ -235,6 +351,7 @@ def _finish(
     method: np.ndarray,
     request: np.ndarray,
     co_ops: list[list[int]],
+    related: list[list[int]],
     report: NeuronLinkReport,
 ) -> NeuronLinks:
     n_exec = len(data.exec_system)
@@ -243,11 +360,16 @@ def _finish(
     report.by_flow = int((method == LinkMethod.NEURON_FLOW).sum())
     report.by_time = int((method == LinkMethod.NEURON_TIME).sum())
     report.unlinked_executions = n_exec - report.linked
-    if data.system is not None:
-        linked_requests = (
-            set(data.system.exec_id[request[(request >= 0) & (exec_op >= 0)]].tolist()) if n_exec else set()
-        )
-        report.requests_without_op = max(report.requests - len(linked_requests), 0)
+    has_request = np.array([bool(r) for r in related] or [False] * n_exec, dtype=bool)[:n_exec]
+    unlinked = exec_op < 0
+    ops = np.flatnonzero(np.isin(trace.events.role, [int(Role.OP), int(Role.ANNOTATION)]))
+    first_op = int(trace.events.ts[ops].min()) + trace.origin_ns if ops.size else None
+    early = (
+        (data.exec_host_start < first_op) if first_op is not None and n_exec else np.zeros(n_exec, dtype=bool)
+    )
+    report.before_window = int((unlinked & early).sum())
+    report.outside_ops = int((unlinked & has_request & ~early).sum())
+    report.requests_without_op = report.outside_ops
 
     # device time of ops: executions become kernels of the op that submitted them,
     # unless trace.json already carries the device activities (then those count).
@@ -255,57 +377,125 @@ def _finish(
         rows = data.exec_rows
         links.device_op[rows] = exec_op
         links.link_method[rows] = np.where(exec_op >= 0, method, int(LinkMethod.NONE))
-        launch = (
-            np.where(request >= 0, data.system_row[np.maximum(request, 0)], -1) if data.system is not None else request
-        )
+        launch = np.where(request >= 0, data.system_row[np.maximum(request, 0)], -1)
         links.device_launch[rows] = launch
         # link() saw these rows as device events without link information; recount them
         r = links.report
         r.unlinkable -= int(rows.size)
         r.linked += report.linked
-        r.unlinkable += int(((exec_op < 0) & (request < 0)).sum())
-        r.outside_ops += int(((exec_op < 0) & (request >= 0)).sum())
+        r.unlinkable += int((unlinked & (~has_request | early)).sum())
+        r.outside_ops += report.outside_ops
 
     profile_of = np.full(n_exec, -1, dtype=np.int64)
+    window = np.full((n_exec, 2), -1, dtype=np.int64)
     busy = np.zeros((n_exec, len(ENGINES)), dtype=np.int64)
     counts = np.zeros((n_exec, len(ENGINES)), dtype=np.int64)
+    core_busy: list[dict[int, int]] = [{} for _ in range(n_exec)]
+    placements: list[ProfilePlacement] = []
     system = data.system
     for p_index, profile in enumerate(data.profiles):
         inst = profile.instructions
         report.instructions += len(inst)
-        if system is None or n_exec == 0:
+        placement = _place(data, system, profile) if system is not None and n_exec else None
+        if placement is None or placement.executions.size == 0:
             report.instructions_outside_executions += len(inst)
             report.profiles_without_executions += 1
+            placements.append(
+                ProfilePlacement(profile.label, profile.nc_idx, "unplaced", 0, placement.detail if placement else "")
+            )
             continue
-        cores = system.nc_idx[data.exec_system]
-        models = system.model_id[data.exec_system]
-        mine = np.flatnonzero(
-            (np.maximum(cores, 0) == profile.nc_idx) & ((models == profile.model_id) | (profile.model_id < 0))
+        placements.append(
+            ProfilePlacement(profile.label, profile.nc_idx, placement.method, placement.matched, placement.detail)
         )
-        if mine.size == 0:
-            report.instructions_outside_executions += len(inst)
-            report.profiles_without_executions += 1
-            continue
-        dev_start = system.nc_start[data.exec_system[mine]]
-        dev_end = system.nc_stop[data.exec_system[mine]]
-        order = np.argsort(dev_start, kind="stable")
-        mine, dev_start, dev_end = mine[order], dev_start[order], dev_end[order]
-        which = np.searchsorted(dev_start, inst.start, side="right") - 1
-        inside = (which >= 0) & (inst.start < dev_end[np.maximum(which, 0)])
+        execs = placement.executions
+        profile_of[execs] = p_index
+        window[execs, 0] = placement.window_start
+        window[execs, 1] = placement.window_end
+        ws, we = placement.window_start, placement.window_end
+        order = np.argsort(ws, kind="stable")
+        ws, we, execs = ws[order], we[order], execs[order]
+        which = np.searchsorted(ws, inst.start, side="right") - 1
+        inside = (which >= 0) & (inst.start < we[np.maximum(which, 0)])
         report.instructions_outside_executions += int((~inside).sum())
-        profile_of[mine] = p_index
-        executions = mine[which[inside]]
-        np.add.at(busy, (executions, inst.engine[inside].astype(np.int64)), inst.duration[inside])
-        np.add.at(counts, (executions, inst.engine[inside].astype(np.int64)), 1)
+        owner = execs[which[inside]]
+        s = inst.start[inside]
+        # active time: after the semaphore wait, clipped to the execution
+        active_start = np.minimum(s + inst.wait[inside], s + inst.duration[inside])
+        active_end = np.minimum(s + inst.duration[inside], we[which[inside]])
+        engine = inst.engine[inside].astype(np.int64)
+        busy += grouped_union(owner * len(ENGINES) + engine, active_start, active_end, n_exec * len(ENGINES)).reshape(
+            n_exec, len(ENGINES)
+        )
+        np.add.at(counts, (owner, engine), 1)
+        pcore = inst.pcore[inside].astype(np.int64)
+        with_core = (pcore >= 0) & (engine < COMPUTE_ENGINES)
+        if with_core.any():
+            cores = int(pcore[with_core].max()) + 1
+            per_core = grouped_union(
+                owner[with_core] * cores + pcore[with_core],
+                active_start[with_core],
+                active_end[with_core],
+                n_exec * cores,
+            ).reshape(n_exec, cores)
+            for e, c in zip(*np.nonzero(per_core)):
+                core_busy[int(e)][int(c)] = core_busy[int(e)].get(int(c), 0) + int(per_core[e, c])
         # DMA packets and collectives of the profile count as the "dma" / "cc" engines
-        for start, duration, engine in (
+        for start, duration, name in (
             (profile.dma_start, profile.dma_duration, "dma"),
             (profile.cc_start, profile.cc_duration, "cc"),
         ):
             if start.size == 0:
                 continue
-            at = np.searchsorted(dev_start, start, side="right") - 1
-            within = (at >= 0) & (start < dev_end[np.maximum(at, 0)])
-            np.add.at(busy, (mine[at[within]], ENGINES.index(engine)), duration[within])
-            np.add.at(counts, (mine[at[within]], ENGINES.index(engine)), 1)
-    return NeuronLinks(exec_op, method, request, co_ops, profile_of, busy, counts, report)
+            at = np.searchsorted(ws, start, side="right") - 1
+            within = (at >= 0) & (start < we[np.maximum(at, 0)])
+            owner_e = execs[at[within]]
+            ends = np.minimum(start[within] + duration[within], we[at[within]])
+            engine_id = ENGINES.index(name)
+            busy[:, engine_id] += grouped_union(owner_e, start[within], ends, n_exec)
+            np.add.at(counts, (owner_e, engine_id), 1)
+    return NeuronLinks(
+        exec_op,
+        method,
+        request,
+        co_ops,
+        profile_of,
+        window,
+        related or [[] for _ in range(n_exec)],
+        busy,
+        counts,
+        core_busy,
+        placements,
+        report,
+    )
+
+
+def _place(data: NeuronData, system: SystemEvents | None, profile) -> Placement:  # type: ignore[no-untyped-def]
+    assert system is not None
+    cores = system.nc_idx[data.exec_system]
+    models = system.model_id[data.exec_system]
+    core_known = profile.nc_idx != NONE
+    if not core_known and np.unique(cores).size == 1:
+        core_known, core = True, int(cores[0])  # one NeuronCore in the capture: it is that one
+    else:
+        core = profile.nc_idx
+    mask = (np.maximum(cores, 0) == max(core, 0)) if core_known else np.zeros(cores.size, dtype=bool)
+    if profile.model_id != NONE:
+        mask &= models == profile.model_id
+    synced = np.zeros(len(data.exec_system), dtype=bool)
+    if system is not None and (system.sync_cpu >= 0).any():
+        keys = {
+            (int(system.exec_id[r]), int(system.nc_idx[r]))
+            for r in np.flatnonzero((system.sync_cpu >= 0) & (system.sync_nc >= 0)).tolist()
+        }
+        synced = np.array(
+            [(int(system.exec_id[r]), int(system.nc_idx[r])) in keys for r in data.exec_system.tolist()], dtype=bool
+        )
+    return place_profile(
+        profile,
+        np.flatnonzero(mask),
+        data.exec_host_start,
+        data.exec_host_end,
+        data.exec_nc_start if data.exec_nc_start.size else np.full(len(data.exec_system), NONE, np.int64),
+        data.exec_nc_stop if data.exec_nc_stop.size else np.full(len(data.exec_system), NONE, np.int64),
+        synced,
+    )

@@ -1,12 +1,18 @@
 """Load one Neuron process-session: framework trace + system profile + device profiles.
 
-The framework ``trace.json`` is read by the Kineto loader.  The system profile's
-runtime events and NeuronCore executions are appended to the same columns (runtime
-events as ``SYSTEM_RUNTIME`` rows on their threads, executions as device rows on a
-``NeuronCore`` lane), with their clocks aligned: an execution's device timestamps
-are moved to the host clock with the ``timestamp_sync_point`` of the same exec id and
-core — ``cpu + (device − device_sync)``.  Device profiles stay in their own columns
-(``NeuronData.profiles``); ``trnscope.core.link.neuron`` ties everything to ops.
+The framework trace (a Kineto trace, wherever the layout put it) is read by the
+injected Kineto reader.  The system profile's runtime events and NeuronCore
+executions are appended to the same columns: runtime events as ``SYSTEM_RUNTIME``
+rows on their threads, executions as device rows on one lane per logical NeuronCore.
+With logical cores of size 2 every execution has one ``nc_exec_running`` row per
+physical core; rows that share an execution (``exec_id``, else ``flow_id``, else
+overlapping rows of one model on one logical core) become one event whose interval is
+their union.  Execution timestamps are moved to the host clock with the
+``timestamp_sync_point`` of the same exec id and core — ``cpu + (device − device_sync)``
+— where there is one.  Without a framework trace, the system profile's own framework
+events are the op layer.  Device profiles stay in their own columns
+(``NeuronData.profiles``); ``trnscope.core.link.neuron`` places them on the host clock
+and ties everything to ops.
 """
 
 from __future__ import annotations
@@ -15,19 +21,29 @@ import importlib.util
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from trnscope.core.base.errors import InputError
 from trnscope.core.formats.neuron import device as device_mod
 from trnscope.core.formats.neuron.data import AlignmentStats, NeuronData
-from trnscope.core.formats.neuron.discover import NeuronFiles, classify
-from trnscope.core.formats.neuron.export import explorer_command, export_folder_for
+from trnscope.core.formats.neuron.discover import (
+    NeuronFiles,
+    find_neuron_sessions,
+    is_anchor,
+    parquet_tables,
+    session_files,
+)
+from trnscope.core.formats.neuron.export import cached_export, discard_export, explorer_command
 from trnscope.core.formats.neuron.mapping import FrameworkOp, read_mappings
 from trnscope.core.formats.neuron.system import (
+    NONE,
+    SOURCE_FRAMEWORK,
     SOURCE_HARDWARE,
     SOURCE_RUNTIME,
     SystemEvents,
+    int_or_missing,
     read_system_json,
     read_system_parquet,
 )
@@ -36,30 +52,11 @@ from trnscope.core.model.trace import EventColumns, LoadStats, ThreadInfo, Trace
 from trnscope.core.model.vocab import PH_X, Interner
 
 FrameworkReader = Callable[[Path], Trace]  # reads the framework trace of a Neuron profile
+ArgsReader = Callable[[Trace, int], dict[str, Any]]  # the full args of one framework-trace row
 
 NEURON_RUNTIME_CAT = "neuron_rt"
 NEURON_HARDWARE_CAT = "neuron_hw"
-
-
-def _exports_in(folder: Path) -> tuple[list[Path], list[Path], list[Path], list[Path]]:
-    """(system JSONs, device JSONs, system Parquet dirs, device Parquet dirs) at or below ``folder``."""
-    system_json: list[Path] = []
-    device_json: list[Path] = []
-    system_pq: list[Path] = []
-    device_pq: list[Path] = []
-    candidates = [folder, *[p for p in folder.rglob("*") if p.is_dir() and len(p.relative_to(folder).parts) <= 3]]
-    for directory in candidates:
-        for entry in directory.iterdir() if directory.is_dir() else []:
-            if entry.is_file() and entry.name.endswith(".json"):
-                if entry.name.startswith("system_profile"):
-                    system_json.append(entry)
-                elif entry.name.startswith("device_profile"):
-                    device_json.append(entry)
-        if device_mod.is_system_parquet_dir(directory):
-            system_pq.append(directory)
-        if device_mod.is_device_parquet_dir(directory):
-            device_pq.append(directory)
-    return sorted(system_json), sorted(device_json), sorted(system_pq), sorted(device_pq)
+NEURON_FRAMEWORK_CAT = "neuron_framework"
 
 
 def _model_label(name: str, model_id: int) -> str:
@@ -70,40 +67,45 @@ def _model_label(name: str, model_id: int) -> str:
     return label or name
 
 
+def _session_of(path: Path) -> tuple[Path, Path | None]:
+    """(session folder, the one system JSON asked for or None)."""
+    if path.is_file():
+        return path.parent, path
+    if is_anchor(path):
+        return path, None
+    inner = find_neuron_sessions(path)
+    if not inner:
+        raise InputError(f"{path}: no Neuron profile (trace.json + .pb/.ntff, or a Neuron Explorer export) found")
+    first = Path(inner[0].path)
+    return (first.parent, first) if first.is_file() else (first, None)
+
+
 def load_neuron(
     path: Path,
     *,
     use_cache: bool = True,
     prefer: str | None = None,
     read_framework: FrameworkReader | None = None,
+    read_args: ArgsReader | None = None,
 ) -> Trace:
-    """Read a Neuron profile folder.  ``read_framework`` reads its framework trace
-    (``trace.json``, a Kineto trace): the Neuron backend adds layers to whatever the
-    Kineto backend reads, without depending on it."""
-    folder = path if path.is_dir() else path.parent
-    files = classify(folder)
-    if path.is_dir() and not files.is_session:
-        # a capture-session variant or an output root: open the process-session inside
-        from trnscope.core.formats.neuron.discover import find_neuron_sessions
-
-        inner = find_neuron_sessions(folder)
-        if not inner:
-            raise InputError(f"{folder}: no Neuron profile (trace.json + .pb/.ntff, or a Neuron Explorer export) found")
-        folder = Path(inner[0].path)
-        files = classify(folder)
-    system_json, device_json, system_pq, device_pq = _exports_in(folder)
-    if path.is_file() and path.name.startswith("system_profile"):
-        system_json = [path]
-    cached_export = _cached_export(folder) if use_cache else None
-    if cached_export is not None and not (system_pq or system_json):
-        system_pq = [p for p in cached_export.rglob("*") if p.is_dir() and device_mod.is_system_parquet_dir(p)] or (
-            [cached_export] if device_mod.is_system_parquet_dir(cached_export) else []
-        )
-        device_pq = [p for p in cached_export.rglob("*") if p.is_dir() and device_mod.is_device_parquet_dir(p)]
+    """Read a Neuron profile.  ``read_framework`` reads its framework trace (a Kineto
+    trace): the Neuron backend adds layers to whatever the Kineto backend reads,
+    without depending on it."""
+    folder, system_file = _session_of(path)
+    files = session_files(folder)
+    if system_file is not None:
+        files.system_json = [str(system_file)]
+    warnings: list[str] = list(files.notes)
+    system_pq = [Path(p) for p in files.parquet_system]
+    device_pq = [Path(p) for p in files.parquet_device]
+    export: Path | None = None
+    if files.has_raw and not (files.system_json or system_pq):
+        export = cached_export(files) if use_cache else None
+        if export is not None:
+            system_pq, device_pq = _parquet_in(export)
     have_pyarrow = importlib.util.find_spec("pyarrow") is not None
-    use_parquet = bool(system_pq) and (prefer != "json" or not system_json) and (have_pyarrow or not system_json)
-    warnings: list[str] = []
-    if system_pq and not have_pyarrow and system_json:
+    use_parquet = bool(system_pq) and (prefer != "json" or not files.system_json) and (have_pyarrow or not files.system_json)
+    if system_pq and not have_pyarrow and files.system_json:
         warnings.append(
             "pyarrow is not installed: read the legacy JSON export instead of Parquet (pip install 'trnscope[parquet]')"
         )
@@ -113,40 +115,52 @@ def load_neuron(
     profiles: list[device_mod.DeviceProfile] = []
     export_format = "none"
     if use_parquet:
-        system = read_system_parquet(system_pq[0])
-        listing = device_mod.profile_list(system_pq[0])
-        profiles = [device_mod.read_device_parquet(d, listing) for d in device_pq]
-        export_format = "parquet"
-    elif system_json:
-        system = read_system_json(system_json[0])
-        profiles = [device_mod.read_device_json(p) for p in device_json]
+        try:
+            system = read_system_parquet(system_pq[0])
+            listing = system.device_profiles
+            profiles = [device_mod.read_device_parquet(d, listing) for d in device_pq]
+            export_format = "parquet"
+        except InputError as error:
+            if export is None:
+                raise
+            discard_export(export)  # ours, and unusable: the next --export writes it again
+            warnings.append(f"the cached neuron-explorer export was unreadable and was removed ({error})")
+            system, profiles = None, []
+    elif files.system_json:
+        system = read_system_json(Path(files.system_json[0]))
+        profiles = [device_mod.read_device_json(Path(p), system.device_profiles) for p in files.device_json]
         export_format = "json"
-    elif files.system_binaries or files.device_traces:
-        hint = " ".join(explorer_command(folder, Path("<out>")))
-        if shutil.which("neuron-explorer"):
-            warnings.append(
-                f"raw Neuron capture (.pb/.ntff) not converted yet: run `trnscope neuron-export {folder}` to add runtime and device data"
-            )
-        else:
-            warnings.append(
-                f"raw Neuron capture (.pb/.ntff) without a Neuron Explorer export; to see runtime and device data run: {hint}"
-            )
+    elif files.device_json or device_pq:
+        profiles = [device_mod.read_device_json(Path(p)) for p in files.device_json] + [
+            device_mod.read_device_parquet(d, {}) for d in device_pq
+        ]
+        export_format = "json" if files.device_json else "parquet"
+        warnings.append("device profiles without a system profile: no executions to place them in or link to ops")
+    if files.has_raw and export_format == "none":
+        warnings.append(_raw_warning(files))
+    if system is not None and files.pid >= 0:
+        system = _only_process(system, files.pid, warnings)
     if trace is None and system is None:
-        raise InputError(f"{folder}: no framework trace and no Neuron Explorer export to read")
+        raise InputError(f"{folder}: no framework trace and no Neuron Explorer system profile to read")
+    framework_from_system = trace is None
     if trace is None:
         assert system is not None
         trace = _empty_trace(folder, system)
-    mapping = read_mappings(files.framework_mappings)
-    data = _merge(trace, system, profiles, mapping, export_format, files, folder)
+    mapping = _mappings(files, warnings)
+    fwd_thread = _forward_threads(trace, read_args) if mapping and not framework_from_system else {}
+    data = _merge(trace, system, profiles, mapping, export_format, files, folder, framework_from_system)
+    data.op_fwd_thread = fwd_thread
     trace.backend = data
     trace.format = "neuron"
     trace.device_kind = "neuron"
     if not trace.device_name:
         trace.device_name = "AWS Trainium (NeuronCore)"
-    trace.warnings = [*trace.warnings, *warnings, *(system.warnings if system else [])]
+    profile_warnings = [w for p in profiles for w in p.warnings]
+    trace.warnings = [*trace.warnings, *warnings, *(system.warnings if system else []), *profile_warnings]
     if data.alignment.max_disagreement_ns > 1000:
         trace.warnings.append(
-            f"NeuronCore timestamps from sync points differ from the exported ones by up to {data.alignment.max_disagreement_ns / 1000:.1f} us"
+            "NeuronCore timestamps from sync points differ from the exported ones by up to "
+            f"{data.alignment.max_disagreement_ns / 1000:.1f} us"
         )
     trace.synthetic = (
         trace.synthetic
@@ -156,9 +170,82 @@ def load_neuron(
     return trace
 
 
-def _cached_export(folder: Path) -> Path | None:
-    target = export_folder_for(folder)
-    return target if target is not None and (target / "DONE").exists() else None
+def _forward_threads(trace: Trace, read_args: ArgsReader | None) -> dict[int, int]:
+    """``Fwd thread id`` of the ops whose sequence number another op shares (forward and
+    backward ops of one autograd node): the mapping file's thread tells them apart."""
+    if read_args is None or not len(trace.events):
+        return {}
+    ev = trace.events
+    rows = np.flatnonzero((ev.role == int(Role.OP)) & (ev.sequence >= 0))
+    values, counts = np.unique(ev.sequence[rows], return_counts=True)
+    shared = rows[np.isin(ev.sequence[rows], values[counts > 1])]
+    out: dict[int, int] = {}
+    for row in shared.tolist():
+        try:
+            value = read_args(trace, row).get("Fwd thread id")
+        except (OSError, ValueError):
+            continue
+        out[row] = int_or_missing(value)
+    return out
+
+
+def _raw_warning(files: NeuronFiles) -> str:
+    command = " ".join(explorer_command(Path(files.neff_root), Path("<out>")))
+    if shutil.which("neuron-explorer"):
+        return (
+            f"raw Neuron capture (.pb/.ntff) not converted yet: run `trnscope neuron-export {files.folder}` "
+            f"(it runs `{command}`) to add runtime and device data"
+        )
+    return f"raw Neuron capture (.pb/.ntff) without a Neuron Explorer export; to see runtime and device data run: {command}"
+
+
+def _parquet_in(folder: Path) -> tuple[list[Path], list[Path]]:
+    folders = [folder, *sorted(p for p in folder.rglob("*") if p.is_dir())]
+    tables = {p: parquet_tables(p) for p in folders}
+    return (
+        [p for p in folders if "SystemProfileEvents" in tables[p]],
+        [p for p in folders if "Instruction" in tables[p]],
+    )
+
+
+def _mappings(files: NeuronFiles, warnings: list[str]) -> dict[int, list[FrameworkOp]]:
+    try:
+        return read_mappings(files.framework_mappings)
+    except InputError as error:  # the rest of the capture is still worth showing
+        warnings.append(f"{error}; linking goes by flow ids and time only")
+        return {}
+
+
+def _only_process(system: SystemEvents, pid: int, warnings: list[str]) -> SystemEvents:
+    """A system profile exported for a whole output root holds every rank: keep this
+    session's process (and events that name none)."""
+    known = system.process[system.process != NONE]
+    if known.size == 0 or not (known == pid).any() or (known == pid).all():
+        return system
+    keep = (system.process == pid) | (system.process == NONE)
+    warnings.append(f"system profile holds {np.unique(known).size} processes; showing pid {pid}")
+    return _take(system, np.flatnonzero(keep))
+
+
+def _take(system: SystemEvents, rows: np.ndarray) -> SystemEvents:
+    lengths = np.diff(system.flow_offsets)[rows]
+    flows = (
+        np.concatenate([system.flows_of(int(r)) for r in rows.tolist()]) if rows.size else np.empty(0, np.int64)
+    )
+    columns = {
+        name: getattr(system, name)[rows]
+        for name in SystemEvents.__struct_fields__
+        if isinstance(getattr(system, name), np.ndarray) and name not in ("flow_offsets", "flow_ids")
+    }
+    return SystemEvents(
+        **columns,
+        flow_offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+        flow_ids=flows.astype(np.int64),
+        names=system.names,
+        instance=system.instance,
+        warnings=system.warnings,
+        device_profiles=system.device_profiles,
+    )
 
 
 def _framework_trace(files: NeuronFiles, read_framework: FrameworkReader | None) -> Trace | None:
@@ -170,6 +257,7 @@ def _framework_trace(files: NeuronFiles, read_framework: FrameworkReader | None)
 
 def _empty_trace(folder: Path, system: SystemEvents) -> Trace:
     origin = int(system.start.min()) if len(system) else 0
+    has_framework = bool((system.source == SOURCE_FRAMEWORK).any())
     return Trace(
         source=str(folder),
         format="neuron",
@@ -186,7 +274,9 @@ def _empty_trace(folder: Path, system: SystemEvents) -> Trace:
         origin_is_unix=True,
         stats=LoadStats(path=str(folder), file_bytes=0, plain_bytes=0, compressed=False, events=0),
         warnings=[
-            "no framework trace.json beside the Neuron profile: ops come from Neuron Explorer's framework events"
+            "no framework trace beside the Neuron profile: ops are the system profile's framework events"
+            if has_framework
+            else "no framework trace and no framework events in the system profile: no ops, executions are unlinked"
         ],
         source_index=np.empty(0, np.int64),
     )
@@ -205,7 +295,7 @@ def _align(system: SystemEvents, hw_rows: np.ndarray, stats: AlignmentStats) -> 
         stats.executions += 1
         key = (int(system.exec_id[row]), int(system.nc_idx[row]))
         nc_start, nc_stop = int(system.nc_start[row]), int(system.nc_stop[row])
-        if key in sync and nc_start >= 0:
+        if key in sync and nc_start >= 0 and key[0] >= 0:
             cpu, nc = sync[key]
             aligned = cpu + (nc_start - nc)
             if start[i] > 0:
@@ -216,6 +306,38 @@ def _align(system: SystemEvents, hw_rows: np.ndarray, stats: AlignmentStats) -> 
     return start, end
 
 
+def group_executions(system: SystemEvents, rows: np.ndarray, start: np.ndarray, end: np.ndarray) -> list[list[int]]:
+    """Indices into ``rows`` of each execution: the rows of one logical core that share
+    an ``exec_id``, else a ``flow_id``; rows with neither join the previous execution of
+    the same model on that core when they overlap it on another physical core."""
+    groups: dict[tuple[int, ...], list[int]] = {}
+    order = np.lexsort((start, system.nc_idx[rows], system.process[rows]))
+    last_free: dict[tuple[int, int], tuple[int, ...]] = {}
+    for k in order.tolist():
+        row = int(rows[k])
+        core = (int(system.process[row]), int(system.nc_idx[row]))
+        exec_id = int(system.exec_id[row])
+        flows = system.flows_of(row)
+        if exec_id != NONE:
+            key: tuple[int, ...] = (*core, 0, exec_id)
+        elif flows.size:
+            key = (*core, 1, int(flows.min()))
+        else:
+            previous = last_free.get(core)
+            if previous is not None:
+                first = int(rows[groups[previous][0]])
+                members = groups[previous]
+                overlaps = start[k] < max(int(end[m]) for m in members)
+                other_core = int(system.pcore[row]) not in {int(system.pcore[int(rows[m])]) for m in members}
+                if overlaps and other_core and system.model_id[row] == system.model_id[first]:
+                    members.append(k)
+                    continue
+            key = (*core, 2, row)
+            last_free[core] = key
+        groups.setdefault(key, []).append(k)
+    return sorted(groups.values(), key=lambda members: int(start[members].min()))
+
+
 def _merge(
     trace: Trace,
     system: SystemEvents | None,
@@ -224,26 +346,16 @@ def _merge(
     export_format: str,
     files: NeuronFiles,
     folder: Path,
+    framework_from_system: bool,
 ) -> NeuronData:
     stats = AlignmentStats()
     empty = np.empty(0, np.int64)
     device_in_trace = bool(np.isin(trace.events.role, [int(Role.KERNEL), int(Role.MEMORY)]).any())
     if system is None or len(system) == 0:
         return NeuronData(
-            str(folder),
-            export_format,
-            system,
-            profiles,
-            mapping,
-            empty,
-            empty,
-            empty,
-            empty,
-            empty,
-            device_in_trace,
-            stats,
-            files,
-        )
+            str(folder), export_format, system, profiles, mapping, empty, empty, empty, empty, empty,
+            device_in_trace, stats, files,
+        )  # fmt: skip
     names = Interner()
     for name in trace.names:
         names[name]
@@ -263,73 +375,92 @@ def _merge(
             )
         return threads[key]
 
+    hardware_name = np.array([n in ("nc_exec_running", "timestamp_sync_point") for n in system.names] or [False])
+    is_hw = system.source == SOURCE_HARDWARE
     runtime = np.flatnonzero(system.source == SOURCE_RUNTIME)
-    executions = np.flatnonzero(
-        (system.source == SOURCE_HARDWARE)
-        & (np.array([system.names[i] == "nc_exec_running" for i in system.name]) if len(system) else False)
-    )
-    other_hw = np.flatnonzero(
-        (system.source == SOURCE_HARDWARE)
-        & np.array(
-            [system.names[i] not in ("nc_exec_running", "timestamp_sync_point") for i in system.name], dtype=bool
-        )
-    )
-    exec_start, exec_end = _align(system, executions, stats)
-    hw_rows = np.concatenate([executions, other_hw])
-    hw_start = np.concatenate([exec_start, system.start[other_hw]])
-    hw_end = np.concatenate([exec_end, system.start[other_hw] + system.duration[other_hw]])
+    framework = np.flatnonzero(system.source == SOURCE_FRAMEWORK) if framework_from_system else empty
+    exec_candidates = np.flatnonzero(is_hw & (system.name == names_index(system, "nc_exec_running")))
+    other_hw = np.flatnonzero(is_hw & ~hardware_name[system.name])
+    row_start, row_end = _align(system, exec_candidates, stats)
+    groups = group_executions(system, exec_candidates, row_start, row_end)
+    exec_system = np.array([int(exec_candidates[g[0]]) for g in groups], dtype=np.int64)
+    exec_start = np.array([int(row_start[g].min()) for g in groups], dtype=np.int64)
+    exec_end = np.array([int(row_end[g].max()) for g in groups], dtype=np.int64)
+    members = [[int(exec_candidates[k]) for k in g] for g in groups]
+    core_busy: list[dict[int, int]] = []
+    for g in groups:
+        busy: dict[int, int] = {}
+        for k in g:
+            core = int(system.pcore[int(exec_candidates[k])])
+            busy[core] = busy.get(core, 0) + int(row_end[k] - row_start[k])
+        core_busy.append(busy)
+    nc_start = np.array([_min_known(system.nc_start[exec_candidates[g]]) for g in groups], dtype=np.int64)
+    nc_stop = np.array([int(system.nc_stop[exec_candidates[g]].max()) for g in groups], dtype=np.int64)
+
     origin = trace.origin_ns if trace.origin_is_unix or len(trace.events) else int(system.start.min())
     if not trace.origin_is_unix and len(trace.events):
         trace.warnings.append(
             "framework trace has no baseTimeNanoseconds: runtime and device events are placed by their own clock only"
         )
+    rt_cat, hw_cat, fw_cat = cats[NEURON_RUNTIME_CAT], cats[NEURON_HARDWARE_CAT], cats[NEURON_FRAMEWORK_CAT]
+    lane = {
+        r: thread_of(str(system.process[r]), str(system.thread[r]), f"Neuron runtime {system.thread[r]}", False)
+        for r in runtime.tolist()
+    }
+    fw_lane = {
+        r: thread_of(f"framework {system.process[r]}", str(system.thread[r]), f"framework {system.thread[r]}", False)
+        for r in framework.tolist()
+    }
 
-    rt_cat = cats[NEURON_RUNTIME_CAT]
-    hw_cat = cats[NEURON_HARDWARE_CAT]
-    rt_threads = np.array(
-        [
-            thread_of(str(system.process[r]), str(system.thread[r]), f"Neuron runtime {system.thread[r]}", False)
-            for r in runtime.tolist()
-        ],
-        dtype=np.int32,
-    )
-    hw_threads = np.array(
-        [
-            thread_of("NeuronCore", f"NC{max(int(system.nc_idx[r]), 0)}", f"NC{max(int(system.nc_idx[r]), 0)}", True)
-            for r in hw_rows.tolist()
-        ],
-        dtype=np.int32,
-    )
-    hw_names = []
-    for r in hw_rows.tolist():
-        name = system.names[int(system.name[r])]
-        if name == "nc_exec_running":
-            model = system.names[int(system.model_name[r])] if system.model_name[r] >= 0 else ""
-            name = _model_label(model, int(system.model_id[r]))
-        hw_names.append(names[name])
+    def core_lane(row: int) -> int:
+        core = f"NC{max(int(system.nc_idx[row]), 0)}"
+        return thread_of("NeuronCore", core, core, True)
+
+    exec_names = []
+    for row in exec_system.tolist():
+        model = system.names[int(system.model_name[row])] if system.model_name[row] >= 0 else ""
+        exec_names.append(names[_model_label(model, int(system.model_id[row]))])
     exec_role = Role.SYSTEM_HARDWARE if device_in_trace else Role.KERNEL
-    roles = np.concatenate(
-        [
-            np.full(runtime.size, int(Role.SYSTEM_RUNTIME), np.uint8),
-            np.full(executions.size, int(exec_role), np.uint8),
-            np.full(other_hw.size, int(Role.SYSTEM_HARDWARE), np.uint8),
-        ]
-    )
-    count = runtime.size + hw_rows.size
-    system_index = np.concatenate([runtime, hw_rows])
+    parts_rows = [framework, runtime, exec_system, other_hw]
+    count = sum(p.size for p in parts_rows)
     added = EventColumns(
         ph=np.full(count, PH_X, np.uint8),
-        role=roles,
-        name=np.concatenate(
+        role=np.concatenate(
             [
-                np.array([names[system.names[int(system.name[r])]] for r in runtime.tolist()], dtype=np.int32),
-                np.array(hw_names, dtype=np.int32),
+                np.full(framework.size, int(Role.OP), np.uint8),
+                np.full(runtime.size, int(Role.SYSTEM_RUNTIME), np.uint8),
+                np.full(exec_system.size, int(exec_role), np.uint8),
+                np.full(other_hw.size, int(Role.SYSTEM_HARDWARE), np.uint8),
             ]
         ),
-        cat=np.concatenate([np.full(runtime.size, rt_cat, np.int32), np.full(hw_rows.size, hw_cat, np.int32)]),
-        thread=np.concatenate([rt_threads, hw_threads]).astype(np.int32),
-        ts=np.concatenate([system.start[runtime], hw_start]) - origin,
-        dur=np.concatenate([system.duration[runtime], hw_end - hw_start]),
+        name=np.array(
+            [names[system.name_of(r)] for r in framework.tolist()]
+            + [names[system.name_of(r)] for r in runtime.tolist()]
+            + exec_names
+            + [names[system.name_of(r)] for r in other_hw.tolist()],
+            dtype=np.int32,
+        ),
+        cat=np.concatenate(
+            [
+                np.full(framework.size, fw_cat, np.int32),
+                np.full(runtime.size, rt_cat, np.int32),
+                np.full(exec_system.size + other_hw.size, hw_cat, np.int32),
+            ]
+        ),
+        thread=np.array(
+            [fw_lane[r] for r in framework.tolist()]
+            + [lane[r] for r in runtime.tolist()]
+            + [core_lane(r) for r in exec_system.tolist()]
+            + [core_lane(r) for r in other_hw.tolist()],
+            dtype=np.int32,
+        ),
+        ts=np.concatenate(
+            [system.start[framework], system.start[runtime], exec_start, system.start[other_hw]]
+        ).astype(np.int64)
+        - origin,
+        dur=np.concatenate(
+            [system.duration[framework], system.duration[runtime], exec_end - exec_start, system.duration[other_hw]]
+        ).astype(np.int64),
         external_id=np.full(count, -1, np.int64),
         correlation=np.full(count, -1, np.int64),
         sequence=np.full(count, -1, np.int64),
@@ -343,12 +474,16 @@ def _merge(
     trace.names = list(names.keys())
     trace.cats = list(cats.keys())
     trace.source_index = np.concatenate(
-        [trace.source_index if trace.source_index is not None else np.empty(0, np.int64), np.full(count, -1, np.int64)]
+        [trace.source_index if trace.source_index is not None else empty, np.full(count, -1, np.int64)]
     )
     trace.stats.events = len(trace.events)
     system_row = np.full(len(system), -1, dtype=np.int64)
-    system_row[system_index] = np.arange(first_new, first_new + count)
-    exec_rows = system_row[executions]
+    new_rows = np.arange(first_new, first_new + count)
+    system_row[np.concatenate([framework, runtime])] = new_rows[: framework.size + runtime.size]
+    exec_rows = new_rows[framework.size + runtime.size : framework.size + runtime.size + exec_system.size]
+    for index, rows in enumerate(members):
+        system_row[rows] = exec_rows[index]
+    system_row[other_hw] = new_rows[framework.size + runtime.size + exec_system.size :]
     return NeuronData(
         folder=str(folder),
         export_format=export_format,
@@ -356,11 +491,28 @@ def _merge(
         profiles=profiles,
         mapping=mapping,
         system_row=system_row,
-        exec_system=executions,
+        exec_system=exec_system,
         exec_rows=exec_rows,
         exec_host_start=exec_start,
         exec_host_end=exec_end,
         device_in_trace=device_in_trace,
         alignment=stats,
         files=files,
+        exec_members=members,
+        exec_core_busy=core_busy,
+        exec_nc_start=nc_start,
+        exec_nc_stop=nc_stop,
+        framework_from_system=framework_from_system,
     )
+
+
+def names_index(system: SystemEvents, name: str) -> int:
+    try:
+        return system.names.index(name)
+    except ValueError:
+        return -2  # matches no row
+
+
+def _min_known(values: np.ndarray) -> int:
+    known = values[values != NONE]
+    return int(known.min()) if known.size else NONE

@@ -2,14 +2,18 @@
 
 Two sources, one shape:
 
-* the legacy JSON export ``system_profile.json`` (``trace_event`` — or the documented
-  spelling ``trace_events`` — with Unix-ns ``timestamp``, ns ``duration``, string ids),
+* the legacy JSON export (``trace_event`` as real files spell it, or the documented
+  ``trace_events``), under whatever name ``--output-file`` gave it, with Unix-ns
+  ``timestamp``, ns ``duration``, string ids, and ``device_profile_list`` naming each
+  NeuronCore's device file;
 * the Parquet table ``SystemProfileEvents`` (``start_ts``/``end_ts``/``duration_ns``,
-  ``trace_event_source``, ``flow_id`` lists, ``extra_attributes_json``).
+  ``trace_event_source``, ``flow_id`` lists, ``extra_attributes_json``) with
+  ``DeviceProfileList`` beside it.
 
-Numbers arrive as ints or strings depending on writer and version; every id is
-coerced, and payload keys are looked up at top level, under ``args`` (older files)
-and in ``extra_attributes_json`` (newer ones).
+Payload keys are looked up at top level, under ``args`` (older files), ``data``
+(the runtime's own JSON) and in ``extra_attributes_json`` (newer ones).  Every number
+goes through ``tolerant.int_or_missing``: an event without a usable timestamp is
+dropped and counted, never placed at the Unix epoch.
 """
 
 from __future__ import annotations
@@ -21,12 +25,16 @@ import msgspec
 import numpy as np
 
 from trnscope.core.base.errors import InputError
+from trnscope.core.formats.neuron.parquet import column, first_row, read_table
+from trnscope.core.formats.neuron.tolerant import NONE, MissingCounts, decode_lenient, int_or_missing
 from trnscope.core.model.vocab import Interner
 
-NONE = -1
+__all__ = ["NONE", "SystemEvents", "int_or_missing", "read_system_json", "read_system_parquet"]
+
 SOURCE_RUNTIME = 0
 SOURCE_HARDWARE = 1
 SOURCE_FRAMEWORK = 2
+FRAMEWORK_EVENT_TYPE = 99999
 HARDWARE_NAMES = frozenset(
     {
         "nc_exec_running",
@@ -39,6 +47,9 @@ HARDWARE_NAMES = frozenset(
         "hw_notify",
     }
 )
+# the earliest plausible Unix-ns timestamp (2001): anything below is a device-relative
+# or garbage value, which on the host timeline would read as decades ago
+_MIN_UNIX_NS = 10**18
 
 
 class SystemEvents(msgspec.Struct):
@@ -50,7 +61,8 @@ class SystemEvents(msgspec.Struct):
     duration: np.ndarray  # int64 ns
     process: np.ndarray  # int64
     thread: np.ndarray  # int64
-    nc_idx: np.ndarray  # int64, -1
+    nc_idx: np.ndarray  # int64 logical NeuronCore (lnc_idx, else nc_idx), -1
+    pcore: np.ndarray  # int64 physical core inside it (pcore_idx / device_core_idx), -1
     exec_id: np.ndarray  # int64, -1
     nrta_seq_id: np.ndarray  # int64, -1
     model_id: np.ndarray  # int64, -1
@@ -65,6 +77,8 @@ class SystemEvents(msgspec.Struct):
     names: list[str]
     instance: str = ""
     warnings: list[str] = []
+    # device profile name → (logical NeuronCore, model id) from device_profile_list / DeviceProfileList
+    device_profiles: dict[str, tuple[int, int]] = {}
 
     def __len__(self) -> int:
         return int(self.name.shape[0])
@@ -72,19 +86,26 @@ class SystemEvents(msgspec.Struct):
     def flows_of(self, row: int) -> np.ndarray:
         return self.flow_ids[self.flow_offsets[row] : self.flow_offsets[row + 1]]
 
+    def name_of(self, row: int) -> str:
+        return self.names[int(self.name[row])]
 
-def int_or_missing(value: Any) -> int:
-    if value is None or isinstance(value, bool):
-        return NONE
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value) if value == value else NONE
-    try:
-        text = str(value).strip()
-        return int(text, 16) if text.lower().startswith("0x") else int(float(text)) if "." in text else int(text)
-    except ValueError:
-        return NONE
+
+# column → payload keys, first found wins
+_PAYLOAD_KEYS: dict[str, tuple[str, ...]] = {
+    "process": ("process_id", "pid"),
+    "thread": ("thread_id", "tid"),
+    "nc_idx": ("lnc_idx", "nc_idx", "nc_id"),
+    "pcore": ("pcore_idx", "device_core_idx"),
+    "exec_id": ("exec_id", "execution_id"),
+    "nrta_seq_id": ("nrta_seq_id", "nrt_sequence_id", "nrta_sequence_id"),
+    "model_id": ("model_id",),
+    "nc_start": ("nc_start_timestamp_ns", "nc_timestamp_start_ns"),
+    "nc_stop": ("nc_stop_timestamp_ns", "nc_timestamp_stop_ns"),
+    "sync_cpu": ("cpu_timestamp_ns", "cpu_timestamp"),
+    "sync_nc": ("nc_timestamp_ns", "nc_timestamp"),
+    "stream": ("framework_stream_id",),
+}
+_INT_COLUMNS = ("name", "source", "start", "duration", "model_name", *_PAYLOAD_KEYS)
 
 
 class _Builder:
@@ -94,38 +115,44 @@ class _Builder:
         self.flow_offsets = [0]
         self.flow_ids: list[int] = []
         self.instance = ""
+        self.missing = MissingCounts()
 
-    def add(
-        self, name: str, source: int, start: int, duration: int, payload: dict[str, Any], flows: list[Any] | None
-    ) -> None:
+    def add(self, name: Any, declared_source: Any, event_type: Any, start: Any, duration: Any, payload: Any) -> None:
+        """``payload``: a mapping-like lookup ``key → value`` over every place a key may be."""
+        start_ns = int_or_missing(start)
+        if start_ns < _MIN_UNIX_NS:
+            self.missing.note("events without a usable timestamp (null, NaN, out of range or not Unix ns) were dropped")
+            return
+        duration_ns = int_or_missing(duration)
+        if duration_ns < 0:
+            self.missing.note("events without a usable duration are shown as instants")
+            duration_ns = 0
+        text = name if isinstance(name, str) and name else "(unnamed)"
         c = self.columns
-        c["name"].append(self.names[name])
-        c["source"].append(source)
-        c["start"].append(start)
-        c["duration"].append(max(duration, 0))
-        for key in (
-            "process",
-            "thread",
-            "nc_idx",
-            "exec_id",
-            "nrta_seq_id",
-            "model_id",
-            "nc_start",
-            "nc_stop",
-            "sync_cpu",
-            "sync_nc",
-            "stream",
-        ):
-            c[key].append(int_or_missing(payload.get(_PAYLOAD_KEYS[key][0], payload.get(_PAYLOAD_KEYS[key][1]))))
-        model = payload.get("model_name")
-        c["model_name"].append(self.names[str(model)] if model else NONE)
-        for flow in flows or []:
+        c["name"].append(self.names[text])
+        c["source"].append(_source_of(text, declared_source, event_type, payload("group")))
+        c["start"].append(start_ns)
+        c["duration"].append(duration_ns)
+        for column_name, keys in _PAYLOAD_KEYS.items():
+            value = NONE
+            for key in keys:
+                value = int_or_missing(payload(key))
+                if value != NONE:
+                    break
+            c[column_name].append(value)
+        model = payload("model_name")
+        c["model_name"].append(self.names[model] if isinstance(model, str) and model else NONE)
+        flows = payload("flow_id")
+        for flow in flows if isinstance(flows, list) else [flows] if flows is not None else []:
             value = int_or_missing(flow)
             if value != NONE:
                 self.flow_ids.append(value)
         self.flow_offsets.append(len(self.flow_ids))
+        instance = payload("instance_id")
+        if isinstance(instance, str) and instance and not self.instance:
+            self.instance = instance
 
-    def build(self, warnings: list[str]) -> SystemEvents:
+    def build(self, warnings: list[str], where: str, device_profiles: dict[str, tuple[int, int]]) -> SystemEvents:
         arrays = {
             k: np.array(v, dtype=np.uint8 if k == "source" else np.int32 if k in ("name", "model_name") else np.int64)
             for k, v in self.columns.items()
@@ -136,211 +163,165 @@ class _Builder:
             flow_ids=np.array(self.flow_ids, dtype=np.int64),
             names=list(self.names.keys()),
             instance=self.instance,
-            warnings=warnings,
+            warnings=[*warnings, *self.missing.warnings(where)],
+            device_profiles=device_profiles,
         )
 
 
-_INT_COLUMNS = (
-    "name",
-    "source",
-    "start",
-    "duration",
-    "process",
-    "thread",
-    "nc_idx",
-    "exec_id",
-    "nrta_seq_id",
-    "model_id",
-    "model_name",
-    "nc_start",
-    "nc_stop",
-    "sync_cpu",
-    "sync_nc",
-    "stream",
-)
-_PAYLOAD_KEYS = {
-    "process": ("process_id", "pid"),
-    "thread": ("thread_id", "tid"),
-    "nc_idx": ("nc_idx", "lnc_idx"),
-    "exec_id": ("exec_id", "execution_id"),
-    "nrta_seq_id": ("nrta_seq_id", "nrt_sequence_id"),
-    "model_id": ("model_id", "model"),
-    "nc_start": ("nc_start_timestamp_ns", "nc_timestamp_start_ns"),
-    "nc_stop": ("nc_stop_timestamp_ns", "nc_timestamp_stop_ns"),
-    "sync_cpu": ("cpu_timestamp_ns", "cpu_timestamp"),
-    "sync_nc": ("nc_timestamp_ns", "nc_timestamp"),
-    "stream": ("framework_stream_id", "stream_id"),
-}
-
-
-def _source_of(name: str, declared: str | None, event_type: Any) -> int:
-    if declared:
+def _source_of(name: str, declared: Any, event_type: Any, group: Any) -> int:
+    if isinstance(declared, str) and declared:
         return {"neuron_rt": SOURCE_RUNTIME, "neuron_hw": SOURCE_HARDWARE, "framework": SOURCE_FRAMEWORK}.get(
             declared, SOURCE_RUNTIME
         )
-    if int_or_missing(event_type) == 99999:
+    if int_or_missing(event_type) == FRAMEWORK_EVENT_TYPE or (isinstance(group, str) and group.startswith("framework")):
         return SOURCE_FRAMEWORK
     return SOURCE_HARDWARE if name in HARDWARE_NAMES else SOURCE_RUNTIME
+
+
+def _lookup(*layers: Any) -> Any:
+    """A ``key → value`` function over several dicts (non-dicts are skipped)."""
+    dicts = [layer for layer in layers if isinstance(layer, dict)]
+
+    def get(key: str) -> Any:
+        for layer in dicts:
+            value = layer.get(key)
+            if value is not None:
+                return value
+        return None
+
+    return get
+
+
+def _extra(value: Any) -> Any:
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str | bytes) and value:
+        try:
+            return msgspec.json.decode(value)
+        except msgspec.DecodeError:
+            return None
+    return None
+
+
+def _device_profile_list(items: Any) -> dict[str, tuple[int, int]]:
+    out: dict[str, tuple[int, int]] = {}
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict):
+            continue
+        name = item.get("device_profile_name") or item.get("name")
+        if not isinstance(name, str) or not name:
+            continue
+        core = NONE
+        for key in ("nc_id", "nc_idx", "lnc_idx", "neuroncore_idx"):
+            core = int_or_missing(item.get(key))
+            if core != NONE:
+                break
+        out[name] = (core, int_or_missing(item.get("model_id")))
+    return out
 
 
 # -- legacy JSON ------------------------------------------------------------------
 
 
-class _JsonEvent(msgspec.Struct, gc=False):
-    name: str = ""
-    timestamp: int | float | str | None = None
-    duration: int | float | str | None = None
-    type: int | str | None = None
-    trace_event_source: str | None = None
-    process_id: int | str | None = None
-    thread_id: int | str | None = None
-    lnc_idx: int | str | None = None
-    nc_idx: int | str | None = None
-    exec_id: int | str | None = None
-    nrta_seq_id: int | str | None = None
-    model_id: int | str | None = None
-    model_name: str | None = None
-    nc_start_timestamp_ns: int | str | None = None
-    nc_stop_timestamp_ns: int | str | None = None
-    cpu_timestamp_ns: int | str | None = None
-    nc_timestamp_ns: int | str | None = None
-    framework_stream_id: int | str | None = None
-    flow_id: list[int | str] | int | str | None = None
-    instance_id: str | None = None
-    args: dict[str, Any] | None = None
-
-
-class _Warning(msgspec.Struct):
-    message: str = ""
-
-
 class _JsonDoc(msgspec.Struct):
-    trace_event: list[_JsonEvent] | None = None
-    trace_events: list[_JsonEvent] | None = None
-    warnings: list[_Warning | str] = []
+    trace_event: Any = None
+    trace_events: Any = None
+    warnings: Any = None
+    device_profile_list: Any = None
+
+
+def _warning_texts(items: Any) -> list[str]:
+    out = []
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and isinstance(item.get("message"), str):
+            out.append(item["message"])
+        elif isinstance(item, str):
+            out.append(item)
+    return out
 
 
 def read_system_json(path: Path) -> SystemEvents:
     try:
-        doc = msgspec.json.decode(path.read_bytes(), type=_JsonDoc)
+        doc, replaced = decode_lenient(path.read_bytes(), _JsonDoc)
     except (msgspec.DecodeError, msgspec.ValidationError) as error:
         raise InputError(f"{path}: not a Neuron Explorer system profile ({error})") from None
     events = doc.trace_event if doc.trace_event is not None else doc.trace_events
-    if events is None:
+    if not isinstance(events, list):
         raise InputError(f"{path}: no trace_event list; not a Neuron Explorer system profile")
     builder = _Builder()
+    if replaced:
+        builder.missing.note("NaN/Infinity values read as missing", replaced)
+    skipped = 0
     for event in events:
-        payload = {f: getattr(event, f) for f in _JsonEvent.__struct_fields__ if f not in ("args", "flow_id")}
-        if event.args:  # older files nest the payload under args
-            for key, value in event.args.items():
-                if payload.get(key) is None:
-                    payload[key] = value
-        if payload.get("nc_idx") is None:
-            payload["nc_idx"] = payload.get("lnc_idx")
-        if event.instance_id and not builder.instance:
-            builder.instance = event.instance_id
-        start = int_or_missing(event.timestamp)
-        flows = (
-            event.flow_id
-            if isinstance(event.flow_id, list)
-            else ([event.flow_id] if event.flow_id is not None else None)
-        )
+        if not isinstance(event, dict):
+            skipped += 1
+            continue
+        payload = _lookup(event, event.get("args"), event.get("data"), _extra(event.get("extra_attributes_json")))
         builder.add(
-            event.name,
-            _source_of(event.name, event.trace_event_source, event.type),
-            start,
-            int_or_missing(event.duration),
+            event.get("name"),
+            event.get("trace_event_source"),
+            event.get("type"),
+            event.get("timestamp", event.get("start_ts")),
+            event.get("duration", event.get("duration_ns")),
             payload,
-            flows,
         )
-    warnings = [w.message if isinstance(w, _Warning) else str(w) for w in doc.warnings]
-    return builder.build(warnings)
+    builder.missing.note("trace events that were not objects were skipped", skipped)
+    return builder.build(_warning_texts(doc.warnings), path.name, _device_profile_list(doc.device_profile_list))
 
 
 # -- Parquet ------------------------------------------------------------------------
 
-
-def require_pyarrow(what: str) -> Any:
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise InputError(
-            f"{what} is a Neuron Explorer Parquet export; reading it needs pyarrow: pip install 'trnscope[parquet]'"
-        ) from None
-    return pq
-
-
-def table_files(folder: Path, table: str) -> list[Path]:
-    """``<Table>.parquet`` and the split ``<Table>_<n>.parquet`` parts, in order."""
-    exact = folder / f"{table}.parquet"
-    parts = sorted(
-        (p for p in folder.glob(f"{table}_*.parquet") if p.stem[len(table) + 1 :].isdigit()),
-        key=lambda p: int(p.stem[len(table) + 1 :]),
-    )
-    return ([exact] if exact.exists() else []) + parts
-
-
-def read_table(folder: Path, table: str, columns: list[str] | None = None) -> Any:
-    pq = require_pyarrow(str(folder))
-    import pyarrow as pa
-
-    files = table_files(folder, table)
-    if not files:
-        return None
-    tables = []
-    for file in files:
-        schema = pq.read_schema(file)
-        wanted = [c for c in columns if c in schema.names] if columns else None
-        tables.append(pq.read_table(file, columns=wanted))
-    return pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
+_SYSTEM_COLUMNS = [
+    "id",
+    "name",
+    "start_ts",
+    "end_ts",
+    "duration_ns",
+    "trace_event_source",
+    "instance_id",
+    "process_id",
+    "thread_id",
+    "nc_idx",
+    "pcore_idx",
+    "worker_gid",
+    "flow_id",
+    "framework_stream_id",
+    "group",
+    "extra_attributes_json",
+]
 
 
 def read_system_parquet(folder: Path) -> SystemEvents:
-    table = read_table(folder, "SystemProfileEvents")
+    table = read_table(folder, "SystemProfileEvents", _SYSTEM_COLUMNS, required=("name", "start_ts"))
     if table is None:
         raise InputError(f"{folder}: no SystemProfileEvents table")
+    if "duration_ns" not in table.schema.names and "end_ts" not in table.schema.names:
+        raise InputError(f"{folder}: the SystemProfileEvents table has neither duration_ns nor end_ts")
     data = table.to_pydict()
     n = table.num_rows
     builder = _Builder()
-    extras = data.get("extra_attributes_json") or [None] * n
+    names, starts = data["name"], data["start_ts"]
+    ends = column(data, n, "end_ts")
+    durations = column(data, n, "duration_ns")
+    sources = column(data, n, "trace_event_source")
+    plain = {k: data[k] for k in _SYSTEM_COLUMNS if k in data and k not in ("extra_attributes_json",)}
+    extras = column(data, n, "extra_attributes_json")
     for i in range(n):
-        payload: dict[str, Any] = {
-            "process_id": data.get("process_id", [None] * n)[i],
-            "thread_id": data.get("thread_id", [None] * n)[i],
-            "nc_idx": data.get("nc_idx", [None] * n)[i],
-            "framework_stream_id": data.get("framework_stream_id", [None] * n)[i],
-        }
-        extra = extras[i]
-        if extra:
-            try:
-                decoded = msgspec.json.decode(extra)
-            except msgspec.DecodeError:
-                decoded = {}
-            if isinstance(decoded, dict):
-                for key, value in decoded.items():
-                    payload.setdefault(key, value)
-                    if payload.get(key) is None:
-                        payload[key] = value
-        instance = data.get("instance_id", [None] * n)[i]
-        if instance and not builder.instance:
-            builder.instance = instance
-        start = int_or_missing(data["start_ts"][i])
-        duration = (
-            int_or_missing(data["duration_ns"][i])
-            if "duration_ns" in data
-            else int_or_missing(data["end_ts"][i]) - start
-        )
-        name = data["name"][i] or ""
-        builder.add(
-            name,
-            _source_of(name, data.get("trace_event_source", [None] * n)[i], None),
-            start,
-            duration,
-            payload,
-            data.get("flow_id", [None] * n)[i],
-        )
+        row = {k: v[i] for k, v in plain.items()}
+        duration = durations[i]
+        if duration is None and ends[i] is not None:
+            end, start = int_or_missing(ends[i]), int_or_missing(starts[i])
+            duration = end - start if NONE not in (end, start) else None
+        builder.add(names[i], sources[i], None, starts[i], duration, _lookup(row, _extra(extras[i])))
     warnings: list[str] = []
-    warning_table = read_table(folder, "Warning")
+    warning_table = read_table(folder, "Warning", ["message"])
     if warning_table is not None:
-        warnings = [str(m) for m in warning_table.to_pydict().get("message", [])]
-    return builder.build(warnings)
+        warnings = [str(m) for m in warning_table.to_pydict().get("message", []) if m]
+    listing = read_table(folder, "DeviceProfileList")
+    profiles = _device_profile_list(listing.to_pylist()) if listing is not None else {}
+    return builder.build(warnings, f"{folder.name}/SystemProfileEvents", profiles)
+
+
+def system_metadata(folder: Path) -> dict[str, Any]:
+    return first_row(read_table(folder, "SystemProfileMetadata"))
+
