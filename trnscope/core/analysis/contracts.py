@@ -73,7 +73,7 @@ class PlacementOut(msgspec.Struct):
 
     profile: str
     neuron_core: int
-    method: str  # "sync point" | "device timestamps" | "ExecutionInfo durations" | "instruction gaps" | "unplaced"
+    method: str  # "sync point" | "device timestamps" | "ExecutionInfo durations" | "activity matched to executions" | "unplaced"
     executions: int
     detail: str
 

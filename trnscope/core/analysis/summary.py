@@ -216,7 +216,7 @@ def link_warnings(analysis: Analysis) -> list[str]:
     return out
 
 
-_MATCHED_BY_DURATION = ("ExecutionInfo durations", "instruction gaps")
+_MATCHED_BY_DURATION = ("ExecutionInfo durations", "activity matched to executions")
 
 
 def _duration_error(detail: str) -> float:

@@ -10,10 +10,12 @@ profile is placed by the first method that applies:
    ``first_hw_timestamp``): each execution's window is its device interval, and the
    execution (aligned by ``timestamp_sync_point`` where there is one) gives the host
    time;
-2. **duration matching** — the profile's own executions (``ExecutionInfo``, else the
-   instructions split at their idle gaps) are matched, in order, to the core's
-   ``nc_exec_running`` executions by duration; one clock offset is then chosen that
-   keeps every matched execution's instructions inside it.
+2. **duration matching** — the profile's own executions (``ExecutionInfo``) are
+   matched, in order, to the core's ``nc_exec_running`` executions by duration; one
+   clock offset is then chosen that keeps every matched execution inside it;
+3. **activity matching** — without execution boundaries, the one clock offset that
+   puts the most of the profile's activity inside the core's executions (idle time
+   inside an execution makes gaps an unreliable boundary).
 
 The result is, per host execution, a window ``[start, end)`` in the profile's time base
 and the host time of its start; nothing else in trnscope needs to know the method.
@@ -31,7 +33,7 @@ _INSIDE_ENOUGH = 0.5  # share of instructions inside execution windows that prov
 
 
 class Placement(msgspec.Struct):
-    method: str  # "sync point" | "device timestamps" | "ExecutionInfo durations" | "instruction gaps" | "unplaced"
+    method: str  # "sync point" | "device timestamps" | "ExecutionInfo durations" | "activity matched to executions" | "unplaced"
     executions: np.ndarray  # host execution indices placed, ascending window start
     window_start: np.ndarray  # profile time base
     window_end: np.ndarray
@@ -91,12 +93,10 @@ def place_profile(
                     detail="profile start + device clock" if shift else "device clock",
                 )
     if profile.exec_start.size:
-        windows = (profile.exec_start, profile.exec_end)
-        method = "ExecutionInfo durations"
-    else:
-        windows = _split_at_gaps(profile, points, candidates, host_start, host_end)
-        method = "instruction gaps"
-    return _match_durations(windows, candidates, host_start, host_end, method)
+        return _match_durations(
+            (profile.exec_start, profile.exec_end), candidates, host_start, host_end, "ExecutionInfo durations"
+        )
+    return _match_activity(profile, candidates, host_start, host_end)
 
 
 def _profile_points(profile: DeviceProfile) -> np.ndarray:
@@ -111,32 +111,72 @@ def _profile_intervals(profile: DeviceProfile) -> tuple[np.ndarray, np.ndarray]:
     return start, end
 
 
-def _split_at_gaps(
-    profile: DeviceProfile, points: np.ndarray, candidates: np.ndarray, host_start: np.ndarray, host_end: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The profile's executions, guessed: its activity split where the device was idle
-    longer than half the shortest idle time between the core's host executions (at
-    most one split fewer than there are executions)."""
+def _match_activity(
+    profile: DeviceProfile, candidates: np.ndarray, host_start: np.ndarray, host_end: np.ndarray
+) -> Placement:
+    """No execution boundaries in the profile: choose the clock offset that puts the
+    most of its activity inside the core's executions.  Candidate offsets put the
+    profile's first activity at each execution's start (device activity starts within
+    a microsecond or so of it); the best is then moved as little as needed to keep
+    every matched execution's activity inside it."""
     start, end = _profile_intervals(profile)
     order = np.argsort(start, kind="stable")
     start, end = start[order], end[order]
-    reached = np.maximum.accumulate(end)
-    gaps = start[1:] - reached[:-1]
-    hs, he = host_start[candidates], host_end[candidates]
-    host_order = np.argsort(hs, kind="stable")
-    idle = hs[host_order][1:] - he[host_order][:-1]
-    most = max(candidates.size - 1, 0)
-    positive = idle[idle > 0]
-    if positive.size:
-        cut = np.flatnonzero(gaps > positive.min() / 2)
-        if cut.size > most:
-            cut = np.sort(cut[np.argsort(-gaps[cut], kind="stable")[:most]])
-    else:
-        cut = np.sort(np.argsort(-gaps, kind="stable")[:most]) if gaps.size else np.empty(0, np.int64)
-        cut = cut[gaps[cut] > 0]
-    first = np.r_[0, cut + 1]
-    last = np.r_[cut, start.size - 1]
-    return start[first], reached[last]
+    execs = candidates[np.argsort(host_start[candidates], kind="stable")]
+    hs, he = host_start[execs], host_end[execs]
+    step = max(start.size // 20_000, 1)  # score on a sample: O(executions × sample)
+    sample = start[::step]
+    best_offset, best_inside = 0, -1
+    for k in range(execs.size):
+        offset = int(hs[k] - start[0])
+        at = np.searchsorted(hs, sample + offset, side="right") - 1
+        inside = int(((at >= 0) & (sample + offset < he[np.maximum(at, 0)])).sum())
+        if inside > best_inside:
+            best_offset, best_inside = offset, inside
+    # activity just outside an execution (a DMA that begins before the first
+    # instruction used as the anchor) belongs to the nearest one within half the
+    # shortest idle gap; the offset is moved so that every execution holds its own
+    idle = hs[1:] - he[:-1]
+    tolerance = int(idle[idle > 0].min()) // 2 if (idle > 0).any() else 0
+    offset, low, high = best_offset, -(2**62), 2**62
+    for _ in range(2):
+        owner = _nearest_window(start + offset, hs, he, tolerance)
+        low, high = -(2**62), 2**62
+        for j in np.unique(owner[owner >= 0]).tolist():
+            mine = owner == j
+            low = max(low, int(hs[j] - start[mine].min()))
+            high = min(high, int(he[j] - end[mine].max()))
+        offset = min(max(offset, low), high) if low <= high else offset
+    at = np.searchsorted(hs, start + offset, side="right") - 1
+    inside = (at >= 0) & (start + offset < he[np.maximum(at, 0)])
+    share = float(inside.mean()) if inside.size else 0.0
+    matched = np.unique(at[inside])
+    detail = (
+        f"{matched.size} of {execs.size} executions hold its activity, {100 * share:.1f}% of it inside them"
+        + ("" if low <= high else "; no single clock offset fits every execution")
+    )
+    chosen = execs[matched]
+    return Placement(
+        "activity matched to executions",
+        chosen,
+        hs[matched] - offset,
+        he[matched] - offset,
+        matched=int(matched.size),
+        detail=detail,
+    )
+
+
+def _nearest_window(points: np.ndarray, hs: np.ndarray, he: np.ndarray, tolerance: int) -> np.ndarray:
+    """Index of the window [hs, he) each point is in, or is nearest to within
+    ``tolerance``; -1 otherwise."""
+    after = np.searchsorted(hs, points, side="right")
+    before = after - 1
+    gap_before = np.where(before >= 0, points - he[np.maximum(before, 0)] + 1, np.iinfo(np.int64).max)
+    gap_before = np.where((before >= 0) & (points < he[np.maximum(before, 0)]), 0, gap_before)
+    gap_after = np.where(after < hs.size, hs[np.minimum(after, hs.size - 1)] - points, np.iinfo(np.int64).max)
+    owner = np.where(gap_before <= gap_after, before, after)
+    distance = np.minimum(gap_before, gap_after)
+    return np.where(distance <= tolerance, owner, -1)
 
 
 def _match_durations(

@@ -128,7 +128,11 @@ def load_neuron(
             system, profiles = None, []
     elif files.system_json:
         system = read_system_json(Path(files.system_json[0]))
-        profiles = [device_mod.read_device_json(Path(p), system.device_profiles) for p in files.device_json]
+        device_files = [Path(p) for p in files.device_json]
+        if system.device_profiles:  # several ranks' files side by side: the listed ones are ours
+            listed = [p for p in device_files if p.stem in system.device_profiles or p.name in system.device_profiles]
+            device_files = listed or device_files
+        profiles = [device_mod.read_device_json(p, system.device_profiles) for p in device_files]
         export_format = "json"
     elif files.device_json or device_pq:
         profiles = [device_mod.read_device_json(Path(p)) for p in files.device_json] + [
@@ -141,6 +145,8 @@ def load_neuron(
     if system is not None and files.pid >= 0:
         system = _only_process(system, files.pid, warnings)
     if trace is None and system is None:
+        if files.has_raw:
+            raise InputError(f"{folder}: nothing readable yet: {_raw_warning(files)}")
         raise InputError(f"{folder}: no framework trace and no Neuron Explorer system profile to read")
     framework_from_system = trace is None
     if trace is None:
