@@ -319,7 +319,9 @@ def test_collectives_dma_and_engine_time_per_op(session, capsys) -> None:
     neuron = doc["neuron"]
     assert neuron["executions"] == 6 and neuron["linked"] == 5 and neuron["unlinked_executions"] == 1
     # the stray execution has no sync point: it keeps its exported timestamp
-    assert neuron["aligned_by_sync_point"] == 5 and neuron["max_clock_disagreement_us"] == 0
+    # (counted per nc_exec_running row: the bundled session is LNC=2, two rows per execution)
+    assert neuron["aligned_by_sync_point"] == 10 and neuron["physical_core_rows"] == 12
+    assert neuron["max_clock_disagreement_us"] == 0
     op = neuron["ops"][0]
     assert op["name"] == "Torch-Compiled Region: 0/0" and op["executions"] == 5
     busy = sum(e.engine_busy_ns["tensor"] for e in truths["compiled"].executions)

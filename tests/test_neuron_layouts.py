@@ -9,6 +9,7 @@ generator's ground truth, which is computed independently of the reader.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import stat
@@ -267,7 +268,7 @@ def test_engine_busy_never_exceeds_the_execution(tmp_path: Path) -> None:
 def test_generator_never_overlaps_executions_on_a_core(tmp_path: Path, variant: str) -> None:
     truth = write_process_session(tmp_path / "p", variant, exports=("json",), options=SynthOptions(lnc=2))
     windows = sorted((e.host_start_ns, e.host_end_ns) for e in truth.executions)
-    assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(windows, windows[1:]))
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in itertools.pairwise(windows))
 
 
 def _standin_explorer(bin_dir: Path) -> Path:

@@ -239,12 +239,13 @@ async def test_warnings_screen_lists_what_the_status_line_counts() -> None:
         await wait_loaded(pilot)
         ops = app.screen
         assert isinstance(ops, OpsScreen)
-        assert "⚠ 1" in str(ops.query_one("#status").render())
+        assert "⚠ 2" in str(ops.query_one("#status").render())
         await press(pilot, "w")
         assert isinstance(app.screen, WarningsScreen)
         text = app.screen.text
-        assert text.count("⚠") == 1
-        assert "1 of 31 device events carry no link to the host" in text
+        assert text.count("⚠") == 2
+        assert "1 of 31 NeuronCore executions started before the first profiled op" in text
+        assert "device profiles placed on the host clock: 6 by sync point" in text
         await press(pilot, "w")
         assert app.screen is ops
         await press(pilot, "c")

@@ -34,7 +34,6 @@ from trnscope.capture.workspace import SessionWorkspace, check_label, one_line
 from trnscope.core.base.errors import TrnscopeError
 from trnscope.core.model.session import SessionManifest, VariantRecord
 
-
 NEFF_CACHE_DIR = "neff_cache"  # inside each Neuron variant's folder, so exports find the graphs
 
 

@@ -666,7 +666,9 @@ def device_profiles(writer: SessionWriter) -> list[DeviceProfileOut]:
     opts = writer.options
     by_model = {e.model_id: [] for e in writer.executions}  # type: dict[int, list[tuple[int, int]]]
     for e in writer.executions:
-        by_model[e.model_id].append((device_ns(e.host_start_ns - BASE_TIME_NS), device_ns(e.host_end_ns - BASE_TIME_NS)))
+        by_model[e.model_id].append(
+            (device_ns(e.host_start_ns - BASE_TIME_NS), device_ns(e.host_end_ns - BASE_TIME_NS))
+        )
     stray = (device_ns(writer.stray_window[0]), device_ns(writer.stray_window[1]))
     if opts.device_files == "session":
         groups = [(-1, sorted(m for m in writer.instructions))]
@@ -682,9 +684,7 @@ def device_profiles(writer: SessionWriter) -> list[DeviceProfileOut]:
         rows = sorted((r for m in models for r in writer.instructions[m]), key=lambda r: r["timestamp"])
         out.append(
             DeviceProfileOut(
-                name=(
-                    f"{INSTANCE}_pid_{writer.pid}_nc_0_session_0" if model_id == -1 else f"nc0_model_{model_id}"
-                ),
+                name=(f"{INSTANCE}_pid_{writer.pid}_nc_0_session_0" if model_id == -1 else f"nc0_model_{model_id}"),
                 nc=0,
                 model_id=model_id,
                 instructions=[dict(r, timestamp=r["timestamp"] - shift) for r in rows],
@@ -1049,11 +1049,7 @@ def _write_json(folder: Path, writer: SessionWriter, system_name: str = "system_
     folder.mkdir(parents=True, exist_ok=True)
     (folder / system_name).write_bytes(_system_json(writer, profiles))
     for profile in profiles:
-        name = (
-            f"{profile.name}.json"
-            if profile.model_id == -1
-            else f"device_profile_model_{profile.model_id}.json"
-        )
+        name = f"{profile.name}.json" if profile.model_id == -1 else f"device_profile_model_{profile.model_id}.json"
         (folder / name).write_bytes(_device_json(profile, writer.options))
 
 
@@ -1080,7 +1076,9 @@ def _raw_files(folder: Path, writer: SessionWriter, ntff_names: list[str], neff_
         (target / name).write_bytes(placeholder)
 
 
-def _writer(variant: str, pid: int, seed: int, steps: int, device_in_trace: bool, options: SynthOptions) -> SessionWriter:
+def _writer(
+    variant: str, pid: int, seed: int, steps: int, device_in_trace: bool, options: SynthOptions
+) -> SessionWriter:
     writer = SessionWriter(variant, pid, seed, steps, device_in_trace, options)
     writer.run()
     return writer
@@ -1156,7 +1154,9 @@ def write_layout(
         pid = 5000 + rank
         opts = options or SynthOptions()
         if layout == "explorer_json":
-            opts = msgspec.structs.replace(opts, device_files="session", device_time="relative", framework_in_system=True)
+            opts = msgspec.structs.replace(
+                opts, device_files="session", device_time="relative", framework_in_system=True
+            )
         if layout == "parquet_ingest":
             opts = msgspec.structs.replace(opts, exec_ids="none", device_time="relative", framework_in_system=True)
         writer = _writer(variant, pid, seed + rank, steps, False, opts)
@@ -1174,7 +1174,9 @@ def write_layout(
         elif layout == "vllm":
             _raw_files(pid_dir, writer, [f"{m:x}_instid_0_vnc_0.ntff" for m in writer.models.values()], out / "neffs")
         elif layout == "explorer_json":
-            _write_json(out / "export", writer, system_name="profile.json" if ranks == 1 else f"profile_rank_{rank}.json")
+            _write_json(
+                out / "export", writer, system_name="profile.json" if ranks == 1 else f"profile_rank_{rank}.json"
+            )
         elif layout == "parquet_ingest":
             profiles = device_profiles(writer)
             base = out / "profiles" / "global"
@@ -1198,10 +1200,20 @@ def write_exports_for(session: Path, variant: str = "eager", pid: int = 4242, se
     _write_parquet(session, writer)
 
 
+SAMPLE_OPTIONS = SynthOptions(lnc=2, device_time="relative")  # Trn2 defaults, as real exports time them
+
+
 def write_synthetic_session(
-    out: Path, *, steps: int = 5, seed: int = 0, exports: tuple[str, ...] = ("json", "parquet")
+    out: Path,
+    *,
+    steps: int = 5,
+    seed: int = 0,
+    exports: tuple[str, ...] = ("json", "parquet"),
+    options: SynthOptions | None = None,
 ) -> dict[str, NeuronTruth]:
-    """A capture session of the three-variant rmsnorm demo, as captured on Trainium."""
+    """A capture session of the three-variant rmsnorm demo, as captured on Trainium
+    (by default on Trn2: logical NeuronCores of size 2, device times relative to the
+    device profile's start)."""
     out.mkdir(parents=True)
     truths: dict[str, NeuronTruth] = {}
     manifest = SessionManifest(
@@ -1222,7 +1234,13 @@ def write_synthetic_session(
     }
     for index, variant in enumerate(("eager", "compiled", "fused")):
         truths[variant] = write_process_session(
-            out / variant, variant, pid=4242 + index, seed=seed + index, steps=steps, exports=exports
+            out / variant,
+            variant,
+            pid=4242 + index,
+            seed=seed + index,
+            steps=steps,
+            exports=exports,
+            options=options or SAMPLE_OPTIONS,
         )
         manifest.variants.append(
             VariantRecord(

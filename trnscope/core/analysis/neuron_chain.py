@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from trnscope.core.analysis.chain_model import ChainContext, Hop, us
+from trnscope.core.base.arrays import grouped_union
 from trnscope.core.formats.neuron.data import NeuronData
 from trnscope.core.formats.neuron.device import ENGINES, DeviceProfile
 from trnscope.core.formats.neuron.system import SOURCE_RUNTIME, SystemEvents
@@ -144,8 +145,12 @@ def _execution_hops(
         if len(inst):
             key = np.where(inst.nki > 0, inst.nki, inst.hlo)
             order = np.argsort(key, kind="stable")
-            uniq, first = np.unique(key[order], return_index=True)
-            sums = np.add.reduceat(inst.duration[order], first) if first.size else np.empty(0)
+            uniq, first, group = np.unique(key, return_index=True, return_inverse=True)
+            first = np.searchsorted(key[order], uniq)
+            # the time this source location kept the core busy: the union of its
+            # instructions (with LNC=2 both physical cores run them, overlapping)
+            ends = np.minimum(inst.start + inst.duration, dev_end)
+            sums = grouped_union(np.asarray(group).reshape(-1), inst.start, ends, uniq.size)
             counts = np.diff(np.append(first, order.size))
             for k in np.argsort(-sums)[:_TOP_INSTRUCTIONS].tolist():
                 location = inst.strings[int(uniq[k])] or "(no HLO / NKI location)"

@@ -76,9 +76,7 @@ def neuron_summary(analysis: Analysis) -> NeuronOut | None:
         before_window=r.before_window,
         outside_ops=r.outside_ops,
         physical_core_rows=r.physical_core_rows,
-        placements=[
-            PlacementOut(p.profile, p.nc_idx, p.method, p.matched, p.detail) for p in analysis.neuron.placements
-        ],
+        placements=[PlacementOut(p.profile, p.nc_idx, p.method, p.matched, p.detail) for p in neuron.placements],
     )
 
 

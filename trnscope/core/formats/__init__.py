@@ -35,9 +35,7 @@ def load_neuron_profile(
     def read_framework(framework: Path) -> Trace:
         return load_kineto(framework, progress=progress, cancelled=cancelled, skip=skip, workers=1, use_cache=use_cache)
 
-    return load_neuron(
-        path, use_cache=use_cache, prefer=prefer, read_framework=read_framework, read_args=event_args
-    )
+    return load_neuron(path, use_cache=use_cache, prefer=prefer, read_framework=read_framework, read_args=event_args)
 
 
 def load_source(

@@ -26,7 +26,7 @@ import numpy as np
 
 from trnscope.core.base.arrays import grouped_union
 from trnscope.core.formats.neuron.data import NeuronData
-from trnscope.core.formats.neuron.device import COMPUTE_ENGINES, ENGINES
+from trnscope.core.formats.neuron.device import COMPUTE_ENGINES, ENGINES, DeviceProfile
 from trnscope.core.formats.neuron.mapping import FrameworkOp
 from trnscope.core.formats.neuron.system import NONE, SOURCE_FRAMEWORK, SOURCE_HARDWARE, SOURCE_RUNTIME, SystemEvents
 from trnscope.core.link.linker import LinkMethod, Links, enclosing_op, lookup
@@ -364,9 +364,7 @@ def _finish(
     unlinked = exec_op < 0
     ops = np.flatnonzero(np.isin(trace.events.role, [int(Role.OP), int(Role.ANNOTATION)]))
     first_op = int(trace.events.ts[ops].min()) + trace.origin_ns if ops.size else None
-    early = (
-        (data.exec_host_start < first_op) if first_op is not None and n_exec else np.zeros(n_exec, dtype=bool)
-    )
+    early = (data.exec_host_start < first_op) if first_op is not None and n_exec else np.zeros(n_exec, dtype=bool)
     report.before_window = int((unlinked & early).sum())
     report.outside_ops = int((unlinked & has_request & ~early).sum())
     report.requests_without_op = report.outside_ops
@@ -452,7 +450,7 @@ def _finish(
             ends = np.minimum(start[within] + duration[within], we[at[within]])
             engine_id = ENGINES.index(name)
             busy[:, engine_id] += grouped_union(owner_e, start[within], ends, n_exec)
-            np.add.at(counts, (owner_e, engine_id), 1)
+            np.add.at(counts[:, engine_id], owner_e, 1)
     return NeuronLinks(
         exec_op,
         method,
@@ -469,7 +467,7 @@ def _finish(
     )
 
 
-def _place(data: NeuronData, system: SystemEvents | None, profile) -> Placement:  # type: ignore[no-untyped-def]
+def _place(data: NeuronData, system: SystemEvents | None, profile: DeviceProfile) -> Placement:
     assert system is not None
     cores = system.nc_idx[data.exec_system]
     models = system.model_id[data.exec_system]

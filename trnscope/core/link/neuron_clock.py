@@ -151,9 +151,8 @@ def _match_activity(
     inside = (at >= 0) & (start + offset < he[np.maximum(at, 0)])
     share = float(inside.mean()) if inside.size else 0.0
     matched = np.unique(at[inside])
-    detail = (
-        f"{matched.size} of {execs.size} executions hold its activity, {100 * share:.1f}% of it inside them"
-        + ("" if low <= high else "; no single clock offset fits every execution")
+    detail = f"{matched.size} of {execs.size} executions hold its activity, {100 * share:.1f}% of it inside them" + (
+        "" if low <= high else "; no single clock offset fits every execution"
     )
     chosen = execs[matched]
     return Placement(
@@ -215,9 +214,8 @@ def _match_durations(
     high = int((h_e - p_e).min())
     offset = (low + high) // 2 if low <= high else int(np.median(h_s - p_s))
     error = float(np.median(np.abs((p_e - p_s) - (h_e - h_s)) / np.maximum(h_e - h_s, 1)))
-    detail = (
-        f"{length} of {m} executions matched, durations within {100 * error:.1f}% (median)"
-        + ("" if low <= high else "; no single clock offset fits every execution")
+    detail = f"{length} of {m} executions matched, durations within {100 * error:.1f}% (median)" + (
+        "" if low <= high else "; no single clock offset fits every execution"
     )
     return Placement(
         method,

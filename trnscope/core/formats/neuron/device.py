@@ -253,7 +253,9 @@ def read_device_json(path: Path, listing: dict[str, tuple[int, int]] | None = No
     dma_ok = dma_start != NONE
     cc_start = np.array([int_or_missing(c.timestamp) for c in cc], dtype=np.int64)
     cc_ok = cc_start != NONE
-    missing.note("DMA or collective rows without a usable timestamp were dropped", int((~dma_ok).sum() + (~cc_ok).sum()))
+    missing.note(
+        "DMA or collective rows without a usable timestamp were dropped", int((~dma_ok).sum() + (~cc_ok).sum())
+    )
     instructions = _build(start, duration, engine, pcore, wait, opcode, hlo, nki, list(strings.keys()), missing)
     return DeviceProfile(
         label=path.stem,
@@ -300,7 +302,7 @@ def _identify(path: Path, listing: dict[str, tuple[int, int]], metadata: dict[st
 
 
 def _int_or_end(table: Any, missing: MissingCounts) -> tuple[np.ndarray, np.ndarray]:
-    start, lost = int_column(table, "start_ts")
+    start, _lost = int_column(table, "start_ts")
     if "duration_ns" in table.schema.names:
         duration, _ = int_column(table, "duration_ns")
     else:
@@ -331,12 +333,16 @@ def read_device_parquet(folder: Path, listing: dict[str, tuple[int, int]]) -> De
     else:
         engine = np.full(n, ENGINES.index("other"), np.uint8)
     pcore = int_column(table, "pcore_idx")[0] if "pcore_idx" in names else np.full(n, NONE, np.int64)
-    wait = np.maximum(int_column(table, "evt_wait_time_ns")[0], 0) if "evt_wait_time_ns" in names else np.zeros(n, np.int64)
+    wait = (
+        np.maximum(int_column(table, "evt_wait_time_ns")[0], 0)
+        if "evt_wait_time_ns" in names
+        else np.zeros(n, np.int64)
+    )
     strings = [""]
     opcode = np.full(n, -1, np.int32)
     if "opcode" in names:
         codes, values = text_codes(table, "opcode")
-        strings = [""] + values
+        strings = ["", *values]
         opcode = np.where(codes >= 0, codes + 1, -1).astype(np.int32)
     unloaded = np.full(n, -1, dtype=np.int32)
     metadata = first_row(read_table(folder, "Metadata"))
@@ -379,7 +385,9 @@ def read_device_parquet(folder: Path, listing: dict[str, tuple[int, int]]) -> De
 
 def _dma_packets(folder: Path, missing: MissingCounts) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     table = read_table(
-        folder, "DmaPacket", ["start_ts", "duration_ns", "end_ts", "transfer_bytes", "transfer_size", "packet_aggregation_id"]
+        folder,
+        "DmaPacket",
+        ["start_ts", "duration_ns", "end_ts", "transfer_bytes", "transfer_size", "packet_aggregation_id"],
     )
     empty = np.empty(0, np.int64)
     if table is None or "start_ts" not in table.schema.names or table.num_rows == 0:
@@ -388,7 +396,9 @@ def _dma_packets(folder: Path, missing: MissingCounts) -> tuple[np.ndarray, np.n
         return empty, empty, empty, None
     start, duration = _int_or_end(table, missing)
     names = table.schema.names
-    size_column = "transfer_bytes" if "transfer_bytes" in names else "transfer_size" if "transfer_size" in names else None
+    size_column = (
+        "transfer_bytes" if "transfer_bytes" in names else "transfer_size" if "transfer_size" in names else None
+    )
     size = np.maximum(int_column(table, size_column)[0], 0) if size_column else np.zeros(start.size, np.int64)
     aggregation = int_column(table, "packet_aggregation_id")[0] if "packet_aggregation_id" in names else None
     ok = start != NONE
@@ -405,8 +415,12 @@ def _collectives(folder: Path, missing: MissingCounts) -> tuple[np.ndarray, np.n
         return empty, empty, empty, []
     start, duration = _int_or_end(table, missing)
     names = table.schema.names
-    size = np.maximum(int_column(table, "input_size")[0], 0) if "input_size" in names else np.zeros(start.size, np.int64)
-    operation = [str(v or "") for v in table.column("operation").to_pylist()] if "operation" in names else [""] * start.size
+    size = (
+        np.maximum(int_column(table, "input_size")[0], 0) if "input_size" in names else np.zeros(start.size, np.int64)
+    )
+    operation = (
+        [str(v or "") for v in table.column("operation").to_pylist()] if "operation" in names else [""] * start.size
+    )
     ok = start != NONE
     return start[ok], np.maximum(duration[ok], 0), size[ok], [o for o, k in zip(operation, ok.tolist()) if k]
 

@@ -81,7 +81,7 @@ class NeuronFiles(msgspec.Struct):
 
 
 def json_role(path: Path) -> str:
-    """"framework" | "system" | "device" | "mapping" | "" for a .json(.gz) file."""
+    """ "framework" | "system" | "device" | "mapping" | "" for a .json(.gz) file."""
     name = path.name
     if name.startswith("framework_mapping") and name.endswith(".json"):
         return "mapping"
@@ -231,7 +231,7 @@ def _listed_device_profiles(folder: Path) -> set[str]:
 
     try:
         table = read_table(folder, "DeviceProfileList", ["device_profile_name"])
-    except Exception:  # discovery never fails on a table it only peeks at  # noqa: BLE001
+    except Exception:  # discovery never fails on a table it only peeks at
         return set()
     if table is None or "device_profile_name" not in table.schema.names:
         return set()

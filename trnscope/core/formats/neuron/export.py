@@ -11,6 +11,7 @@ read is removed (trnscope made it) and exported again.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -40,10 +41,8 @@ def _capture_files(files: NeuronFiles) -> list[Path]:
     listed = [*files.system_binaries, *files.device_traces, *files.neffs]
     root = Path(files.neff_root or files.folder)
     if root != Path(files.folder):
-        try:
+        with contextlib.suppress(OSError):
             listed += [str(p) for p in sorted(root.glob("neffs/*.neff"))[:_KEY_FILES_LIMIT]]
-        except OSError:
-            pass
     return [Path(p) for p in sorted(set(listed))[:_KEY_FILES_LIMIT]]
 
 
@@ -145,7 +144,7 @@ def _readable_after_run(target: Path) -> bool:
             for part in table_files(folders[0], "SystemProfileEvents"):
                 pq.read_schema(part)
         return True
-    except Exception:  # a truncated or foreign file: not a usable export  # noqa: BLE001
+    except Exception:  # a truncated or foreign file: not a usable export
         return False
 
 

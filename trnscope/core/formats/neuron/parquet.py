@@ -51,9 +51,7 @@ def _short(error: BaseException) -> str:
     return text[:160] + ("…" if len(text) > 160 else "")
 
 
-def read_table(
-    folder: Path, table: str, columns: list[str] | None = None, required: tuple[str, ...] = ()
-) -> Any:
+def read_table(folder: Path, table: str, columns: list[str] | None = None, required: tuple[str, ...] = ()) -> Any:
     """The table's parts as one pyarrow Table (only ``columns`` when given), or None
     when the folder has no such table.  ``required``: columns without which the table
     is useless; each may be a ``a|b`` alternative."""

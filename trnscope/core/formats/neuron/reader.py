@@ -104,7 +104,9 @@ def load_neuron(
         if export is not None:
             system_pq, device_pq = _parquet_in(export)
     have_pyarrow = importlib.util.find_spec("pyarrow") is not None
-    use_parquet = bool(system_pq) and (prefer != "json" or not files.system_json) and (have_pyarrow or not files.system_json)
+    use_parquet = (
+        bool(system_pq) and (prefer != "json" or not files.system_json) and (have_pyarrow or not files.system_json)
+    )
     if system_pq and not have_pyarrow and files.system_json:
         warnings.append(
             "pyarrow is not installed: read the legacy JSON export instead of Parquet (pip install 'trnscope[parquet]')"
@@ -235,9 +237,7 @@ def _only_process(system: SystemEvents, pid: int, warnings: list[str]) -> System
 
 def _take(system: SystemEvents, rows: np.ndarray) -> SystemEvents:
     lengths = np.diff(system.flow_offsets)[rows]
-    flows = (
-        np.concatenate([system.flows_of(int(r)) for r in rows.tolist()]) if rows.size else np.empty(0, np.int64)
-    )
+    flows = np.concatenate([system.flows_of(int(r)) for r in rows.tolist()]) if rows.size else np.empty(0, np.int64)
     columns = {
         name: getattr(system, name)[rows]
         for name in SystemEvents.__struct_fields__
@@ -460,9 +460,9 @@ def _merge(
             + [core_lane(r) for r in other_hw.tolist()],
             dtype=np.int32,
         ),
-        ts=np.concatenate(
-            [system.start[framework], system.start[runtime], exec_start, system.start[other_hw]]
-        ).astype(np.int64)
+        ts=np.concatenate([system.start[framework], system.start[runtime], exec_start, system.start[other_hw]]).astype(
+            np.int64
+        )
         - origin,
         dur=np.concatenate(
             [system.duration[framework], system.duration[runtime], exec_end - exec_start, system.duration[other_hw]]

@@ -324,4 +324,3 @@ def read_system_parquet(folder: Path) -> SystemEvents:
 
 def system_metadata(folder: Path) -> dict[str, Any]:
     return first_row(read_table(folder, "SystemProfileMetadata"))
-
