@@ -294,3 +294,14 @@ write_exports_for(out, pid=pid, seed=pid - 5000, steps=3)
     )
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
     return script
+
+
+def test_ranks_merge_into_one_summary(tmp_path: Path, capsys) -> None:
+    """Two ranks of one output root: --merge sums them; --select picks one."""
+    truths = write_layout(tmp_path / "out", "explorer_json", ranks=2)
+    assert main(["summary", str(tmp_path / "out"), "--merge", "--format", "json"]) == 0
+    merged = json.loads(capsys.readouterr().out)
+    pow_row = next(op for op in merged["ops"] if op["name"] == "aten::pow")
+    expected = sum(_truth_device(t)["aten::pow"] for t in truths.values())
+    assert pow_row["device_total_us"] == pytest.approx(expected / 1000, abs=1e-3)
+    assert pow_row["calls"] == sum(t.ops["aten::pow"].calls for t in truths.values())

@@ -197,6 +197,22 @@ class _JsonInstruction(msgspec.Struct, gc=False):
     evt_wait_time_ns: Any = None
 
 
+class _FastInstruction(msgspec.Struct, gc=False):
+    """The common case, decoded without per-value coercion; a chunk that does not fit
+    it (a string timestamp, a NaN, a list) is decoded again leniently."""
+
+    timestamp: int
+    duration: int
+    label: str | None = None
+    subgroup: str | None = None
+    engine: str | None = None
+    opcode: str | None = None
+    hlo_name: str | None = None
+    nki_source_location: str | None = None
+    pcore_idx: int | None = None
+    evt_wait_time_ns: int | None = None
+
+
 class _JsonDma(msgspec.Struct, gc=False):
     timestamp: Any = None
     duration: Any = None
@@ -212,7 +228,7 @@ class _JsonCc(msgspec.Struct, gc=False):
 
 
 class _JsonDevice(msgspec.Struct):
-    instruction: Any = None
+    instruction: msgspec.Raw = msgspec.Raw(b"null")  # decoded in chunks, never all at once
     cc_ops: Any = None
     summary: Any = None
     metadata: Any = None
@@ -232,17 +248,10 @@ def read_device_json(path: Path, listing: dict[str, tuple[int, int]] | None = No
         raise InputError(f"{path}: not a Neuron Explorer device profile ({error})") from None
     missing = MissingCounts()
     missing.note("NaN/Infinity values read as missing", replaced)
-    rows = items_as(doc.instruction, _JsonInstruction, missing, "instruction")
     strings = Interner()
     strings[""]
-    start = np.array([int_or_missing(r.timestamp) for r in rows], dtype=np.int64)
-    duration = np.array([int_or_missing(r.duration) for r in rows], dtype=np.int64)
-    engine = np.array([engine_of(r.engine or r.label or r.subgroup) for r in rows], dtype=np.uint8)
-    pcore = np.array([int_or_missing(r.pcore_idx) for r in rows], dtype=np.int64)
-    wait = np.array([max(int_or_missing(r.evt_wait_time_ns), 0) for r in rows], dtype=np.int64)
-    opcode = np.array([strings[_text(r.opcode)] for r in rows], dtype=np.int32)
-    hlo = np.array([strings[_text(r.hlo_name)] for r in rows], dtype=np.int32)
-    nki = np.array([strings[_text(r.nki_source_location)] for r in rows], dtype=np.int32)
+    columns = _instruction_columns(doc.instruction, strings, missing)
+    start, duration, engine, pcore, wait, opcode, hlo, nki = columns
     summary_doc = doc.summary[0] if isinstance(doc.summary, list) and doc.summary else doc.summary
     summary = summary_doc if isinstance(summary_doc, dict) else {}
     metadata = doc.metadata if isinstance(doc.metadata, dict) else {}
@@ -278,6 +287,83 @@ def read_device_json(path: Path, listing: dict[str, tuple[int, int]] | None = No
         summary=summary,
         metadata=metadata,
         warnings=missing.warnings(path.name),
+    )
+
+
+_CHUNK = 50_000  # instructions decoded to objects at a time
+
+
+def _instruction_columns(raw: msgspec.Raw, strings: Interner, missing: MissingCounts) -> tuple[np.ndarray, ...]:
+    """The ``instruction`` array as columns, decoded ``_CHUNK`` rows at a time from the
+    raw bytes of each element (a 600 MB device file must not become millions of
+    Python objects at once)."""
+    elements: list[msgspec.Raw] = []
+    head = bytes(memoryview(raw)[:1])
+    if head == b"[":
+        elements = msgspec.json.decode(raw, type=list[msgspec.Raw])
+    elif head != b"n":  # anything but null
+        missing.note("instruction list was not a list and was ignored")
+    parts: list[tuple[np.ndarray, ...]] = []
+    for at in range(0, len(elements), _CHUNK):
+        chunk = elements[at : at + _CHUNK]
+        body = b"[" + b",".join(bytes(e) for e in chunk) + b"]"
+        try:
+            fast = msgspec.json.decode(body, type=list[_FastInstruction])
+        except msgspec.ValidationError:
+            fast = None
+        if fast is not None and all(0 <= r.timestamp <= _INT64_MAX and 0 <= r.duration <= _INT64_MAX for r in fast):
+            try:
+                parts.append(_fast_columns(fast, strings))
+                continue
+            except OverflowError:  # an index beyond 64 bits: the lenient path counts it
+                pass
+        try:
+            rows = msgspec.json.decode(body, type=list[_JsonInstruction])
+        except msgspec.ValidationError:
+            rows = items_as(msgspec.json.decode(body), _JsonInstruction, missing, "instruction")
+        parts.append(
+            (
+                np.array([int_or_missing(r.timestamp) for r in rows], dtype=np.int64),
+                np.array([int_or_missing(r.duration) for r in rows], dtype=np.int64),
+                np.array([engine_of(r.engine or r.label or r.subgroup) for r in rows], dtype=np.uint8),
+                np.array([int_or_missing(r.pcore_idx) for r in rows], dtype=np.int64),
+                np.array([max(int_or_missing(r.evt_wait_time_ns), 0) for r in rows], dtype=np.int64),
+                np.array([strings[_text(r.opcode)] for r in rows], dtype=np.int32),
+                np.array([strings[_text(r.hlo_name)] for r in rows], dtype=np.int32),
+                np.array([strings[_text(r.nki_source_location)] for r in rows], dtype=np.int32),
+            )
+        )
+        del rows
+    if not parts:
+        empty_i64 = np.empty(0, np.int64)
+        empty_i32 = np.empty(0, np.int32)
+        return empty_i64, empty_i64, np.empty(0, np.uint8), empty_i64, empty_i64, empty_i32, empty_i32, empty_i32
+    return tuple(np.concatenate([p[k] for p in parts]) for k in range(8))
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def _fast_columns(rows: list[_FastInstruction], strings: Interner) -> tuple[np.ndarray, ...]:
+    n = len(rows)
+    engines: dict[str | None, int] = {}
+
+    def engine(row: _FastInstruction) -> int:
+        key = row.engine or row.label or row.subgroup
+        found = engines.get(key)
+        if found is None:
+            found = engines[key] = engine_of(key)
+        return found
+
+    return (
+        np.fromiter((r.timestamp for r in rows), np.int64, n),
+        np.fromiter((r.duration for r in rows), np.int64, n),
+        np.fromiter((engine(r) for r in rows), np.uint8, n),
+        np.fromiter((NONE if r.pcore_idx is None else r.pcore_idx for r in rows), np.int64, n),
+        np.fromiter((max(r.evt_wait_time_ns or 0, 0) for r in rows), np.int64, n),
+        np.fromiter((strings[r.opcode or ""] for r in rows), np.int32, n),
+        np.fromiter((strings[r.hlo_name or ""] for r in rows), np.int32, n),
+        np.fromiter((strings[r.nki_source_location or ""] for r in rows), np.int32, n),
     )
 
 
