@@ -89,6 +89,8 @@ def test_explorer_230_json_export_with_any_system_file_name(tmp_path: Path) -> N
         assert [Path(p.path).name for p in data.profiles] == [f"{INSTANCE}_pid_{pid}_nc_0_session_0.json"]
         _check_executions(analysis, truth)
         assert analysis.neuron.report.by_flow == len(truth.executions)
+        table = analysis.op_table()  # charged to the op around the dispatch event, as key_averages would
+        assert int(table.self_device[table.find("aten::pow")]) == truth.ops["aten::pow"].self_device_ns
         (placement,) = analysis.neuron.placements
         assert placement.method == "activity matched to executions"
         warnings = analysis_warnings(analysis)

@@ -218,14 +218,16 @@ _MATCHED_BY_DURATION = ("ExecutionInfo durations", "activity matched to executio
 
 
 def _duration_error(detail: str) -> float:
-    """The "durations within X%" figure of a placement detail (0 when absent)."""
-    marker = "durations within "
-    if marker not in detail:
-        return 0.0
+    """How badly a matched placement fits, from its detail: the "durations within X%"
+    figure, or 100 − the "Y% of it inside them" share (0 when neither is there)."""
     try:
-        return float(detail.split(marker, 1)[1].split("%", 1)[0])
+        if "durations within " in detail:
+            return float(detail.split("durations within ", 1)[1].split("%", 1)[0])
+        if "% of it inside" in detail:
+            return 100.0 - float(detail.split("% of it inside", 1)[0].rsplit(" ", 1)[-1])
     except ValueError:
-        return 0.0
+        pass
+    return 0.0
 
 
 def _neuron_link_warnings(analysis: Analysis) -> list[str]:

@@ -243,7 +243,14 @@ def link_neuron(trace: Trace, data: NeuronData, links: Links) -> NeuronLinks:
         for i, rows in enumerate(related):
             framework = [r for r in rows if system.source[r] == SOURCE_FRAMEWORK and data.system_row[r] >= 0]
             if framework:
-                exec_op[i], method[i] = int(data.system_row[framework[0]]), LinkMethod.NEURON_FLOW
+                row = int(data.system_row[framework[0]])
+                op = (
+                    row
+                    if int(ev.role[row]) == int(Role.OP)
+                    else int(enclosing_op(links.raw_parent, ev.role, np.array([row]))[0])
+                )
+                if op >= 0:
+                    exec_op[i], method[i] = op, LinkMethod.NEURON_FLOW
     else:
         host_rows = np.flatnonzero(np.isin(ev.role, [int(Role.RUNTIME), int(Role.DRIVER), int(Role.OP)]))
         exact = {(trace.threads[int(ev.thread[r])].tid, int(ev.ts[r])): r for r in host_rows.tolist()}

@@ -433,7 +433,7 @@ def _merge(
         ph=np.full(count, PH_X, np.uint8),
         role=np.concatenate(
             [
-                np.full(framework.size, int(Role.OP), np.uint8),
+                _framework_roles(system, framework),
                 np.full(runtime.size, int(Role.SYSTEM_RUNTIME), np.uint8),
                 np.full(exec_system.size, int(exec_role), np.uint8),
                 np.full(other_hw.size, int(Role.SYSTEM_HARDWARE), np.uint8),
@@ -510,6 +510,38 @@ def _merge(
         exec_nc_stop=nc_stop,
         framework_from_system=framework_from_system,
     )
+
+
+def _framework_roles(system: SystemEvents, framework: np.ndarray) -> np.ndarray:
+    """Roles of the system profile's framework events when they are the op layer: an
+    event that hands work to the runtime (its flow ids reach runtime events) and runs
+    inside another framework event on its thread is a dispatch call — the runtime
+    layer, as ``privateuse1_runtime`` is in trace.json — so device time goes to the op
+    around it, as ``key_averages()`` would charge it; every other one is an op."""
+    roles = np.full(framework.size, int(Role.OP), np.uint8)
+    if framework.size == 0:
+        return roles
+    lengths = np.diff(system.flow_offsets)
+    runtime_rows = np.flatnonzero((system.source == SOURCE_RUNTIME) & (lengths > 0))
+    runtime_flows = (
+        set(np.concatenate([system.flows_of(int(r)) for r in runtime_rows]).tolist()) if runtime_rows.size else set()
+    )
+    if not runtime_flows:
+        return roles
+    position = {int(row): k for k, row in enumerate(framework.tolist())}
+    for thread in np.unique(system.thread[framework]).tolist():
+        rows = framework[system.thread[framework] == thread]
+        rows = rows[np.lexsort((-system.duration[rows], system.start[rows]))]
+        open_ends: list[int] = []  # ends of the events enclosing the current one
+        for row in rows.tolist():
+            start, end = int(system.start[row]), int(system.start[row] + system.duration[row])
+            while open_ends and open_ends[-1] <= start:
+                open_ends.pop()
+            nested = bool(open_ends) and end <= open_ends[-1]
+            if nested and runtime_flows.intersection(system.flows_of(row).tolist()):
+                roles[position[row]] = int(Role.RUNTIME)
+            open_ends.append(end)
+    return roles
 
 
 def names_index(system: SystemEvents, name: str) -> int:
