@@ -307,3 +307,14 @@ def test_ranks_merge_into_one_summary(tmp_path: Path, capsys) -> None:
     expected = sum(_truth_device(t)["aten::pow"] for t in truths.values())
     assert pow_row["device_total_us"] == pytest.approx(expected / 1000, abs=1e-3)
     assert pow_row["calls"] == sum(t.ops["aten::pow"].calls for t in truths.values())
+
+
+def test_summary_text_says_how_executions_were_linked(tmp_path: Path, capsys) -> None:
+    truth = write_process_session(tmp_path / "p", "eager", exports=("json",), options=SynthOptions(lnc=2))
+    assert main(["summary", str(tmp_path / "p")]) == 0
+    out = capsys.readouterr().out
+    n = len(truth.executions)
+    assert (
+        f"NeuronCore executions: {n} of {n + 1} linked to ops (flow_id {n}, framework_mapping 0, time 0); "
+        f"{2 * (n + 1)} nc_exec_running rows, 2 per execution (one per physical core)"
+    ) in " ".join(out.split())

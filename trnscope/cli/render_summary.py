@@ -155,6 +155,15 @@ def render_table(summary: SummaryOut, width: int | None = None, which: str = "bo
             f"Linked {link.linked:,} of {link.device_events:,} device events to ops "
             f"(coverage {100 * summary.link_coverage:.2f}%){'; ' + rest if rest else ''}"
         )
+    if summary.neuron is not None and summary.neuron.executions:
+        n = summary.neuron
+        per_core = n.physical_core_rows / n.executions if n.executions else 0
+        console.print(
+            f"NeuronCore executions: {n.linked:,} of {n.executions:,} linked to ops "
+            f"(flow_id {n.by_flow:,}, framework_mapping {n.by_mapping:,}, time {n.by_time:,}); "
+            f"{n.physical_core_rows:,} nc_exec_running rows"
+            + (f", {per_core:g} per execution (one per physical core)" if per_core > 1 else "")
+        )
     for warning in summary.warnings:
         console.print(f"warning: {safe_text(warning)}")
     return console.export_text()
