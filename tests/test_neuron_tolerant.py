@@ -281,3 +281,31 @@ def test_mapping_tells_forward_from_backward_ops_by_thread(tmp_path: Path) -> No
     assert neuron.report.by_mapping == 2
     assert list(zip(names, threads)) == [("aten::mul", "1"), ("aten::mul", "2")]
     assert np.all(neuron.exec_method == neuron.exec_method[0])
+
+
+def test_an_empty_system_table_is_said(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    system_dir = _parquet_session(tmp_path)
+    table = pq.read_table(system_dir / "SystemProfileEvents.parquet")
+    pq.write_table(table.slice(0, 0), system_dir / "SystemProfileEvents.parquet")
+    trace = load_neuron_profile(tmp_path / "p", prefer="parquet")
+    assert any("the system profile holds no events" in w for w in trace.warnings)
+    assert len(Analysis(trace).op_table().name) > 0  # the framework trace is still there
+
+
+def test_documented_spelling_and_payload_under_args(tmp_path: Path) -> None:
+    """``trace_events`` (the documented spelling) and the payload nested under ``args``
+    (older files) read the same as the observed flat ``trace_event``."""
+    root, system, truth = _json_session(tmp_path)
+    doc = json.loads(system.read_text())
+    keep = {"name", "timestamp", "duration", "type", "group", "thread_id", "process_id", "instance_id"}
+    events = [
+        {**{k: v for k, v in e.items() if k in keep}, "args": {k: v for k, v in e.items() if k not in keep}}
+        for e in doc["trace_event"]
+    ]
+    system.write_text(json.dumps({"trace_events": events}))
+    analysis = Analysis(load_neuron_profile(root))
+    assert analysis.neuron.report.linked == len(truth.executions)
+    table = analysis.op_table()
+    assert int(table.device_total[table.find("aten::pow")]) == truth.ops["aten::pow"].device_total_ns

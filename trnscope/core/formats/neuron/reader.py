@@ -144,6 +144,11 @@ def load_neuron(
         warnings.append("device profiles without a system profile: no executions to place them in or link to ops")
     if files.has_raw and export_format == "none":
         warnings.append(_raw_warning(files))
+    if system is not None and len(system) == 0:
+        warnings.append(
+            "the system profile holds no events (nothing was captured, or every event was unusable): "
+            "no runtime requests or executions"
+        )
     if system is not None and files.pid >= 0:
         system = _only_process(system, files.pid, warnings)
     if trace is None and system is None:
