@@ -172,7 +172,7 @@ async def test_drill_down_keys() -> None:
         chain_view = drill.query_one("#chain", VirtualTable)
         child = next((i for i, h in enumerate(drill.chain.hops) if h.kind == "child"), None)
         if child is not None:
-            chain_view.move_to(child)
+            chain_view.move_to(drill.shown.index(child))
             await press(pilot, "enter")
             assert isinstance(app.screen, DrillScreen) and app.screen is not drill
             await press(pilot, "escape")
@@ -488,3 +488,32 @@ def test_long_names_lose_their_middle_not_their_end() -> None:
     assert shown.cell_len == 40 and "…" in shown.plain
     assert shown.plain.startswith("void cutlass::Kernel2<") and shown.plain.endswith("ign8>(Params)")
     assert elide_middle(Text("aten::mm"), 40).plain == "aten::mm"
+
+
+@requires_corpus
+@pytest.mark.parametrize("size", [(80, 24), (100, 30)])
+async def test_drill_down_first_screen_tells_the_story(size: tuple[int, int]) -> None:
+    """The op, its own runtime calls and its kernel are on the first screen; its 33
+    Python frames and parents are one line ("in aten::linear ← … ← 33 Python frames")
+    that e (or Enter on it) expands, keeping the op in view."""
+    app = TrnscopeApp([str(H100)])
+    async with app.run_test(size=size) as pilot:
+        await wait_loaded(pilot)
+        await press(pilot, "slash", *"^aten::addmm$", "enter", "enter")
+        drill = app.screen
+        assert isinstance(drill, DrillScreen) and drill.chain is not None
+        view = drill.query_one("#chain", VirtualTable)
+        top = view.scroll_offset.y
+        on_screen = [drill.shown[i] for i in range(top, min(top + view.size.height - 1, len(drill.shown)))]
+        kinds = [drill.chain.hops[i].kind if i >= 0 else "context" for i in on_screen]
+        assert kinds[0] == "context" and kinds[1] == "op"
+        assert "runtime" in kinds and "kernel" in kinds
+        line = view.model.cells(0)[3]
+        assert "in aten::linear ← ProfilerStep#" in str(line) and "Python frames" in str(line)
+        await press(pilot, "e")
+        assert drill.show_context and len(drill.shown) == len(drill.chain.hops)
+        op_row = next(i for i, h in enumerate(drill.chain.hops) if h.kind == "op")
+        top = view.scroll_offset.y
+        assert top <= op_row < top + view.size.height - 1  # still in view
+        await press(pilot, "e")
+        assert not drill.show_context

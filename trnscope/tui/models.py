@@ -19,7 +19,7 @@ from trnscope.core.analysis.chain_model import Chain
 from trnscope.core.analysis.compare import CompareRow, Comparison
 from trnscope.core.analysis.optable import KernelTable, OpTable
 from trnscope.core.analysis.ordering import KERNEL_SORT_COLUMNS, default_op_sort_of, kernel_table_order, op_table_order
-from trnscope.core.base.units import fmt_ratio, fmt_time_short
+from trnscope.core.base.units import fit_count, fit_time_short, fmt_ratio
 from trnscope.core.model.roles import Role
 from trnscope.tui.vtable import Column, TableModel
 
@@ -155,23 +155,23 @@ def op_model(table: OpTable, order: np.ndarray, state: OpViewState, width: int) 
             elif key == "stack":
                 out.append(table.stack[g])
             elif key == "calls":
-                out.append(f"{int(table.calls[g]):,}")
+                out.append(fit_count(int(table.calls[g]), column.width))
             elif key == "self_cpu":
-                out.append(fmt_time_short(table.self_cpu[g]))
+                out.append(fit_time_short(table.self_cpu[g], column.width))
             elif key == "self_cpu_pct":
                 out.append(_pct(table.self_cpu[g], total_cpu))
             elif key == "cpu_total":
-                out.append(fmt_time_short(table.cpu_total[g]))
+                out.append(fit_time_short(table.cpu_total[g], column.width))
             elif key == "cpu_avg":
-                out.append(fmt_time_short(table.cpu_total[g] / calls))
+                out.append(fit_time_short(table.cpu_total[g] / calls, column.width))
             elif key == "self_device":
-                out.append(fmt_time_short(table.self_device[g]) if table.self_device[g] else "")
+                out.append(fit_time_short(table.self_device[g], column.width) if table.self_device[g] else "")
             elif key == "self_device_pct":
                 out.append(_pct(table.self_device[g], total_dev) if table.self_device[g] else "")
             elif key == "device_total":
-                out.append(fmt_time_short(table.device_total[g]) if table.device_total[g] else "")
+                out.append(fit_time_short(table.device_total[g], column.width) if table.device_total[g] else "")
             elif key == "device_avg":
-                out.append(fmt_time_short(table.device_total[g] / calls) if table.device_total[g] else "")
+                out.append(fit_time_short(table.device_total[g] / calls, column.width) if table.device_total[g] else "")
             elif key == "share":
                 out.append(
                     Text(
@@ -207,15 +207,15 @@ def kernel_model(table: KernelTable, order: np.ndarray, state: OpViewState, widt
             if key == "name":
                 out.append(table.name[k])
             elif key == "calls":
-                out.append(f"{int(table.calls[k]):,}")
+                out.append(fit_count(int(table.calls[k]), column.width))
             elif key == "total":
-                out.append(fmt_time_short(table.total[k]))
+                out.append(fit_time_short(table.total[k], column.width))
             elif key == "mean":
-                out.append(fmt_time_short(mean[k]))
+                out.append(fit_time_short(mean[k], column.width))
             elif key == "min":
-                out.append(fmt_time_short(table.minimum[k]))
+                out.append(fit_time_short(table.minimum[k], column.width))
             elif key == "max":
-                out.append(fmt_time_short(table.maximum[k]))
+                out.append(fit_time_short(table.maximum[k], column.width))
             elif key == "op":
                 out.append(Text(table.top_op[k] or "— unlinked", style="" if table.top_op[k] else "dim"))
             elif key == "share":
@@ -246,10 +246,10 @@ def instances_model(analysis: Analysis, rows: np.ndarray, order: np.ndarray, sor
         device = int(times.device_total[r])
         return [
             str(int(time_rank[i])),
-            fmt_time_short(int(ev.ts[r]) - origin),
-            fmt_time_short(max(int(ev.dur[r]), 0)),
-            fmt_time_short(int(times.self_cpu[r])),
-            fmt_time_short(device) if device else "",
+            fit_time_short(int(ev.ts[r]) - origin, 9),
+            fit_time_short(max(int(ev.dur[r]), 0), 9),
+            fit_time_short(int(times.self_cpu[r]), 9),
+            fit_time_short(device, 9) if device else "",
             analysis.trace.threads[int(ev.thread[r])].display,
         ]
 
@@ -263,8 +263,45 @@ def instance_order(analysis: Analysis, rows: np.ndarray, by: str) -> np.ndarray:
     return np.argsort(ev.ts[rows], kind="stable")
 
 
-def chain_model(chain: Chain, width: int) -> TableModel:
+CONTEXT_KINDS = ("parent", "python")
+
+
+def visible_hops(chain: Chain, show_context: bool) -> list[int]:
+    """Hop indices to draw, -1 standing for one line that sums up the op's parents and
+    Python frames (the first screen shows the op, its runtime calls and its device
+    work; the context is one keypress away)."""
+    leading = 0
+    while leading < len(chain.hops) and chain.hops[leading].kind in CONTEXT_KINDS:
+        leading += 1
+    if show_context or leading == 0:
+        return list(range(len(chain.hops)))
+    return [-1, *range(leading, len(chain.hops))]
+
+
+def context_summary(chain: Chain) -> str:
+    """ "in rmsnorm ← ProfilerStep#4 ← 12 Python frames": the op's parents, innermost
+    first, and how many Python frames surround it."""
+    parents: list[str] = []
+    python = 0
+    for hop in chain.hops:
+        if hop.kind not in CONTEXT_KINDS:
+            break
+        if hop.kind == "python":
+            python += 1
+        else:
+            parents.append(hop.name)
+    parts = parents[::-1]
+    if python:
+        parts.append(f"{python} Python frame{'s' if python != 1 else ''}")
+    return "in " + " ← ".join(parts) if parts else ""
+
+
+def chain_model(chain: Chain, width: int, shown: list[int] | None = None) -> TableModel:
     wide = width >= 120
+    shown = shown if shown is not None else list(range(len(chain.hops)))
+    summary = context_summary(chain)
+    # with the context folded, indent from the op: its nesting under 30 frames is one line up
+    base = chain.hops[shown[1]].depth if shown and shown[0] < 0 and len(shown) > 1 else 0
     columns = [
         Column("start", "Start", 10),
         Column("dur", "Duration", 10),
@@ -275,16 +312,26 @@ def chain_model(chain: Chain, width: int) -> TableModel:
         columns.append(Column("where", "Thread / stream", 24, "left"))
 
     def cells(i: int) -> list[str | Text]:
-        hop = chain.hops[i]
-        indent = "  " * min(hop.depth, 8)
+        if shown[i] < 0:
+            line: list[str | Text] = [
+                "",
+                "",
+                Text("context", style="dim"),
+                Text("▸ (e) " + summary, style="dim italic"),
+            ]
+            if wide:
+                line.append(Text("⏎ / e expands", style="dim"))
+            return line
+        hop = chain.hops[shown[i]]
+        indent = "  " * min(max(hop.depth - base, 0), 8)
         style = LAYER_STYLE.get(hop.layer, "")
         if hop.kind in ("python", "parent"):
             style = "dim"
         elif hop.kind == "op":
             style = "bold"
         out: list[str | Text] = [
-            f"{hop.start_us:,.1f}us",
-            f"{hop.dur_us:,.1f}us",
+            fit_time_short(hop.start_us * 1000, 10),
+            fit_time_short(hop.dur_us * 1000, 10),
             Text(hop.layer, style=LAYER_STYLE.get(hop.layer, "")),
             Text(indent + hop.name, style=style),
         ]
@@ -292,7 +339,7 @@ def chain_model(chain: Chain, width: int) -> TableModel:
             out.append(Text(hop.thread_or_stream, style="dim"))
         return out
 
-    return TableModel(columns, len(chain.hops), cells)
+    return TableModel(columns, len(shown), cells)
 
 
 VARIANT_LETTERS = "ABC"
@@ -326,12 +373,13 @@ def compare_model(comparison: Comparison, rows: list[CompareRow], width: int) ->
                 out.append(Text(row.kind, style="dim"))
             elif key.startswith("v"):
                 k = int(key[1:])
-                out.append(fmt_time_short(values[k]) if present[k] else Text("—", style="dim"))
+                out.append(fit_time_short(values[k], column.width) if present[k] else Text("—", style="dim"))
             elif key.startswith("d"):
                 k = int(key[1:])
                 delta = values[k] - values[0]
                 style = "green" if delta < 0 else "red" if delta > 0 else "dim"
-                out.append(Text(("+" if delta > 0 else "") + fmt_time_short(delta), style=style))
+                sign = "+" if delta > 0 else ""
+                out.append(Text(sign + fit_time_short(delta, column.width - len(sign)), style=style))
             elif key.startswith("r"):
                 k = int(key[1:])
                 out.append(fmt_ratio(values[k], values[0]))

@@ -18,9 +18,10 @@ from trnscope.core.analysis.chain import chain_for_row, op_group_of_row, render_
 from trnscope.core.analysis.chain_model import Chain
 from trnscope.core.base.cachedir import writable_dir
 from trnscope.core.base.text import safe_text
-from trnscope.tui.models import chain_model, instance_order, instances_model
+from trnscope.core.base.units import fmt_time_short
+from trnscope.tui.models import chain_model, context_summary, instance_order, instances_model, visible_hops
 from trnscope.tui.screen_base import ExplorerScreen
-from trnscope.tui.vtable import VirtualTable
+from trnscope.tui.vtable import VirtualTable, elide_middle
 
 
 class DrillScreen(ExplorerScreen):
@@ -31,6 +32,9 @@ class DrillScreen(ExplorerScreen):
         Binding("s", "sort_instances", "Sort", tooltip="sort instances by time / duration"),
         Binding("c", "copy", "Copy", tooltip="copy the chain as text (OSC 52; also saved to a file)"),
         Binding("tab", "app.focus_next", "Pane", tooltip="next pane"),
+        Binding(
+            "e", "toggle_context", "Context", tooltip="show or hide the op's parents and Python frames", show=False
+        ),
     ]
 
     def __init__(self, analysis: Analysis, table: Any, group: int, kind: str = "ops", row: int | None = None) -> None:
@@ -43,6 +47,8 @@ class DrillScreen(ExplorerScreen):
         self.sort_by = "dur"
         self.start_row = row
         self.chain: Chain | None = None
+        self.show_context = False  # parents and Python frames as one line until asked for
+        self.shown: list[int] = []  # chain rows on screen → hop index, -1 for the context line
         self.instance_rank = np.empty(self.rows.size, dtype=np.int64)
         self.instance_rank[np.argsort(analysis.trace.events.ts[self.rows], kind="stable")] = np.arange(self.rows.size)
 
@@ -67,6 +73,8 @@ class DrillScreen(ExplorerScreen):
         wide = self.app.size.width >= 140
         body.set_class(wide, "wide")
         body.set_class(not wide, "narrow")
+        # on a short screen the instance list gives up rows so the chain's story fits
+        body.set_class(self.app.size.height < 32, "short")
 
     def _show_instances(self) -> None:
         order = instance_order(self.analysis, self.rows, self.sort_by)
@@ -89,7 +97,8 @@ class DrillScreen(ExplorerScreen):
         if self.analysis.trace.synthetic:
             text.append(" SYNTHETIC ", style="bold reverse yellow")
             text.append(" ")
-        text.append(safe_text(name), style="bold")
+        room = max(self.app.size.width - 44 - (12 if self.analysis.trace.synthetic else 0), 12)
+        text.append_text(elide_middle(Text(safe_text(name), style="bold"), room))
         if index >= 0:
             text.append(f"  instance {int(self.instance_rank[index])} of {self.rows.size:,}")
         text.append(f"  ·  instances by {'duration' if self.sort_by == 'dur' else 'time'}", style="dim")
@@ -99,7 +108,7 @@ class DrillScreen(ExplorerScreen):
         if message.table.id == "instances" and message.index >= 0:
             self._title()
             self._build_chain(message.index)
-        elif message.table.id == "chain" and self.chain is not None and 0 <= message.index < len(self.chain.hops):
+        elif message.table.id == "chain" and self.chain is not None and 0 <= message.index < len(self.shown):
             self._show_hop(message.index)
 
     @work(thread=True, exclusive=True, group="chain", exit_on_error=False)
@@ -110,16 +119,35 @@ class DrillScreen(ExplorerScreen):
 
     def _show_chain(self, chain: Chain) -> None:
         self.chain = chain
+        self._draw_chain()
+
+    def _draw_chain(self) -> None:
+        chain = self.chain
+        assert chain is not None
         view = self.query_one("#chain", VirtualTable)
-        start = next((i for i, h in enumerate(chain.hops) if h.kind == "op"), 0)
-        view.set_model(chain_model(chain, view.size.width or self.app.size.width))
+        self.shown = visible_hops(chain, self.show_context)
+        op_hop = next((i for i, h in enumerate(chain.hops) if h.kind == "op"), 0)
+        start = self.shown.index(op_hop) if op_hop in self.shown else 0
+        view.set_model(chain_model(chain, view.size.width or self.app.size.width, self.shown))
         view.move_to(start)
+        # the op on the first line under its context: its runtime calls and device work
+        # follow (after the refresh, when the table knows its new height)
+        self.call_after_refresh(view.scroll_to, y=max(start - 1, 0), animate=False)
         self._show_hop(start)
 
     def _show_hop(self, index: int) -> None:
         chain = self.chain
         assert chain is not None
-        hop = chain.hops[index]
+        if self.shown[index] < 0:
+            context = [h for h in chain.hops if h.kind in ("parent", "python")]
+            text = Text(no_wrap=False)
+            text.append("context · ", style="dim")
+            text.append(safe_text(context_summary(chain)), style="bold")
+            text.append("  (⏎ or e shows them)\n", style="dim")
+            text.append(safe_text(" › ".join(h.name for h in context[-6:]))[:600], style="cyan")
+            self.query_one("#hop-detail", Static).update(text)
+            return
+        hop = chain.hops[self.shown[index]]
         text = Text(no_wrap=False)
         text.append(f"{hop.layer} · {hop.kind} · ", style="dim")
         text.append(safe_text(hop.name), style="bold")
@@ -131,9 +159,11 @@ class DrillScreen(ExplorerScreen):
         if details:
             text.append(safe_text("  ".join(f"{k}: {v}" for k, v in details.items())[:600]) + "\n", style="cyan")
         g = chain.gaps
+        t = fmt_time_short
         text.append(
-            f"dispatch {g.dispatch_us:,.1f}us · runtime {g.runtime_us:,.1f}us (own {g.runtime_own_us:,.1f}) · "
-            f"queue {g.queue_us:,.1f}us · device {g.device_us:,.1f}us · host self {g.host_us:,.1f}us",
+            f"dispatch {t(g.dispatch_us * 1000)} · runtime {t(g.runtime_us * 1000)} "
+            f"(own {t(g.runtime_own_us * 1000)}) · queue {t(g.queue_us * 1000)} · device {t(g.device_us * 1000)} · "
+            f"host self {t(g.host_us * 1000)}",
             style="bold",
         )
         for note in chain.notes:
@@ -146,7 +176,10 @@ class DrillScreen(ExplorerScreen):
             return
         if message.table.id != "chain" or self.chain is None:
             return
-        hop = self.chain.hops[message.index]
+        if self.shown[message.index] < 0:
+            self.action_toggle_context()
+            return
+        hop = self.chain.hops[self.shown[message.index]]
         if hop.kind not in ("child", "parent") or hop.row < 0:
             return
         group = op_group_of_row(self.analysis, hop.row)
@@ -155,6 +188,12 @@ class DrillScreen(ExplorerScreen):
 
     def action_back(self) -> None:
         self.app.pop_screen()
+
+    def action_toggle_context(self) -> None:
+        if self.chain is None:
+            return
+        self.show_context = not self.show_context
+        self._draw_chain()
 
     def action_instance(self, delta: int) -> None:
         view = self.query_one("#instances", VirtualTable)

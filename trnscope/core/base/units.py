@@ -31,6 +31,43 @@ def fmt_time_short(ns: float | int) -> str:
     return f"{us:.1f}us"
 
 
+def fit_time(ns: float | int, width: int) -> str:
+    """The most precise of ``123.456us`` → ``123.5us`` → ``123us`` → ms → s forms that
+    fits ``width`` cells: a number is never cut, it loses precision instead."""
+    value = float(ns)
+    us_ = value / 1000.0
+    forms = []
+    if abs(us_) < 1e3:
+        forms += [f"{us_:.3f}us", f"{us_:.1f}us", f"{us_:.0f}us"]
+    if abs(us_) < 1e6:
+        ms = us_ / 1e3
+        forms += [f"{ms:.3f}ms", f"{ms:.2f}ms", f"{ms:.1f}ms", f"{ms:.0f}ms"]
+    seconds = us_ / 1e6
+    forms += [f"{seconds:.3f}s", f"{seconds:.2f}s", f"{seconds:.1f}s", f"{seconds:.0f}s"]
+    for form in forms:
+        if len(form) <= width:
+            return form
+    return min(forms, key=len)
+
+
+def fit_time_short(ns: float | int, width: int) -> str:
+    """``fmt_time_short`` where it fits ``width``, else the most precise form that does."""
+    short = fmt_time_short(ns)
+    return short if len(short) <= width else fit_time(ns, width)
+
+
+def fit_count(count: int, width: int) -> str:
+    """``1,234,567`` → ``1234567`` → ``1.23M`` → ``1M``: whichever fits ``width``."""
+    forms = [f"{count:,}", f"{count}"]
+    for scale, suffix in ((1e3, "k"), (1e6, "M"), (1e9, "G")):
+        if abs(count) >= scale:
+            forms += [f"{count / scale:.2f}{suffix}", f"{count / scale:.1f}{suffix}", f"{count / scale:.0f}{suffix}"]
+    for form in forms:
+        if len(form) <= width:
+            return form
+    return min(forms, key=len)
+
+
 def fmt_percent(part: float, whole: float) -> str:
     if whole == 0:
         return "NaN"
