@@ -440,3 +440,27 @@ def test_open_checks_its_inputs_before_the_ui(capsys, small_synthetic) -> None:
     assert code == 2 and "no trace labelled 'nope'" in err
     code, _, err = run(capsys, "open", "/no/such/file.json")
     assert code == 2 and "no such file" in err
+
+
+@requires_corpus
+@pytest.mark.parametrize("width", [80, 100, 200])
+def test_summary_text_never_cuts_a_number(width: int, monkeypatch, capsys) -> None:
+    """At any width every line fits and every time keeps its unit: columns that do not
+    fit are left out (and named), names lose their middle."""
+    import re
+
+    monkeypatch.setenv("COLUMNS", str(width))
+    assert main(["summary", str(CORPUS / "tracelens_h100_bert_small.json.gz"), "--limit", "15"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert all(len(line) <= width for line in lines)
+    table = lines[1 : lines.index(next(line for line in lines if line.startswith("Self CPU time total")))]
+    for line in table[1:]:
+        cells = line.split()
+        numbers = [c for c in cells if re.match(r"^-?[\d,.]+(us|ms|s|%)?$", c)]
+        assert numbers and all(re.match(r"^[\d,]+$|^-?\d+\.\d{2,3}(us|ms|s|%)$", c) for c in numbers), line
+        assert not re.search(r"\d…|…\d", line.split("  ")[-1])
+    if width == 80:
+        assert "(hidden at 80 columns: " in out
+    if width == 200:
+        assert "hidden at" not in out
