@@ -367,3 +367,20 @@ def test_export_flag_means_the_same_for_chain_and_compare(
         assert any(h["kind"] == "execution" for h in doc["hops"])  # device data from the export
     else:
         assert doc["kernels"] or any(r["values"]["a"] and r["values"]["a"]["device_total_us"] for r in doc["ops"])
+
+
+def test_compare_counts_device_launches_not_kernel_names(session) -> None:
+    from trnscope.core.analysis.compare import compare
+
+    root, truths = session
+    ref = discover(root)
+    analyses = [Analysis(load_source(ref.select(v))) for v in ("eager", "compiled", "fused")]
+    comparison = compare(analyses, ["eager", "compiled", "fused"])
+    (row,) = [r for r in comparison.kernels if r.key == "rmsnorm"]
+    eager, compiled, fused = row.values
+    assert eager is not None and compiled is not None and fused is not None
+    assert eager.calls == len(truths["eager"].executions) == 30 and eager.kernel_names == 6
+    assert compiled.calls == len(truths["compiled"].executions) and compiled.kernel_names == 1
+    # the host dispatch of the region: the ops' start → their first own runtime call
+    regions = {r.key: r for r in comparison.regions}
+    assert regions["rmsnorm"].values[0].dispatch_ns > regions["rmsnorm"].values[1].dispatch_ns > 0

@@ -517,3 +517,30 @@ async def test_drill_down_first_screen_tells_the_story(size: tuple[int, int]) ->
         assert top <= op_row < top + view.size.height - 1  # still in view
         await press(pilot, "e")
         assert not drill.show_context
+
+
+async def test_compare_filter_metric_and_python_rows() -> None:
+    app = TrnscopeApp([str(SAMPLES / "cpu_rmsnorm_session")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_loaded(pilot)
+        await press(pilot, "c")
+        compare = app.screen
+        assert isinstance(compare, CompareScreen)
+        await press(pilot, "v")
+        assert compare.view == "ops"
+        assert all(r.kind != "python" for r in compare.shown_rows)
+        hidden = len(compare.shown_rows)
+        await press(pilot, "p")
+        assert len(compare.shown_rows) > hidden and any(r.kind == "python" for r in compare.shown_rows)
+        await press(pilot, "p", "slash", *"^aten::mul$", "enter")
+        assert [r.key for r in compare.shown_rows] == ["aten::mul"]
+        seen = [compare.comparison.primary]
+        for _ in range(5):
+            await press(pilot, "m")
+            seen.append(compare.comparison.primary)
+        assert seen == ["cpu_total_ns", "calls", "dispatch_ns", "device_total_ns", "self_cpu_ns", "cpu_total_ns"]
+        await press(pilot, "slash", *"zzz-none", "enter")
+        assert compare.shown_rows == []
+        assert "no rows match" in str(compare.query_one("#compare-info").render())
+        await press(pilot, "escape")  # clears the filter, stays on the compare view
+        assert app.screen is compare and compare.filter_text == "" and compare.shown_rows

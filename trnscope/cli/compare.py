@@ -10,7 +10,7 @@ from typing import Any
 from trnscope.cli.sources import open_sources
 from trnscope.cli.textout import csv_writer, text_console
 from trnscope.cli.width import output_width
-from trnscope.core.analysis.compare import CompareRow, Comparison, compare
+from trnscope.core.analysis.compare import METRICS, CompareRow, Comparison, compare, with_metric
 from trnscope.core.analysis.contracts import compare_document, encode, figures_document
 from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fmt_ratio, fmt_time_ns, us
@@ -68,7 +68,7 @@ def render_table(comparison: Comparison, limit: int, width: int) -> str:
     from rich.table import Table
 
     console = text_console(width)
-    metric = "device total" if comparison.primary == "device_total_ns" else "CPU total"
+    metric = METRICS[comparison.primary]
     baseline = comparison.labels[0]
     marks = ["SYNTHETIC" if s else "" for s in comparison.synthetic]
 
@@ -135,6 +135,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for note in opened.notes:
         sys.stderr.write(f"note: {safe_text(note)}\n")
     comparison = compare(opened.analyses, opened.labels)
+    if getattr(args, "metric", None):
+        comparison = with_metric(comparison, f"{args.metric}_ns")
     limit = args.limit if args.limit is not None else (25 if args.format == "table" else 0)
     if args.format == "json":
         sys.stdout.write(render_json(comparison, limit))

@@ -104,6 +104,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", metavar="PATH", help="two or three traces, or one capture session")
     p.add_argument("--format", choices=("table", "csv", "json"), default="table")
     p.add_argument("--limit", type=int, default=None, metavar="N")
+    p.add_argument(
+        "--metric",
+        choices=("device_total", "self_cpu", "cpu_total", "dispatch"),
+        default=None,
+        help="what rows are compared and sorted by (default: device total if any variant has device time, else CPU total)",
+    )
     _add_load_options(p)
 
     p = sub.add_parser("capture", help="record a profile: a built-in demo, or your script")

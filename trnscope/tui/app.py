@@ -204,6 +204,7 @@ class TrnscopeApp(App[None]):
             self.push_screen(OpsScreen(message.analysis))
 
     def on_show_compare(self, message: ShowCompare) -> None:
+        self.clear_notifications()  # "loading variants…" is done
         if isinstance(self.screen, LoadingScreen):
             self.switch_screen(CompareScreen(message.comparison, message.analyses, root=True))
         else:

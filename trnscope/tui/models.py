@@ -360,6 +360,9 @@ def compare_model(comparison: Comparison, rows: list[CompareRow], width: int) ->
         columns.append(Column(f"r{i}", f"{VARIANT_LETTERS[i]}÷A", 6))
     metric = comparison.primary
 
+    def number(value: int, width: int) -> str:
+        return fit_count(value, width) if metric == "calls" else fit_time_short(value, width)
+
     def cells(i: int) -> list[str | Text]:
         row = rows[i]
         values = row.metric(metric)
@@ -373,13 +376,13 @@ def compare_model(comparison: Comparison, rows: list[CompareRow], width: int) ->
                 out.append(Text(row.kind, style="dim"))
             elif key.startswith("v"):
                 k = int(key[1:])
-                out.append(fit_time_short(values[k], column.width) if present[k] else Text("—", style="dim"))
+                out.append(number(values[k], column.width) if present[k] else Text("—", style="dim"))
             elif key.startswith("d"):
                 k = int(key[1:])
                 delta = values[k] - values[0]
                 style = "green" if delta < 0 else "red" if delta > 0 else "dim"
                 sign = "+" if delta > 0 else ""
-                out.append(Text(sign + fit_time_short(delta, column.width - len(sign)), style=style))
+                out.append(Text(sign + number(delta, column.width - len(sign)), style=style))
             elif key.startswith("r"):
                 k = int(key[1:])
                 out.append(fmt_ratio(values[k], values[0]))

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Static
+from textual.widgets import Footer, Input, Static
 
 from trnscope.core.analysis.analysis import Analysis
-from trnscope.core.analysis.compare import CompareRow, Comparison
+from trnscope.core.analysis.compare import METRICS, CompareRow, Comparison, with_metric
 from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fmt_time_short
 from trnscope.tui.messages import ShowOps
@@ -32,6 +34,17 @@ class CompareScreen(ExplorerScreen):
         Binding("2", "side(1)", "B", tooltip="enter drills into variant B"),
         Binding("3", "side(2)", "C", tooltip="enter drills into variant C"),
         Binding("o", "open_ops", "Op table", tooltip="the op table of the chosen variant"),
+        Binding(
+            "slash", "filter", "Filter", key_display="/", show=False, tooltip="filter rows by name (regex; esc clears)"
+        ),
+        Binding(
+            "m",
+            "metric",
+            "Metric",
+            show=False,
+            tooltip="compare by: device total → self CPU → CPU total → calls → dispatch",
+        ),
+        Binding("p", "toggle_python", "Python", show=False, tooltip="hide/show python_function rows"),
     ]
 
     def __init__(self, comparison: Comparison, analyses: list[Analysis], root: bool = False) -> None:
@@ -44,22 +57,39 @@ class CompareScreen(ExplorerScreen):
         self.comparison = comparison
         self.view = "regions" if self.comparison.regions else "ops"
         self.side = 0
+        self.filter_text = ""
+        self.show_python = False  # Python frames crowd the op view; p shows them
+        self.shown_rows: list[CompareRow] = []
 
     def compose(self) -> ComposeResult:
         yield Static(id="compare-title")
         yield Static(id="compare-info")
         yield VirtualTable(id="compare")
         yield Static(id="compare-detail")
+        yield Input(placeholder="filter rows by name (regex)", id="filter")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        self.query_one("#filter", Input).display = False
         self._show()
         self.query_one(VirtualTable).focus()
 
     def _rows(self) -> list[CompareRow]:
-        return {"regions": self.comparison.regions, "ops": self.comparison.rows, "kernels": self.comparison.kernels}[
+        return self.shown_rows
+
+    def _select_rows(self) -> list[CompareRow]:
+        rows = {"regions": self.comparison.regions, "ops": self.comparison.rows, "kernels": self.comparison.kernels}[
             self.view
         ]
+        if not self.show_python:
+            rows = [r for r in rows if r.kind != "python"]
+        if self.filter_text:
+            try:
+                pattern = re.compile(self.filter_text, re.IGNORECASE)
+            except re.error:
+                pattern = re.compile(re.escape(self.filter_text), re.IGNORECASE)
+            rows = [r for r in rows if pattern.search(r.key)]
+        return rows
 
     def _show(self) -> None:
         title = Text(no_wrap=True, overflow="ellipsis")
@@ -70,19 +100,25 @@ class CompareScreen(ExplorerScreen):
             title.append(f"{VARIANT_LETTERS[i]}:{safe_text(label)}", style=style)
             if analysis.trace.synthetic:
                 title.append(" SYNTHETIC", style="yellow")
-        metric = "device total" if self.comparison.primary == "device_total_ns" else "CPU total"
+        metric = METRICS[self.comparison.primary]
         title.append(f"   {metric}, Δ vs A", style="dim")
         self.query_one("#compare-title", Static).update(title)
+        self.shown_rows = self._select_rows()
+        info = f"{self.view}: {VIEW_TITLES[self.view]}"
+        if self.filter_text:
+            info = f"filter /{safe_text(self.filter_text)}/ · " + info
+        if not self.shown_rows:
+            info = "no rows match (esc clears) · " + info
         self.query_one("#compare-info", Static).update(
             Text(
-                f"{self.view}: {VIEW_TITLES[self.view]} · v switches · enter drills into {VARIANT_LETTERS[self.side]}",
+                f"{info} · v view · m metric · enter drills into {VARIANT_LETTERS[self.side]}",
                 style="dim",
                 no_wrap=True,
                 overflow="ellipsis",
             )
         )
         view = self.query_one(VirtualTable)
-        view.set_model(compare_model(self.comparison, self._rows(), view.size.width or self.app.size.width))
+        view.set_model(compare_model(self.comparison, self.shown_rows, view.size.width or self.app.size.width))
 
     def on_virtual_table_cursor_moved(self, message: VirtualTable.CursorMoved) -> None:
         rows = self._rows()
@@ -95,8 +131,10 @@ class CompareScreen(ExplorerScreen):
                 if value is None:
                     line.append("absent", style="dim")
                 else:
+                    calls = "launches" if self.view == "kernels" else "calls"
                     line.append(
-                        f"{value.calls:,} calls · CPU {fmt_time_short(value.cpu_total_ns)} · device {fmt_time_short(value.device_total_ns)}"
+                        f"{value.calls:,} {calls} · CPU {fmt_time_short(value.cpu_total_ns)} · "
+                        f"device {fmt_time_short(value.device_total_ns)} · dispatch {fmt_time_short(value.dispatch_ns)}"
                     )
                 if detail:
                     line.append(f" · {safe_text(detail)}", style="green")
@@ -130,6 +168,32 @@ class CompareScreen(ExplorerScreen):
 
         self.app.push_screen(DrillScreen(analysis, table, matches[0]))
 
+    def action_metric(self) -> None:
+        keys = list(METRICS)
+        following = keys[(keys.index(self.comparison.primary) + 1) % len(keys)]
+        self.comparison = with_metric(self.comparison, following)
+        self._show()
+
+    def action_toggle_python(self) -> None:
+        self.show_python = not self.show_python
+        self._show()
+
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.display = True
+        box.value = self.filter_text
+        box.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "filter":
+            self.filter_text = event.value
+            self._show()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "filter":
+            event.input.display = bool(self.filter_text)
+            self.query_one(VirtualTable).focus()
+
     def action_view(self) -> None:
         self.view = VIEWS[(VIEWS.index(self.view) + 1) % len(VIEWS)]
         self._show()
@@ -143,6 +207,14 @@ class CompareScreen(ExplorerScreen):
         self.post_message(ShowOps(self.analyses[self.side]))
 
     def action_back(self) -> None:
+        box = self.query_one("#filter", Input)
+        if box.display or self.filter_text:  # esc clears the filter first
+            self.filter_text = ""
+            box.value = ""
+            box.display = False
+            self.query_one(VirtualTable).focus()
+            self._show()
+            return
         if self.root:
             self.app.exit()
         else:

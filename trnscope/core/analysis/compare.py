@@ -18,11 +18,23 @@ from trnscope.core.model.roles import Role, is_profiler_step
 
 
 class Figures(msgspec.Struct):
-    calls: int = 0
+    calls: int = 0  # op calls; device launches in the per-region device view
     self_cpu_ns: int = 0
     cpu_total_ns: int = 0
     self_device_ns: int = 0
     device_total_ns: int = 0
+    dispatch_ns: int = 0  # summed host dispatch: op start → its first own runtime call
+    kernel_names: int = 0  # distinct device event names (per-region device view)
+
+
+# metric key → (column title, Figures field); the compare view cycles through them
+METRICS = {
+    "device_total_ns": "device total",
+    "self_cpu_ns": "self CPU",
+    "cpu_total_ns": "CPU total",
+    "calls": "calls",
+    "dispatch_ns": "host dispatch",
+}
 
 
 class CompareRow(msgspec.Struct):
@@ -53,8 +65,27 @@ class Comparison(msgspec.Struct):
         return [v - values[0] for v in values]
 
 
+def dispatch_per_row(analysis: Analysis) -> np.ndarray:
+    """Per op row, the time from its start to its first own runtime call (CUDA/HIP
+    launch, Neuron dispatch), 0 when it makes none — the host cost of getting work to
+    the device, as the drill-down's ``dispatch`` figure."""
+    ev = analysis.trace.events
+    parent = analysis.links.raw_parent
+    runtime = np.flatnonzero(np.isin(ev.role, [int(Role.RUNTIME), int(Role.DRIVER)]) & (parent >= 0))
+    owner = parent[runtime]
+    own = ev.role[owner] == int(Role.OP)  # a step's synchronize is not a dispatch
+    runtime, owner = runtime[own], owner[own]
+    first = np.full(len(ev), np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first, owner, ev.ts[runtime])
+    out = np.zeros(len(ev), dtype=np.int64)
+    has = first != np.iinfo(np.int64).max
+    out[has] = np.maximum(first[has] - ev.ts[has], 0)
+    return out
+
+
 def _op_rows(analysis: Analysis) -> dict[tuple[str, str], Figures]:
     table = analysis.op_table()
+    dispatch = dispatch_per_row(analysis)
     out: dict[tuple[str, str], Figures] = {}
     for g in range(len(table)):
         kind = table.kind(g)
@@ -65,6 +96,8 @@ def _op_rows(analysis: Analysis) -> dict[tuple[str, str], Figures]:
         figures.cpu_total_ns += int(table.cpu_total[g])
         figures.self_device_ns += int(table.self_device[g])
         figures.device_total_ns += int(table.device_total[g])
+        if not table.is_device[g]:
+            figures.dispatch_ns += int(dispatch[table.instances(g)].sum())
     return out
 
 
@@ -89,8 +122,11 @@ def _nearest_annotation(analysis: Analysis) -> np.ndarray:
     return result
 
 
-def _regions(analysis: Analysis) -> tuple[dict[str, Figures], dict[str, list[str]], dict[str, dict[str, int]]]:
-    """Region name → figures; region → kernel names; region → kernel name → device ns."""
+def _regions(
+    analysis: Analysis,
+) -> tuple[dict[str, Figures], dict[str, list[str]], dict[str, dict[str, int]], dict[str, int]]:
+    """Region name → figures; region → kernel names; region → kernel name → device ns;
+    region → device launches."""
     trace = analysis.trace
     ev = trace.events
     links = analysis.links
@@ -98,6 +134,13 @@ def _regions(analysis: Analysis) -> tuple[dict[str, Figures], dict[str, list[str
     step = np.array([is_profiler_step(n) for n in trace.names] or [False], dtype=bool)
     annotation_rows = np.flatnonzero((ev.role == int(Role.ANNOTATION)) & ~step[ev.name] & links.in_tree)
     figures: dict[str, Figures] = {}
+    dispatch = dispatch_per_row(analysis)
+    op_rows = np.flatnonzero((ev.role == int(Role.OP)) & links.in_tree & (dispatch > 0))
+    for r in op_rows.tolist():
+        region = int(region_of[r])
+        if region >= 0:
+            f = figures.setdefault(trace.names[int(ev.name[region])], Figures())
+            f.dispatch_ns += int(dispatch[r])
     for r in annotation_rows.tolist():
         f = figures.setdefault(trace.names[int(ev.name[r])], Figures())
         f.calls += 1
@@ -105,6 +148,7 @@ def _regions(analysis: Analysis) -> tuple[dict[str, Figures], dict[str, list[str
         f.self_cpu_ns += int(analysis.times.self_cpu[r])
         f.device_total_ns += int(analysis.times.device_total[r])
     kernels: dict[str, dict[str, int]] = {}
+    launches: dict[str, int] = {}
     device = np.flatnonzero(np.isin(ev.role, [int(Role.KERNEL), int(Role.MEMORY)]) & (links.device_op >= 0))
     for d in device.tolist():
         region = int(region_of[int(links.device_op[d])])
@@ -112,8 +156,9 @@ def _regions(analysis: Analysis) -> tuple[dict[str, Figures], dict[str, list[str
         per = kernels.setdefault(name, {})
         kname = trace.names[int(ev.name[d])]
         per[kname] = per.get(kname, 0) + max(int(ev.dur[d]), 0)
+        launches[name] = launches.get(name, 0) + 1
     names = {region: sorted(per, key=lambda k: -per[k]) for region, per in kernels.items()}
-    return figures, names, kernels
+    return figures, names, kernels, launches
 
 
 def compare(analyses: list[Analysis], labels: list[str]) -> Comparison:
@@ -125,46 +170,67 @@ def compare(analyses: list[Analysis], labels: list[str]) -> Comparison:
     primary = "device_total_ns" if any_device else "cpu_total_ns"
     rows = [CompareRow(name, kind, [o.get((name, kind)) for o in ops]) for name, kind in keys]
     region_data = [_regions(a) for a in analyses]
-    region_names = sorted(set().union(*(figs for figs, _, _ in region_data)))
+    region_names = sorted(set().union(*(figs for figs, _, _, _ in region_data)))
     regions = [
         CompareRow(
             name,
             "region",
-            [figs.get(name) for figs, _, _ in region_data],
-            [", ".join(kn.get(name, [])[:4]) + (" …" if len(kn.get(name, [])) > 4 else "") for _, kn, _ in region_data],
+            [figs.get(name) if figs.get(name, Figures()).calls else None for figs, _, _, _ in region_data],
+            [
+                ", ".join(kn.get(name, [])[:4]) + (" …" if len(kn.get(name, [])) > 4 else "")
+                for _, kn, _, _ in region_data
+            ],
         )
         for name in region_names
     ]
+    regions = [row for row in regions if any(row.present)]
     kernel_rows: list[CompareRow] = []
-    region_keys = sorted(set().union(*(k for _, _, k in region_data)))
+    region_keys = sorted(set().union(*(k for _, _, k, _ in region_data)))
     for region in region_keys:
         values: list[Figures | None] = []
         detail: list[str] = []
-        for _, names, per in region_data:
+        for _, names, per, launches in region_data:
             if region in per:
                 values.append(
                     Figures(
-                        calls=len(per[region]),
+                        calls=launches[region],  # launches, not distinct kernels
                         self_device_ns=sum(per[region].values()),
                         device_total_ns=sum(per[region].values()),
+                        kernel_names=len(per[region]),
                     )
                 )
-                detail.append(", ".join(names[region][:4]))
+                detail.append(
+                    f"{len(per[region])} kernel{'s' if len(per[region]) != 1 else ''}: " + ", ".join(names[region][:4])
+                )
             else:
                 values.append(None)
                 detail.append("")
         kernel_rows.append(CompareRow(region, "kernels", values, detail))
 
-    def change(row: CompareRow, metric: str) -> int:
-        values = row.metric(metric)
-        return max(abs(v - values[0]) for v in values)
-
-    def order(row: CompareRow) -> tuple[int, int, str]:
-        # largest change of the primary metric first; CPU time breaks ties
-        return (-change(row, primary), -change(row, "cpu_total_ns"), row.key)
-
-    rows.sort(key=order)
-    regions.sort(key=order)
-    kernel_rows.sort(key=order)
+    comparison_rows = (rows, regions, kernel_rows)
+    sort_rows(comparison_rows, primary)
     device_label = next((a.op_table().device_label for a in analyses if a.op_table().total_self_device > 0), "DEVICE")
     return Comparison(labels, rows, regions, kernel_rows, primary, device_label, [a.trace.synthetic for a in analyses])
+
+
+def _change(row: CompareRow, metric: str) -> int:
+    values = row.metric(metric)
+    return max(abs(v - values[0]) for v in values)
+
+
+def sort_rows(lists: tuple[list[CompareRow], ...], metric: str) -> None:
+    """Largest change of ``metric`` first; CPU time, then the name, break ties."""
+    for rows in lists:
+        rows.sort(key=lambda row: (-_change(row, metric), -_change(row, "cpu_total_ns"), row.key))
+
+
+def with_metric(comparison: Comparison, metric: str) -> Comparison:
+    """The same comparison ordered by another metric (one of ``METRICS``)."""
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; one of {', '.join(METRICS)}")
+    copy = msgspec.structs.replace(
+        comparison, rows=list(comparison.rows), regions=list(comparison.regions), kernels=list(comparison.kernels)
+    )
+    copy.primary = metric
+    sort_rows((copy.rows, copy.regions, copy.kernels), metric)
+    return copy

@@ -161,11 +161,12 @@ def chain_document(chain: Chain) -> ChainOut:
 
 
 class FiguresOut(msgspec.Struct):
-    calls: int
+    calls: int  # op calls; device launches in ``kernels``
     self_cpu_us: float
     cpu_total_us: float
     self_device_us: float
     device_total_us: float
+    dispatch_us: float = 0.0  # summed host dispatch: op start → its first own runtime call
 
 
 class CompareRowOut(msgspec.Struct, omit_defaults=True):
@@ -183,7 +184,7 @@ class CompareOut(msgspec.Struct):
 
     variants: list[str]
     baseline: str
-    metric: str  # device_total_us or cpu_total_us
+    metric: str  # device_total_us, self_cpu_us, cpu_total_us or dispatch_us (--metric)
     regions: list[CompareRowOut]
     kernels: list[CompareRowOut]
     ops: list[CompareRowOut]
@@ -194,7 +195,12 @@ def figures_document(value: Figures | None) -> FiguresOut | None:
     if value is None:
         return None
     return FiguresOut(
-        value.calls, us(value.self_cpu_ns), us(value.cpu_total_ns), us(value.self_device_ns), us(value.device_total_ns)
+        value.calls,
+        us(value.self_cpu_ns),
+        us(value.cpu_total_ns),
+        us(value.self_device_ns),
+        us(value.device_total_ns),
+        us(value.dispatch_ns),
     )
 
 
