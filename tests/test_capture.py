@@ -247,3 +247,20 @@ def test_neuron_activity_prefers_the_neuron_spelling() -> None:
     assert neuron_capture_notes({"XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1"}) == []
     (note,) = neuron_capture_notes({"XLA_IR_DEBUG": "1"})
     assert note.startswith("XLA_HLO_DEBUG not set")
+
+
+def test_parity_check_sees_two_nanoseconds() -> None:
+    """The stored key_averages() figures agree to the nanosecond; a 2 ns difference in
+    one op's Self CPU is a mismatch."""
+    import msgspec
+
+    folder = SAMPLES / "cpu_rmsnorm_session"
+    manifest = read_manifest(folder)
+    variant = manifest.ok_variants()[0]
+    analysis = Analysis(load_source(discover(folder).sources[0]))
+    assert not check_parity(analysis, variant.reference)
+    rows = [msgspec.structs.replace(r) for r in variant.reference]
+    target = next(r for r in rows if r.self_cpu_us > 0)
+    target.self_cpu_us += 0.002
+    (problem,) = check_parity(analysis, rows)
+    assert problem.field == "self_cpu_us" and problem.key.startswith(target.name)

@@ -2,7 +2,7 @@
 
 Each test runs a small workload under torch.profiler on the CPU, keeps
 prof.key_averages() from memory, exports the trace, loads it with trnscope and
-requires equal call counts and Self CPU / CPU total within 1 % or 2 µs for every key,
+requires equal call counts and Self CPU / CPU total to the nanosecond for every key,
 with no key missing or extra.
 """
 
