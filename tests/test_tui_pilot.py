@@ -544,3 +544,31 @@ async def test_compare_filter_metric_and_python_rows() -> None:
         assert "no rows match" in str(compare.query_one("#compare-info").render())
         await press(pilot, "escape")  # clears the filter, stays on the compare view
         assert app.screen is compare and compare.filter_text == "" and compare.shown_rows
+
+
+async def test_resize_lays_the_table_out_again_and_columns_can_be_chosen() -> None:
+    app = TrnscopeApp([str(TRN)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot)
+        ops = app.screen
+        assert isinstance(ops, OpsScreen)
+        view = ops.query_one(VirtualTable)
+        keys = lambda: [c.key for c in view.model.columns]  # noqa: E731
+        assert "share" not in keys() and "cpu_avg" not in keys()
+        await pilot.resize_terminal(140, 30)
+        await settle(pilot)
+        assert "share" in keys() and "cpu_avg" in keys()  # no key pressed
+        await pilot.resize_terminal(100, 30)
+        await settle(pilot)
+        assert "share" in keys() and "cpu_avg" not in keys()
+        # the chooser: CPU avg on, share off, at this width
+        await press(pilot, "o")
+        assert isinstance(app.screen, PickScreen)
+        items = app.screen.items
+        await press(pilot, *["down"] * next(i for i, t in enumerate(items) if "CPU avg" in t), "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, PickScreen)  # stays open for the next toggle
+        items = app.screen.items
+        await press(pilot, *["down"] * next(i for i, t in enumerate(items) if "share" in t), "enter", "escape")
+        assert app.screen is ops
+        assert "cpu_avg" in keys() and "share" not in keys()

@@ -21,9 +21,15 @@ async def wait_loaded(pilot: Any, timeout: float = 60.0) -> None:
 
 async def settle(pilot: Any) -> None:
     """Let thread workers finish and their results reach the screen."""
+    from textual.worker import WorkerCancelled
+
     app = pilot.app
     for _ in range(3):
-        await app.workers.wait_for_complete()
+        try:
+            await app.workers.wait_for_complete()
+        except WorkerCancelled:  # an exclusive worker replaced by a newer one (a resize)
+            await pilot.pause(0.05)
+            await app.workers.wait_for_complete()
         await pilot.pause(0.05)
     await pilot.wait_for_scheduled_animations()
     await pilot.pause(0.05)

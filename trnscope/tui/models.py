@@ -9,7 +9,7 @@ the screens in thread workers.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from rich.text import Text
@@ -58,6 +58,7 @@ class OpViewState:
     hide_python: bool = False
     hide_annotations: bool = False
     step: int = -1
+    columns: dict[str, bool] = field(default_factory=dict)  # the column chooser's overrides: key → shown
 
 
 OP_SORT_KEYS = ("self_device", "device_total", "self_cpu", "cpu_total", "calls", "cpu_avg", "device_avg", "name")
@@ -107,32 +108,45 @@ def kernel_order(table: KernelTable, state: OpViewState) -> np.ndarray:
     return order[mask[order]]
 
 
-def op_model(table: OpTable, order: np.ndarray, state: OpViewState, width: int) -> TableModel:
+def op_columns(table: OpTable, width: int) -> list[tuple[str, Column, bool]]:
+    """Every column the op table can show, in order, and whether the width shows it by
+    default (breakpoints: the share bar from 96 columns, averages and shares of the
+    total from 130).  The column chooser overrides either way."""
     device = table.device_label
+    has_device = table.total_self_device > 0 or bool(table.device_total.any())
+    wide = width >= 130
+    out: list[tuple[str, Column, bool]] = []
+    if table.group_by == "shape":
+        out.append(("shape", Column("shape", "Input shapes", 18 if wide else 12, "left"), True))
+    if table.group_by == "stack":
+        out.append(("stack", Column("stack", "Stack", 30 if wide else 14, "left"), True))
+    out += [
+        ("calls", Column("calls", "Calls", 7), True),
+        ("self_cpu", Column("self_cpu", "Self CPU", 9), True),
+        ("self_cpu_pct", Column("self_cpu_pct", "CPU %", 6), wide),
+        ("cpu_total", Column("cpu_total", "CPU tot", 8), True),
+        ("cpu_avg", Column("cpu_avg", "CPU avg", 8), wide),
+    ]
+    if has_device:
+        out += [
+            ("self_device", Column("self_device", f"Self {device[:4]}", 10), True),
+            ("self_device_pct", Column("self_device_pct", f"{device[:4]} %", 6), wide),
+            ("device_total", Column("device_total", f"{device[:4]} tot", 10), True),
+            ("device_avg", Column("device_avg", f"{device[:4]} avg", 9), wide),
+        ]
+    out.append(("share", Column("share", "share", 8 if wide else 6, "left"), width >= 96))
+    return out
+
+
+def op_model(table: OpTable, order: np.ndarray, state: OpViewState, width: int) -> TableModel:
     has_device = table.total_self_device > 0 or bool(table.device_total.any())
     total_cpu = max(table.total_self_cpu, 1)
     total_dev = max(table.device_share_base, table.total_self_device, 1)
     sort_key = state.sort_key or default_op_sort_of(table)
-    wide = width >= 130
     columns = [Column("name", "Name", 16, "left", flex=True)]
-    if table.group_by == "shape":
-        columns.append(Column("shape", "Input shapes", 18 if wide else 12, "left"))
-    if table.group_by == "stack":
-        columns.append(Column("stack", "Stack", 30 if wide else 14, "left"))
-    columns.append(Column("calls", "Calls", 7))
-    columns.append(Column("self_cpu", "Self CPU", 9))
-    if wide:
-        columns.append(Column("self_cpu_pct", "CPU %", 6))
-    columns.append(Column("cpu_total", "CPU tot", 8))
-    if wide:
-        columns.append(Column("cpu_avg", "CPU avg", 8))
-    if has_device:
-        columns.append(Column("self_device", f"Self {device[:4]}", 10))
-        if wide:
-            columns.append(Column("self_device_pct", f"{device[:4]} %", 6))
-        columns.append(Column("device_total", f"{device[:4]} tot", 10))
-        if wide:
-            columns.append(Column("device_avg", f"{device[:4]} avg", 9))
+    for key, column, shown_by_width in op_columns(table, width):
+        if state.columns.get(key, shown_by_width):
+            columns.append(column)
     share_column = (
         sort_key
         if sort_key in ("self_device", "device_total", "self_cpu", "cpu_total")
@@ -140,8 +154,6 @@ def op_model(table: OpTable, order: np.ndarray, state: OpViewState, width: int) 
     )
     share_values = getattr(table, share_column)
     share_max = max(int(np.max(share_values)) if len(table) else 1, 1)
-    if width >= 96:
-        columns.append(Column("share", "share", 8 if wide else 6, "left"))
 
     def cells(g: int) -> list[str | Text]:
         calls = max(int(table.calls[g]), 1)

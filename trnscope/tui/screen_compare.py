@@ -74,6 +74,10 @@ class CompareScreen(ExplorerScreen):
         self._show()
         self.query_one(VirtualTable).focus()
 
+    def on_resize(self) -> None:
+        if self.is_mounted:
+            self.call_after_refresh(self._show)
+
     def _rows(self) -> list[CompareRow]:
         return self.shown_rows
 

@@ -67,6 +67,8 @@ class DrillScreen(ExplorerScreen):
 
     def on_resize(self) -> None:
         self._set_layout()
+        if self.chain is not None:  # the chain's columns depend on the width
+            self.call_after_refresh(self._draw_chain)
 
     def _set_layout(self) -> None:
         body = self.query_one("#drill-body", Container)

@@ -29,6 +29,7 @@ from trnscope.tui.models import (
     OpViewState,
     kernel_model,
     kernel_order,
+    op_columns,
     op_model,
     op_order,
 )
@@ -110,6 +111,7 @@ class OpsScreen(ExplorerScreen):
         Binding("r", "reverse", "Reverse", show=False, tooltip="reverse the sort"),
         Binding("S", "sort(-1)", "Sort back", show=False, tooltip="sort by the previous column"),
         Binding("escape", "clear_filter", "Clear filter", show=False, tooltip="clear the filter"),
+        Binding("o", "columns", "Columns", show=False, tooltip="choose the columns shown (esc when done)"),
     ]
 
     def __init__(self, analysis: Analysis, ref: ProfileRef | None = None) -> None:
@@ -133,10 +135,37 @@ class OpsScreen(ExplorerScreen):
         self.query_one(VirtualTable).focus()
         self.rebuild()
 
+    def on_resize(self) -> None:
+        # columns are chosen by width (breakpoints): lay the table out again at once
+        if self._table is not None:
+            self.rebuild()
+            self._show_status()
+
+    def action_columns(self) -> None:
+        if self.state.mode != "ops" or self._table is None:
+            self.notify("the column chooser is for the op table")
+            return
+        width = self.query_one(VirtualTable).size.width or self.app.size.width
+        choices = op_columns(self._table, width)
+        items = [
+            f"[{'x' if self.state.columns.get(key, default) else ' '}] {column.title}"
+            for key, column, default in choices
+        ]
+
+        def chosen(index: int | None) -> None:
+            if index is None:
+                return
+            key, _column, default = choices[index]
+            self.state.columns[key] = not self.state.columns.get(key, default)
+            self.rebuild()
+            self.call_after_refresh(self.action_columns)  # stay in the chooser until esc
+
+        self.app.push_screen(PickScreen("columns (enter toggles, esc when done)", items), chosen)
+
     # -- building the table off the UI thread -------------------------------------
     @work(thread=True, exclusive=True, group="table", exit_on_error=False)
     def rebuild(self, keep: str | None = None) -> None:
-        state = OpViewState(**self.state.__dict__)
+        state = OpViewState(**{**self.state.__dict__, "columns": dict(self.state.columns)})
         table: OpTable | KernelTable
         if state.mode == "kernels":
             table = self.analysis.kernel_table(state.step)
