@@ -100,6 +100,24 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("text", "json"), default="text")
     _add_load_options(p)
 
+    p = sub.add_parser("diagnose", help="device busy / idle, host- or device-bound steps, ranked findings")
+    p.add_argument("path", metavar="PATH")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    _add_load_options(p)
+
+    p = sub.add_parser("timeline", help="the timeline as text: one lane per thread, stream or NeuronCore")
+    p.add_argument("path", metavar="PATH")
+    p.add_argument("--width", type=int, default=None, metavar="N", help="columns (default: the terminal's)")
+    p.add_argument(
+        "--from", dest="time_from", default=None, metavar="T", help="start, e.g. 1.5ms (from the trace start)"
+    )
+    p.add_argument("--to", dest="time_to", default=None, metavar="T", help="end, e.g. 3ms")
+    p.add_argument("--step", type=int, default=None, metavar="K", help="only ProfilerStep#K")
+    p.add_argument("--lanes", default=None, metavar="PATTERN", help="only lanes whose label matches this regex")
+    p.add_argument("--nested", action="store_true", help="host ops at every depth, not only the top level")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    _add_load_options(p)
+
     p = sub.add_parser("compare", help="compare two or three variants op by op")
     p.add_argument("paths", nargs="+", metavar="PATH", help="two or three traces, or one capture session")
     p.add_argument("--format", choices=("table", "csv", "json"), default="table")
@@ -231,6 +249,18 @@ def _cmd_chain(args: argparse.Namespace) -> int:
     return cmd_chain(args)
 
 
+def _cmd_diagnose(args: argparse.Namespace) -> int:
+    from trnscope.cli.diagnose import cmd_diagnose
+
+    return cmd_diagnose(args)
+
+
+def _cmd_timeline(args: argparse.Namespace) -> int:
+    from trnscope.cli.timeline import cmd_timeline
+
+    return cmd_timeline(args)
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
     from trnscope.cli.compare import cmd_compare
 
@@ -256,6 +286,8 @@ COMMANDS.update(
         "open": _cmd_open,
         "serve": _cmd_serve,
         "chain": _cmd_chain,
+        "diagnose": _cmd_diagnose,
+        "timeline": _cmd_timeline,
         "compare": _cmd_compare,
         "capture": _cmd_capture,
         "neuron-export": _cmd_neuron_export,

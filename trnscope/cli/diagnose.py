@@ -1,0 +1,69 @@
+"""``trnscope diagnose``: where the device is idle and why, as text or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from trnscope.cli.sources import open_sources
+from trnscope.cli.width import output_width
+from trnscope.core.analysis.contracts import encode
+from trnscope.core.analysis.diagnose import DiagnoseOut, diagnose
+from trnscope.core.base.text import safe_text
+from trnscope.core.base.units import fmt_time_ns
+from trnscope.core.opening.sources import Mode
+
+
+def render_diagnosis(doc: DiagnoseOut, width: int) -> str:
+    lines = [f"{safe_text(doc.source)}: diagnosis"]
+    if doc.devices:
+        lines.append("")
+        lines.append(f"{'device':<20} {'span':>12} {'busy':>12} {'idle':>12} {'idle %':>7}")
+        for d in doc.devices:
+            lines.append(
+                f"{safe_text(d.device)[:20]:<20} {fmt_time_ns(d.span_us * 1000):>12} {fmt_time_ns(d.busy_us * 1000):>12} "
+                f"{fmt_time_ns(d.idle_us * 1000):>12} {d.idle_pct:>6.1f}%"
+            )
+    else:
+        lines.append("no device work in this trace (CPU only)")
+    lines.append("")
+    lines.append(f"{'step':<20} {'wall':>12} {'host busy':>12} {'device busy':>12}  bound")
+    for s in doc.steps:
+        lines.append(
+            f"{safe_text(s.step)[:20]:<20} {fmt_time_ns(s.wall_us * 1000):>12} {fmt_time_ns(s.host_busy_us * 1000):>12} "
+            f"{fmt_time_ns(s.device_busy_us * 1000):>12}  {s.bound}"
+        )
+    lines.append("")
+    if not doc.findings:
+        lines.append("findings: none above their thresholds")
+    for i, f in enumerate(doc.findings, 1):
+        where = f"  [{safe_text(f.op)} #{f.instance}]" if f.op else ""
+        head = f"{i}. {f.severity.upper():<6} {f.kind}: {fmt_time_ns(f.evidence_us * 1000)}{where}"
+        lines.append(head)
+        lines += _wrap(safe_text(f.message), width - 3, "   ")
+    return "\n".join(lines) + "\n"
+
+
+def _wrap(text: str, width: int, indent: str) -> list[str]:
+    out, line = [], ""
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > max(width, 20):
+            out.append(indent + line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    if line:
+        out.append(indent + line)
+    return out
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    opened = open_sources(args, [args.path], Mode.ONE)
+    doc = diagnose(opened.analyses[0])
+    if args.format == "json":
+        sys.stdout.write(encode(doc) + "\n")
+    else:
+        sys.stdout.write(render_diagnosis(doc, output_width()))
+    sys.stdout.flush()
+    opened.finish()
+    return 0

@@ -1,0 +1,65 @@
+"""``trnscope timeline``: the timeline as text, for pipes and bug reports."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from trnscope.cli.sources import open_sources
+from trnscope.cli.width import output_width
+from trnscope.core.analysis.timeline import build_lanes, extent, parse_time, render_text, select_lanes
+from trnscope.core.base.errors import InputError
+from trnscope.core.base.text import safe_text
+from trnscope.core.base.units import fmt_time_short
+from trnscope.core.opening.sources import Mode
+
+
+def cmd_timeline(args: argparse.Namespace) -> int:
+    opened = open_sources(args, [args.path], Mode.ONE)
+    analysis = opened.analyses[0]
+    lanes = select_lanes(build_lanes(analysis, nested=args.nested), args.lanes)
+    if not lanes:
+        raise InputError(
+            "no lane matches" + (f" --lanes {args.lanes!r}" if args.lanes else " (the trace has no timed events)")
+        )
+    t0, t1 = extent(lanes)
+    origin = int(analysis.trace.events.ts.min()) if len(analysis.trace.events) else 0
+    if args.step is not None:
+        try:
+            step = analysis.steps()[analysis.step_index(args.step)]
+        except IndexError as error:
+            raise InputError(str(error)) from None
+        t0, t1 = step.start, step.end
+    try:
+        if args.time_from is not None:
+            t0 = origin + parse_time(args.time_from)
+        if args.time_to is not None:
+            t1 = origin + parse_time(args.time_to)
+    except ValueError as error:
+        raise InputError(str(error)) from None
+    if t1 <= t0:
+        raise InputError("--to must be after --from")
+    width = args.width or output_width()
+    if width < 40:
+        raise InputError("--width must be at least 40")
+    label_width = min(24, max(16, width // 5))
+    cells = width - label_width - 1
+    header = (
+        f"{safe_text(analysis.trace.label or analysis.trace.source)}  {fmt_time_short(t0 - origin)} → "
+        f"{fmt_time_short(t1 - origin)}  {fmt_time_short((t1 - t0) / cells)}/column, ▁…█ = busy share"
+    )
+    lines = [header[:width], *render_text(analysis, lanes, t0, t1, width, label_width)]
+    colour = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
+    out = "\n".join(safe_text(line) if not colour else _colour(line, label_width) for line in lines)
+    sys.stdout.write(out + "\n")
+    sys.stdout.flush()
+    opened.finish()
+    return 0
+
+
+def _colour(line: str, label_width: int) -> str:
+    """Busy cells in green when a terminal asks for colour (never in pipes)."""
+    if len(line) <= label_width + 1 or line[label_width] != "│":
+        return safe_text(line)
+    head, body = safe_text(line[: label_width + 1]), line[label_width + 1 :]
+    return head + "\x1b[32m" + body + "\x1b[0m"

@@ -1,0 +1,393 @@
+"""Why is it slow: device busy and idle time, host- or device-bound steps, and ranked
+findings with the evidence behind each.
+
+Definitions (the README's "Diagnosis" section says the same):
+
+* **device**: a GPU (trace ``pid`` of its streams) or a NeuronCore.  Its *span* runs
+  from the start of its first device event to the end of its last; *busy* is the
+  union of its device work (kernels, copies, NeuronCore executions — overlapping
+  streams count once; device annotations are not work); *idle* = span − busy.
+* **step**: a ``ProfilerStep#N`` (the whole trace when there is none).  *wall* is its
+  length; *host busy* the union of the ops on its thread inside it, less the time
+  spent waiting in synchronisations; *device busy* the union of all device work
+  inside it.  A step is *device-bound* when the device is busy at least half its
+  wall time, *host-bound* otherwise.
+* **findings**, ranked by ``evidence_us`` (the time each one accounts for, computed
+  from the events named in its message): device idle between launches, small-kernel
+  storms, synchronisations, long launch queues, a first NeuronCore execution much
+  slower than the rest, NeuronCore engines mostly idle inside executions, and
+  collectives taking most of the device time.
+"""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+import numpy as np
+
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.intervals import Union
+from trnscope.core.base.units import fmt_time_ns, us
+from trnscope.core.model.roles import Role, is_profiler_step
+
+SCHEMA_VERSION = 1
+SMALL_KERNEL_NS = 10_000
+LONG_QUEUE_NS = 50_000
+_SYNC = re.compile(
+    r"(cudaDeviceSynchronize|cudaStreamSynchronize|cudaEventSynchronize|hipDeviceSynchronize|hipStreamSynchronize"
+    r"|hipEventSynchronize|aten::item|aten::_local_scalar_dense|neuron::synchronize|synchronize\b|nrt_.*wait)",
+    re.IGNORECASE,
+)
+_COLLECTIVE = re.compile(
+    r"(nccl|rccl|allreduce|all_reduce|reduce_scatter|reducescatter|allgather|all_gather|alltoall|all_to_all"
+    r"|broadcast|c10d::|collective|record_param_comms)",
+    re.IGNORECASE,
+)
+_DEVICE_WORK = (int(Role.KERNEL), int(Role.MEMORY))
+
+
+class DeviceOut(msgspec.Struct):
+    device: str
+    span_us: float
+    busy_us: float
+    idle_us: float
+    idle_pct: float
+
+
+class StepOut(msgspec.Struct):
+    step: str
+    wall_us: float
+    host_busy_us: float
+    device_busy_us: float
+    bound: str  # "device" | "host"
+
+
+class FindingOut(msgspec.Struct):
+    kind: str
+    severity: str  # "high" | "medium" | "low" | "info"
+    message: str
+    op: str
+    instance: int  # the op instance it points at (0-based in time order), -1 when none
+    evidence_us: float
+    row: int = -1  # trace row of that instance (for the TUI; not part of the contract)
+
+
+class DiagnoseOut(msgspec.Struct):
+    """``trnscope diagnose --format json``."""
+
+    source: str
+    devices: list[DeviceOut]
+    steps: list[StepOut]
+    findings: list[FindingOut]
+    schema_version: int = SCHEMA_VERSION
+
+
+def device_lanes(analysis: Analysis) -> dict[str, np.ndarray]:
+    """Device name → its device-work rows, in start order."""
+    trace = analysis.trace
+    ev = trace.events
+    rows = np.flatnonzero(np.isin(ev.role, _DEVICE_WORK) & (ev.dur >= 0))
+    out: dict[str, list[int]] = {}
+    for thread in np.unique(ev.thread[rows]).tolist():
+        info = trace.threads[int(thread)]
+        if info.pid == "NeuronCore":
+            name = f"NeuronCore {info.tid.removeprefix('NC')}"
+        elif trace.device_kind == "neuron":
+            name = info.process_label or f"NeuronCore {info.pid}"
+        else:
+            kind = {"cuda": "GPU", "rocm": "GPU", "mtia": "MTIA", "xpu": "XPU"}.get(trace.device_kind, "device")
+            name = f"{kind} {info.pid}"
+        out.setdefault(name, []).extend(rows[ev.thread[rows] == thread].tolist())
+    return {name: np.array(sorted(r, key=lambda x: int(ev.ts[x])), dtype=np.int64) for name, r in sorted(out.items())}
+
+
+def _instance(analysis: Analysis, row: int) -> int:
+    """0-based position of ``row`` among the ops of the same name, in time order."""
+    ev = analysis.trace.events
+    same = np.flatnonzero((ev.name == ev.name[row]) & (ev.role == ev.role[row]))
+    return int(np.searchsorted(np.sort(ev.ts[same]), ev.ts[row]))
+
+
+def _op_name(analysis: Analysis, row: int) -> str:
+    return analysis.trace.names[int(analysis.trace.events.name[row])] if row >= 0 else ""
+
+
+def _severity(evidence: int, wall: int) -> str:
+    share = evidence / wall if wall else 0.0
+    return "high" if share >= 0.2 else "medium" if share >= 0.05 else "low"
+
+
+def _finding(
+    analysis: Analysis, kind: str, message: str, row: int, evidence: int, wall: int, severity: str = ""
+) -> FindingOut:
+    return FindingOut(
+        kind=kind,
+        severity=severity or _severity(evidence, wall),
+        message=message,
+        op=_op_name(analysis, row),
+        instance=_instance(analysis, row) if row >= 0 else -1,
+        evidence_us=us(evidence),
+        row=row,
+    )
+
+
+def _span(analysis: Analysis) -> tuple[int, int]:
+    ev = analysis.trace.events
+    timed = np.flatnonzero(ev.dur >= 0)
+    if timed.size == 0:
+        return 0, 0
+    return int(ev.ts[timed].min()), int((ev.ts[timed] + ev.dur[timed]).max())
+
+
+def diagnose(analysis: Analysis) -> DiagnoseOut:
+    trace = analysis.trace
+    ev = trace.events
+    links = analysis.links
+    first, last = _span(analysis)
+    wall = max(last - first, 1)
+    lanes = device_lanes(analysis)
+    devices: list[DeviceOut] = []
+    unions: dict[str, Union] = {}
+    for name, rows in lanes.items():
+        union = Union(ev.ts[rows], ev.ts[rows] + ev.dur[rows])
+        unions[name] = union
+        span = int(union.end[-1] - union.start[0]) if len(union) else 0
+        busy = union.length
+        devices.append(
+            DeviceOut(
+                name, us(span), us(busy), us(span - busy), round(100.0 * (span - busy) / span, 2) if span else 0.0
+            )
+        )
+    all_rows = np.concatenate(list(lanes.values())) if lanes else np.empty(0, np.int64)
+    all_device = Union(ev.ts[all_rows], ev.ts[all_rows] + ev.dur[all_rows])
+
+    host = np.flatnonzero((ev.role == int(Role.OP)) & links.in_tree & (ev.dur >= 0))
+    sync_name = np.array([bool(_SYNC.search(n)) for n in trace.names] or [False], dtype=bool)
+    host_like = np.isin(ev.role, [int(Role.OP), int(Role.RUNTIME), int(Role.DRIVER), int(Role.SYSTEM_RUNTIME)])
+    syncs = np.flatnonzero(host_like & sync_name[ev.name] & (ev.dur > 0))
+
+    steps: list[StepOut] = []
+    step_list = analysis.steps()
+    windows = [(s.name, s.start, s.end, int(ev.thread[s.row])) for s in step_list if is_profiler_step(s.name)]
+    if not windows:
+        main_thread = int(np.bincount(ev.thread[host]).argmax()) if host.size else -1
+        windows = [("whole trace", first, last, main_thread)]
+    host_total = 0
+    for name, start, end, thread in windows:
+        mine = host[(ev.thread[host] == thread) & (ev.ts[host] < end) & (ev.ts[host] + ev.dur[host] > start)]
+        busy_union = Union(np.maximum(ev.ts[mine], start), np.minimum(ev.ts[mine] + ev.dur[mine], end))
+        waits = syncs[(ev.thread[syncs] == thread) & (ev.ts[syncs] < end) & (ev.ts[syncs] + ev.dur[syncs] > start)]
+        wait_union = Union(np.maximum(ev.ts[waits], start), np.minimum(ev.ts[waits] + ev.dur[waits], end))
+        waited = sum(busy_union.covered(int(a), int(b)) for a, b in zip(wait_union.start, wait_union.end))
+        host_busy = busy_union.length - waited
+        host_total += host_busy
+        device_busy = all_device.covered(start, end)
+        length = max(end - start, 0)
+        steps.append(
+            StepOut(name, us(length), us(host_busy), us(device_busy), "device" if 2 * device_busy >= length else "host")
+        )
+
+    findings = _findings(analysis, lanes, unions, syncs, wall, host_total, all_device)
+    # time lost first; "info" findings (not a loss) after them
+    findings.sort(key=lambda f: (f.severity == "info", -f.evidence_us))
+    return DiagnoseOut(trace.label or trace.source, devices, steps, findings)
+
+
+def _launch_gaps(analysis: Analysis, rows: np.ndarray, union: Union) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The idle gaps of one device between its first and last work: (gap ns, the device
+    row that ends each gap, its launching op)."""
+    ev = analysis.trace.events
+    if len(union) < 2:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64)
+    gap = union.start[1:] - union.end[:-1]
+    starts = ev.ts[rows]
+    order = np.argsort(starts, kind="stable")
+    at = np.searchsorted(starts[order], union.start[1:])
+    after = rows[order][np.minimum(at, rows.size - 1)]
+    return gap, after, analysis.links.device_op[after]
+
+
+def _findings(
+    analysis: Analysis,
+    lanes: dict[str, np.ndarray],
+    unions: dict[str, Union],
+    syncs: np.ndarray,
+    wall: int,
+    host_total: int,
+    all_device: Union,
+) -> list[FindingOut]:
+    trace = analysis.trace
+    ev = trace.events
+    links = analysis.links
+    out: list[FindingOut] = []
+    device_busy = all_device.length
+    for name, rows in lanes.items():
+        union = unions[name]
+        span = int(union.end[-1] - union.start[0]) if len(union) else 0
+        idle = span - union.length
+        if span == 0:
+            continue
+        gap, after, ops = _launch_gaps(analysis, rows, union)
+        durations = ev.dur[rows]
+        small = durations < SMALL_KERNEL_NS
+        storm = rows.size >= 50 and small.mean() >= 0.5 and gap.size > 0
+        # each idle gap is told once: before a small kernel it is the storm's, else
+        # plain launch overhead — so the two findings' evidence adds up to the idle time
+        before_small = np.isin(after, rows[small]) if storm else np.zeros(gap.size, dtype=bool)
+        if storm:
+            evidence = int(gap[before_small].sum())
+            launching = links.device_op[rows[small]]
+            launching = launching[launching >= 0]
+            top = int(np.bincount(launching).argmax()) if launching.size else -1
+            out.append(
+                _finding(
+                    analysis,
+                    "small_kernels",
+                    f"{int(small.sum()):,} of {rows.size:,} device events on {name} run under "
+                    f"{SMALL_KERNEL_NS // 1000} µs; the device is idle {fmt_time_ns(evidence)} in the gaps before them — "
+                    "each launch costs more than its work: fuse them (torch.compile) or batch",
+                    top,
+                    evidence,
+                    wall,
+                )
+            )
+        rest = ~before_small
+        if idle >= 0.3 * span and rest.any():
+            evidence = int(gap[rest].sum())
+            loss = np.zeros(len(ev), dtype=np.int64)
+            blamed = rest & (ops >= 0)
+            np.add.at(loss, ops[blamed], gap[blamed])
+            top = int(loss.argmax()) if blamed.any() else -1
+            ratio = host_total / max(union.length, 1)
+            out.append(
+                _finding(
+                    analysis,
+                    "device_idle",
+                    f"{name} is idle {100 * idle / span:.0f}% of its {fmt_time_ns(span)} span; "
+                    f"{fmt_time_ns(evidence)} of it in {int(rest.sum()):,} gaps between launches"
+                    f"{' (besides the small-kernel gaps)' if storm else ''}; the host spends {ratio:.1f} µs per µs of "
+                    "device work — launch-bound: fuse ops, use torch.compile / CUDA graphs, or give each launch more work",
+                    top,
+                    evidence,
+                    wall,
+                )
+            )
+    if syncs.size:
+        waited = Union(ev.ts[syncs], ev.ts[syncs] + ev.dur[syncs])
+        if waited.length >= 0.05 * wall:
+            longest = int(syncs[np.argmax(ev.dur[syncs])])
+            names: dict[str, int] = {}
+            for r in syncs.tolist():
+                names[trace.names[int(ev.name[r])]] = names.get(trace.names[int(ev.name[r])], 0) + 1
+            listed = ", ".join(f"{n} ×{c}" for n, c in sorted(names.items(), key=lambda x: -x[1])[:3])
+            parent = int(links.raw_parent[longest])
+            out.append(
+                _finding(
+                    analysis,
+                    "synchronization",
+                    f"the host waited {fmt_time_ns(waited.length)} in {syncs.size:,} synchronisations ({listed}); "
+                    "while it waits nothing new is queued — sync once per step, avoid .item() / printing "
+                    "tensors inside the loop",
+                    parent if parent >= 0 and ev.role[parent] == int(Role.OP) else longest,
+                    waited.length,
+                    wall,
+                )
+            )
+    launched = np.flatnonzero(np.isin(ev.role, _DEVICE_WORK) & (links.device_launch >= 0))
+    if launched.size:
+        launch = links.device_launch[launched]
+        queue = ev.ts[launched] - (ev.ts[launch] + np.maximum(ev.dur[launch], 0))
+        deep = queue > LONG_QUEUE_NS
+        if deep.any():
+            q = Union((ev.ts[launch] + ev.dur[launch])[deep], ev.ts[launched][deep])
+            worst = int(launched[deep][np.argmax(queue[deep])])
+            out.append(
+                _finding(
+                    analysis,
+                    "long_queue",
+                    f"{int(deep.sum()):,} device events waited more than {LONG_QUEUE_NS // 1000} µs after their launch "
+                    f"(longest {fmt_time_ns(int(queue.max()))}): the host runs ahead of the device — device-bound; "
+                    "speed up the device work itself",
+                    int(links.device_op[worst]),
+                    q.length,
+                    wall,
+                    severity="info",
+                )
+            )
+    collective = np.array([bool(_COLLECTIVE.search(n)) for n in trace.names] or [False], dtype=bool)
+    all_rows = np.concatenate(list(lanes.values())) if lanes else np.empty(0, np.int64)
+    comm = all_rows[collective[ev.name[all_rows]]] if all_rows.size else all_rows
+    if comm.size and device_busy:
+        comm_union = Union(ev.ts[comm], ev.ts[comm] + ev.dur[comm])
+        if comm_union.length >= 0.3 * device_busy:
+            top = int(comm[np.argmax(ev.dur[comm])])
+            out.append(
+                _finding(
+                    analysis,
+                    "collectives",
+                    f"collectives take {fmt_time_ns(comm_union.length)}, {100 * comm_union.length / device_busy:.0f}% "
+                    "of the device's busy time — overlap communication with compute, or reduce how often it runs",
+                    int(links.device_op[top]),
+                    comm_union.length,
+                    wall,
+                )
+            )
+    out += _neuron_findings(analysis, wall)
+    return out
+
+
+def _neuron_findings(analysis: Analysis, wall: int) -> list[FindingOut]:
+    data, neuron = analysis.neuron_data, analysis.neuron
+    if data is None or neuron is None or not len(data.exec_system) or data.system is None:
+        return []
+    ev = analysis.trace.events
+    system = data.system
+    out: list[FindingOut] = []
+    duration = data.exec_host_end - data.exec_host_start
+    models = system.model_id[data.exec_system]
+    warmup_loss, warmup_row = 0, -1
+    for model in np.unique(models).tolist():
+        mine = np.flatnonzero(models == model)
+        if mine.size < 3:
+            continue
+        mine = mine[np.argsort(data.exec_host_start[mine], kind="stable")]
+        first, rest = int(duration[mine[0]]), np.median(duration[mine[1:]])
+        if first > 2 * rest and first - rest > 100_000 and first - rest > warmup_loss:
+            warmup_loss, warmup_row = int(first - rest), int(mine[0])
+    if warmup_row >= 0:
+        op = int(neuron.exec_op[warmup_row])
+        out.append(
+            _finding(
+                analysis,
+                "first_execution",
+                f"the first execution of {analysis.trace.names[int(ev.name[data.exec_rows[warmup_row]])]} takes "
+                f"{fmt_time_ns(int(duration[warmup_row]))}, {fmt_time_ns(warmup_loss)} more than the median of the rest "
+                "(NeuronCore start-up) — warm up before profiling, or profile a later execution (--profile-nth-exec=2)",
+                op if op >= 0 else -1,
+                warmup_loss,
+                wall,
+            )
+        )
+    compute = neuron.engine_busy[:, :5]
+    if compute.size:
+        share = compute.max(axis=1) / np.maximum(duration, 1)
+        idle = np.where(share < 0.5, duration * (1 - share), 0).astype(np.int64)
+        placed = neuron.exec_profile >= 0
+        idle = np.where(placed, idle, 0)
+        if idle.sum() > 0:
+            worst = int(np.argmax(idle))
+            op = int(neuron.exec_op[worst])
+            out.append(
+                _finding(
+                    analysis,
+                    "engines_idle",
+                    f"in {int((idle > 0).sum()):,} NeuronCore executions the busiest engine works under half the time; "
+                    f"{fmt_time_ns(int(idle.sum()))} of execution time has no engine near full — the core waits on DMA "
+                    "or semaphores: larger tiles, overlapped loads (NKI), or fewer, bigger graphs",
+                    op if op >= 0 else -1,
+                    int(idle.sum()),
+                    wall,
+                )
+            )
+    return out

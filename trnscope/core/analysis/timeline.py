@@ -1,0 +1,203 @@
+"""The timeline: one lane per host thread (its ops), per runtime thread, per device
+stream or NeuronCore, drawn as text at any zoom.
+
+Each lane keeps the union of its events (``intervals.Union``) and its rows sorted by
+start, so drawing a window of W cells costs O(W log n) per lane — nothing per event
+— and "what is under the cursor" is one binary search.  A cell's glyph says how much
+of its time the lane was busy: blank (idle), then ``▁▂▃▄▅▆▇█`` in eighths.
+"""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+import numpy as np
+
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.intervals import Union
+from trnscope.core.base.units import fmt_time_short
+from trnscope.core.model.roles import Role
+
+EIGHTHS = " ▁▂▃▄▅▆▇█"
+_RUNTIME = (int(Role.RUNTIME), int(Role.DRIVER), int(Role.SYSTEM_RUNTIME))
+_DEVICE = (int(Role.KERNEL), int(Role.MEMORY))
+MAX_NESTED = 4
+
+
+class Lane(msgspec.Struct):
+    label: str
+    kind: str  # "host" | "runtime" | "device"
+    rows: np.ndarray  # event rows, by start
+    starts: np.ndarray
+    ends: np.ndarray
+    union: Union
+    # longest event: how far back an event starting before t can still cover t
+    max_duration: int = 0
+
+
+def _lane(label: str, kind: str, analysis: Analysis, rows: np.ndarray) -> Lane:
+    ev = analysis.trace.events
+    rows = rows[np.argsort(ev.ts[rows], kind="stable")]
+    starts = ev.ts[rows].astype(np.int64)
+    ends = starts + np.maximum(ev.dur[rows], 0)
+    return Lane(
+        label,
+        kind,
+        rows,
+        starts,
+        ends,
+        Union(starts, ends),
+        int((ends - starts).max()) if rows.size else 0,
+    )
+
+
+def _op_depth(analysis: Analysis, rows: np.ndarray) -> np.ndarray:
+    """For each op row, how many op ancestors it has (annotations and Python frames
+    are not counted: nesting as the user wrote it)."""
+    ev = analysis.trace.events
+    parent = analysis.links.raw_parent
+    depth = np.zeros(rows.size, dtype=np.int64)
+    current = parent[rows]
+    for _ in range(256):
+        alive = current >= 0
+        if not alive.any():
+            break
+        is_op = np.zeros(rows.size, dtype=bool)
+        is_op[alive] = ev.role[current[alive]] == int(Role.OP)
+        depth += is_op
+        current = np.where(alive, parent[np.maximum(current, 0)], -1)
+    return depth
+
+
+def build_lanes(analysis: Analysis, nested: bool = False) -> list[Lane]:
+    """Host threads (ops; ``nested``: one sub-lane per op depth, up to four), their
+    runtime calls, then devices (streams, NeuronCores), in thread order."""
+    trace = analysis.trace
+    ev = trace.events
+    links = analysis.links
+    timed = ev.dur >= 0
+    lanes: list[Lane] = []
+    devices: list[Lane] = []
+    ops = np.flatnonzero((ev.role == int(Role.OP)) & links.in_tree & timed)
+    depth = _op_depth(analysis, ops) if nested and ops.size else np.zeros(ops.size, np.int64)
+    runtime = np.flatnonzero(np.isin(ev.role, _RUNTIME) & timed)
+    device = np.flatnonzero(np.isin(ev.role, _DEVICE) & timed)
+    order = sorted(
+        range(len(trace.threads)), key=lambda t: (trace.threads[t].is_device, trace.threads[t].sort_index, t)
+    )
+    for thread in order:
+        info = trace.threads[thread]
+        if info.is_device:
+            mine = device[ev.thread[device] == thread]
+            if mine.size:
+                devices.append(_lane(info.display, "device", analysis, mine))
+            continue
+        mine = ops[ev.thread[ops] == thread]
+        if mine.size:
+            if nested:
+                levels = depth[ev.thread[ops] == thread]
+                for level in range(min(int(levels.max()) + 1, MAX_NESTED)):
+                    chosen = mine[levels == level] if level < MAX_NESTED - 1 else mine[levels >= level]
+                    if chosen.size:
+                        lanes.append(_lane(f"{info.display} ·{level}", "host", analysis, chosen))
+            else:
+                lanes.append(_lane(info.display, "host", analysis, mine))
+        calls = runtime[ev.thread[runtime] == thread]
+        if calls.size:
+            label = info.display if not mine.size else f"{info.display} rt"
+            lanes.append(_lane(label, "runtime", analysis, calls))
+    return lanes + devices
+
+
+def select_lanes(lanes: list[Lane], pattern: str | None) -> list[Lane]:
+    if not pattern:
+        return lanes
+    try:
+        compiled = re.compile(pattern, re.IGNORECASE)
+    except re.error:
+        compiled = re.compile(re.escape(pattern), re.IGNORECASE)
+    return [lane for lane in lanes if compiled.search(lane.label)]
+
+
+def extent(lanes: list[Lane]) -> tuple[int, int]:
+    starts = [lane.union.start[0] for lane in lanes if len(lane.union)]
+    ends = [lane.union.end[-1] for lane in lanes if len(lane.union)]
+    return (int(min(starts)), int(max(ends))) if starts else (0, 1)
+
+
+def coverage(lane: Lane, t0: int, t1: int, cells: int, only: Union | None = None) -> np.ndarray:
+    """Busy share of each of ``cells`` equal slices of [t0, t1) (0..1)."""
+    edges = np.linspace(t0, t1, cells + 1).round().astype(np.int64)
+    union = only if only is not None else lane.union
+    if not len(union):
+        return np.zeros(cells)
+    covered = np.diff(union.covered_before(edges)).astype(np.float64)
+    return covered / np.maximum(np.diff(edges), 1)
+
+
+def glyphs(share: np.ndarray) -> str:
+    """Eighth blocks; any activity at all shows at least ▁ (a 10 ns kernel in a 1 ms
+    cell must not vanish)."""
+    level = np.ceil(np.clip(share, 0, 1) * 8).astype(np.int64)
+    return "".join(EIGHTHS[int(k)] for k in level)
+
+
+def under(lane: Lane, t: int) -> int:
+    """The innermost (latest-starting) event of the lane covering time ``t``, or -1."""
+    k = int(np.searchsorted(lane.starts, t, side="right")) - 1
+    best = -1
+    while k >= 0 and t - int(lane.starts[k]) <= lane.max_duration:
+        if lane.ends[k] > t:
+            best = int(lane.rows[k]) if best < 0 else best
+            return best
+        k -= 1
+    return best
+
+
+def axis(t0: int, t1: int, cells: int, origin: int) -> str:
+    """A tick line: labels of time since ``origin`` every ~16 cells."""
+    line = [" "] * cells
+    step = max(cells // 5, 12)
+    for at in range(0, cells - 6, step):
+        label = "|" + fmt_time_short(t0 + (t1 - t0) * at / cells - origin)
+        for i, ch in enumerate(label[: cells - at]):
+            line[at + i] = ch
+    return "".join(line)
+
+
+def lane_label(label: str, width: int) -> str:
+    """``label`` in ``width`` cells, its middle dropped: "thread 19392 (python3) rt"
+    keeps both the thread and the "rt" that says it is the runtime lane."""
+    if len(label) <= width:
+        return label
+    tail = max((width - 1) // 3, 3)
+    return label[: width - 1 - tail] + "…" + label[len(label) - tail :]
+
+
+def parse_time(text: str) -> int:
+    """``1.5ms`` / ``200us`` / ``3s`` / ``1500`` (µs) → ns."""
+    match = re.fullmatch(r"\s*(-?[\d.]+)\s*(ns|us|µs|ms|s)?\s*", text)
+    if not match:
+        raise ValueError(f"not a time: {text!r} (use e.g. 1.5ms, 200us, 3s)")
+    value = float(match.group(1))
+    scale = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000, None: 1_000}[match.group(2)]
+    return int(value * scale)
+
+
+def render_text(
+    analysis: Analysis,
+    lanes: list[Lane],
+    t0: int,
+    t1: int,
+    width: int,
+    label_width: int = 18,
+) -> list[str]:
+    """The timeline as plain lines, each within ``width`` columns: a time axis, then
+    one line per lane (label, then one glyph per cell)."""
+    cells = max(width - label_width - 1, 8)
+    origin = int(analysis.trace.events.ts.min()) if len(analysis.trace.events) else 0
+    lines = [" " * (label_width + 1) + axis(t0, t1, cells, origin)]
+    for lane in lanes:
+        lines.append(f"{lane_label(lane.label, label_width):<{label_width}}│" + glyphs(coverage(lane, t0, t1, cells)))
+    return lines
