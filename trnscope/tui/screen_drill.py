@@ -35,6 +35,7 @@ class DrillScreen(ExplorerScreen):
         Binding(
             "e", "toggle_context", "Context", tooltip="show or hide the op's parents and Python frames", show=False
         ),
+        Binding("T", "timeline", "Timeline", show=False, tooltip="this instance's chain on the timeline"),
     ]
 
     def __init__(self, analysis: Analysis, table: Any, group: int, kind: str = "ops", row: int | None = None) -> None:
@@ -190,6 +191,16 @@ class DrillScreen(ExplorerScreen):
 
     def action_back(self) -> None:
         self.app.pop_screen()
+
+    def action_timeline(self) -> None:
+        from trnscope.tui.screen_timeline import TimelineScreen
+
+        if self.chain is None:
+            return
+        rows = np.array(
+            [h.row for h in self.chain.hops if h.row >= 0 and h.kind not in ("parent", "python")], dtype=np.int64
+        )
+        self.app.push_screen(TimelineScreen(self.analysis, rows, f"{self.chain.op} #{self.chain.instance}"))
 
     def action_toggle_context(self) -> None:
         if self.chain is None:

@@ -112,6 +112,8 @@ class OpsScreen(ExplorerScreen):
         Binding("S", "sort(-1)", "Sort back", show=False, tooltip="sort by the previous column"),
         Binding("escape", "clear_filter", "Clear filter", show=False, tooltip="clear the filter"),
         Binding("o", "columns", "Columns", show=False, tooltip="choose the columns shown (esc when done)"),
+        Binding("T", "timeline", "Timeline", show=False, tooltip="timeline: lanes per thread, stream, NeuronCore"),
+        Binding("d", "diagnose", "Diagnose", show=False, tooltip="why is it slow: idle devices, bound steps, findings"),
     ]
 
     def __init__(self, analysis: Analysis, ref: ProfileRef | None = None) -> None:
@@ -140,6 +142,24 @@ class OpsScreen(ExplorerScreen):
         if self._table is not None:
             self.rebuild()
             self._show_status()
+
+    def action_timeline(self) -> None:
+        from trnscope.tui.screen_timeline import TimelineScreen
+
+        highlight = None
+        title = ""
+        table = self._table
+        index = self.query_one(VirtualTable).current_index
+        if self.state.mode == "ops" and table is not None and index >= 0:
+            rows = table.instances(index)
+            highlight = np.concatenate([rows, self.analysis.device_work(rows)])
+            title = table.name[index]
+        self.app.push_screen(TimelineScreen(self.analysis, highlight, title))
+
+    def action_diagnose(self) -> None:
+        from trnscope.tui.screen_diagnose import DiagnoseScreen
+
+        self.app.push_screen(DiagnoseScreen(self.analysis))
 
     def action_columns(self) -> None:
         if self.state.mode != "ops" or self._table is None:

@@ -253,21 +253,26 @@ def _findings(
                 )
             )
         rest = ~before_small
-        if idle >= 0.3 * span and rest.any():
+        if rest.any() and int(gap[rest].sum()) > 0:
             evidence = int(gap[rest].sum())
             loss = np.zeros(len(ev), dtype=np.int64)
             blamed = rest & (ops >= 0)
             np.add.at(loss, ops[blamed], gap[blamed])
             top = int(loss.argmax()) if blamed.any() else -1
             ratio = host_total / max(union.length, 1)
+            advice = (
+                f"the host spends {ratio:.1f} µs per µs of device work — launch-bound: fuse ops, use torch.compile / "
+                "CUDA graphs, or give each launch more work"
+                if idle >= 0.3 * span
+                else "the device is mostly busy; these gaps are where the host or a sync held it up"
+            )
             out.append(
                 _finding(
                     analysis,
                     "device_idle",
                     f"{name} is idle {100 * idle / span:.0f}% of its {fmt_time_ns(span)} span; "
                     f"{fmt_time_ns(evidence)} of it in {int(rest.sum()):,} gaps between launches"
-                    f"{' (besides the small-kernel gaps)' if storm else ''}; the host spends {ratio:.1f} µs per µs of "
-                    "device work — launch-bound: fuse ops, use torch.compile / CUDA graphs, or give each launch more work",
+                    f"{' (besides the small-kernel gaps)' if storm else ''}; {advice}",
                     top,
                     evidence,
                     wall,

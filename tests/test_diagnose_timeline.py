@@ -1,0 +1,244 @@
+"""Diagnosis and timeline: definitions checked on hand-built traces, the corpus and the
+SYNTHETIC Neuron sample."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import msgspec
+import numpy as np
+import pytest
+from tui_helpers import press, settle, wait_loaded
+
+from conftest import CORPUS, SAMPLES, requires_corpus
+from trnscope.cli.main import main
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.diagnose import DiagnoseOut, diagnose
+from trnscope.core.analysis.intervals import Union
+from trnscope.core.analysis.timeline import build_lanes, coverage, glyphs, parse_time, under
+from trnscope.core.formats import load_path
+from trnscope.testing.synth_neuron import SynthOptions, write_process_session
+
+CORPUS_TRACES = sorted(CORPUS.glob("*.json.gz")) if CORPUS.exists() else []
+
+
+def test_union_counts_overlap_once() -> None:
+    union = Union(np.array([0, 5, 20, 21]), np.array([10, 12, 25, 22]))
+    assert union.length == 12 + 5
+    assert union.covered(4, 22) == 8 + 2
+    starts, ends = union.gaps(0, 30)
+    assert list(zip(starts.tolist(), ends.tolist())) == [(12, 20), (25, 30)]
+
+
+def _trace(tmp_path: Path, events: list[dict]) -> Analysis:
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events, "baseTimeNanoseconds": 1_700_000_000_000_000_000}))
+    return Analysis(load_path(path))
+
+
+def _op(name: str, ts: float, dur: float, ext: int, tid: int = 1) -> dict:
+    return {
+        "ph": "X",
+        "cat": "cpu_op",
+        "name": name,
+        "pid": 1,
+        "tid": tid,
+        "ts": ts,
+        "dur": dur,
+        "args": {"External id": ext},
+    }
+
+
+def _launch(ts: float, dur: float, corr: int, ext: int) -> dict:
+    return {
+        "ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts, "dur": dur,
+        "args": {"correlation": corr, "External id": ext},
+    }  # fmt: skip
+
+
+def _kernel(name: str, ts: float, dur: float, corr: int, ext: int, stream: int = 7) -> dict:
+    return {
+        "ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream, "ts": ts, "dur": dur,
+        "args": {"correlation": corr, "External id": ext, "device": 0, "stream": stream},
+    }  # fmt: skip
+
+
+def test_diagnosis_definitions_on_a_hand_built_trace(tmp_path: Path) -> None:
+    """Two 100 µs kernels 400 µs apart (device idle 80% of its span), one overlapping
+    kernel on a second stream (counted once), a step of 1 ms."""
+    events = [
+        {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": "ProfilerStep#1",
+            "pid": 1,
+            "tid": 1,
+            "ts": 0,
+            "dur": 1000,
+            "args": {"External id": 1},
+        },
+        _op("aten::mm", 10, 50, 2),
+        _launch(20, 10, 100, 2),
+        _kernel("gemm", 100, 100, 100, 2),
+        _kernel("gemm_b", 150, 100, 101, 2, stream=8),
+        _op("aten::mm", 300, 60, 3),
+        _launch(310, 10, 102, 3),
+        _kernel("gemm", 600, 100, 102, 3),
+        _op("aten::item", 720, 200, 4),
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaStreamSynchronize",
+            "pid": 1,
+            "tid": 1,
+            "ts": 730,
+            "dur": 180,
+            "args": {"External id": 4},
+        },
+    ]
+    doc = diagnose(_trace(tmp_path, events))
+    (device,) = doc.devices
+    assert device.span_us == 600 and device.busy_us == 250 and device.idle_us == 350  # 100–250 ∪ 600–700
+    (step,) = doc.steps
+    assert step.wall_us == 1000 and step.device_busy_us == 250
+    # ops 10–60, 300–360, 720–920 = 310 µs, less the 200 µs spent in synchronisations
+    # (aten::item is one: it waits for the device; its cudaStreamSynchronize is inside it)
+    assert step.host_busy_us == 110 and step.bound == "host"
+    kinds = {f.kind: f for f in doc.findings}
+    assert kinds["device_idle"].evidence_us == 350 and kinds["device_idle"].op == "aten::mm"
+    assert kinds["device_idle"].instance == 1  # the launch after the gap is the second aten::mm
+    assert kinds["synchronization"].evidence_us == 200 and kinds["synchronization"].op == "aten::item"
+    assert doc.findings[0].evidence_us >= doc.findings[-1].evidence_us
+
+
+@requires_corpus
+@pytest.mark.parametrize("path", CORPUS_TRACES, ids=lambda p: p.name.split(".")[0])
+def test_diagnosis_explains_the_idle_time_of_every_corpus_trace(path: Path) -> None:
+    """The idle findings partition each device's idle time: their evidence adds up to
+    it exactly (one device per corpus trace)."""
+    doc = diagnose(Analysis(load_path(path)))
+    msgspec.json.decode(msgspec.json.encode(doc), type=DiagnoseOut)  # the contract round-trips
+    for device in doc.devices:
+        assert 0 <= device.busy_us <= device.span_us + 1e-3
+        assert device.idle_us == pytest.approx(device.span_us - device.busy_us, abs=2e-3)
+    if len(doc.devices) == 1:
+        explained = sum(f.evidence_us for f in doc.findings if f.kind in ("device_idle", "small_kernels"))
+        assert explained == pytest.approx(doc.devices[0].idle_us, abs=2e-3)
+    severities = [f.severity for f in doc.findings]
+    assert severities == sorted(severities, key=lambda s: s == "info")  # losses first
+
+
+@requires_corpus
+def test_h100_bert_is_launch_bound(capsys) -> None:
+    assert main(["diagnose", str(CORPUS / "tracelens_h100_bert_small.json.gz"), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc) == {"source", "devices", "steps", "findings", "schema_version"}
+    (device,) = doc["devices"]
+    assert device["busy_us"] == pytest.approx(309.437) and device["idle_pct"] > 90
+    assert doc["steps"][0]["bound"] == "host"
+    assert {f["kind"] for f in doc["findings"]} >= {"small_kernels", "device_idle"}
+    assert all(
+        set(f) == {"kind", "severity", "message", "op", "instance", "evidence_us", "row"} for f in doc["findings"]
+    )
+
+
+def test_neuron_sample_diagnosis_sees_idle_engines(capsys) -> None:
+    assert main(["diagnose", str(SAMPLES / "trn_synthetic_rmsnorm_session"), "--select", "eager"]) == 0
+    out = capsys.readouterr().out
+    assert "NeuronCore 0" in out and "engines_idle" in out
+
+
+def test_first_neuron_execution_outlier(tmp_path: Path) -> None:
+    """A first execution much longer than the rest (NeuronCore start-up, ~1 ms) is a
+    finding whose evidence is its excess over the median."""
+    write_process_session(tmp_path / "p", "compiled", exports=("json",), options=SynthOptions())
+    system = next((tmp_path / "p").rglob("system_profile.json"))
+    doc = json.loads(system.read_text())
+    runs = sorted((e for e in doc["trace_event"] if e["name"] == "nc_exec_running" and "stray" not in e["model_name"]),
+                  key=lambda e: e["timestamp"])  # fmt: skip
+    runs[0]["duration"] += 1_000_000
+    runs[0]["nc_stop_timestamp_ns"] += 1_000_000
+    system.write_text(json.dumps(doc))
+    analysis = Analysis(load_path(tmp_path / "p"))
+    finding = next(f for f in diagnose(analysis).findings if f.kind == "first_execution")
+    durations = sorted(int(e["duration"]) for e in runs[1:])
+    median = float(np.median(durations))
+    assert finding.evidence_us == pytest.approx((runs[0]["duration"] - median) / 1000, abs=1e-3)
+    assert finding.op == "Torch-Compiled Region: 0/0"
+
+
+def test_timeline_lanes_and_shading(tmp_path: Path) -> None:
+    analysis = Analysis(load_path(SAMPLES / "trn_synthetic_rmsnorm_session"))
+    lanes = build_lanes(analysis)
+    kinds = [lane.kind for lane in lanes]
+    assert kinds[0] == "host" and kinds[-1] == "device" and "runtime" in kinds
+    core = lanes[-1]
+    assert core.label.startswith("NC0")
+    # shading: a lane's coverage over the whole extent equals its busy share
+    t0, t1 = int(core.union.start[0]), int(core.union.end[-1])
+    share = coverage(core, t0, t1, 1)[0]
+    assert share == pytest.approx(core.union.length / (t1 - t0))
+    assert glyphs(np.array([0, 0.01, 0.5, 1.0])) == " ▁▄█"
+    row = under(core, int(core.starts[3]) + 1)
+    assert row == int(core.rows[3])
+    assert parse_time("1.5ms") == 1_500_000 and parse_time("200us") == 200_000 and parse_time("3") == 3_000
+
+
+@pytest.mark.parametrize("width", [60, 80, 132])
+def test_timeline_text_fits_and_has_no_escape_codes(width: int, capsys) -> None:
+    sample = SAMPLES / "trn_synthetic_rmsnorm_session"
+    assert main(["timeline", str(sample), "--width", str(width), "--step", "2"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert all(len(line) <= width for line in lines) and "\x1b" not in out
+    assert any(line.startswith("NC0") for line in lines) and "ProfilerStep" not in lines[0]
+    assert main(["timeline", str(sample), "--lanes", "^NC", "--from", "2ms", "--to", "3ms", "--width", "80"]) == 0
+    lanes = capsys.readouterr().out.splitlines()[2:]
+    assert len(lanes) == 1 and lanes[0].startswith("NC0")
+    assert main(["timeline", str(sample), "--lanes", "nothing-matches"]) == 2
+
+
+async def test_timeline_and_diagnosis_panes() -> None:
+    from trnscope.tui.app import TrnscopeApp
+    from trnscope.tui.screen_diagnose import DiagnoseScreen
+    from trnscope.tui.screen_drill import DrillScreen
+    from trnscope.tui.screen_timeline import TimelineScreen
+
+    app = TrnscopeApp([str(SAMPLES / "trn_synthetic_rmsnorm_session")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot)
+        ops = app.screen
+        await press(pilot, "T")
+        timeline = app.screen
+        assert isinstance(timeline, TimelineScreen)
+        await settle(pilot)
+        assert timeline.lanes and any(m is not None for m in timeline.marks)  # the selected op, highlighted
+        span = timeline.t1 - timeline.t0
+        await press(pilot, "plus")
+        assert timeline.t1 - timeline.t0 == pytest.approx(span / 2, rel=0.01)
+        t0 = timeline.t0
+        await press(pilot, "l")
+        assert timeline.t0 > t0
+        await press(pilot, "0", "right_square_bracket")
+        assert timeline.step == 0
+        body = str(timeline.query_one("#tl-body").render())
+        assert all(len(line) <= 80 for line in body.splitlines())
+        assert "@" in str(timeline.query_one("#tl-info").render())
+        await press(pilot, "escape")
+        assert app.screen is ops
+        await press(pilot, "d")
+        pane = app.screen
+        assert isinstance(pane, DiagnoseScreen)
+        await settle(pilot)
+        assert pane.doc is not None and pane.doc.findings
+        pointing = next(i for i, f in enumerate(pane.doc.findings) if f.row >= 0)
+        from trnscope.tui.vtable import VirtualTable
+
+        pane.query_one(VirtualTable).move_to(pointing)
+        await press(pilot, "enter")
+        assert isinstance(app.screen, DrillScreen)
+        await press(pilot, "T")
+        assert isinstance(app.screen, TimelineScreen)
+        await settle(pilot)
+        assert app.screen.highlight.size > 0

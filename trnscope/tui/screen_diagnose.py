@@ -1,0 +1,109 @@
+"""Diagnosis pane: devices busy / idle, steps host- or device-bound, and findings
+ranked by the time they account for; Enter on a finding drills into the op it
+points at."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import Footer, Static
+
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.chain import op_group_of_row
+from trnscope.core.analysis.diagnose import DiagnoseOut, diagnose
+from trnscope.core.base.text import safe_text
+from trnscope.core.base.units import fit_time_short, fmt_time_short
+from trnscope.tui.screen_base import ExplorerScreen
+from trnscope.tui.vtable import Column, TableModel, VirtualTable
+
+_SEVERITY = {"high": "bold red", "medium": "yellow", "low": "dim", "info": "cyan"}
+
+
+class DiagnoseScreen(ExplorerScreen):
+    BINDINGS = [Binding("escape", "back", "Back", tooltip="back")]
+
+    def __init__(self, analysis: Analysis) -> None:
+        super().__init__()
+        self.analysis = analysis
+        self.doc: DiagnoseOut | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="dg-summary")
+        yield VirtualTable(id="findings")
+        yield Static(id="dg-detail")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#dg-summary", Static).update(Text("diagnosing…", style="dim"))
+        self._run()
+
+    @work(thread=True, exclusive=True, group="diagnose", exit_on_error=False)
+    def _run(self) -> None:
+        doc = diagnose(self.analysis)
+        self.app.call_from_thread(self._show, doc)
+
+    def _show(self, doc: DiagnoseOut) -> None:
+        self.doc = doc
+        text = Text(no_wrap=True, overflow="ellipsis")
+        if self.analysis.trace.synthetic:
+            text.append(" SYNTHETIC ", style="bold reverse yellow")
+            text.append(" ")
+        text.append("diagnosis\n", style="bold")
+        for d in doc.devices[:4]:
+            text.append(
+                f"{safe_text(d.device)}: busy {fmt_time_short(d.busy_us * 1000)} of "
+                f"{fmt_time_short(d.span_us * 1000)}, idle {d.idle_pct:.0f}%\n"
+            )
+        if not doc.devices:
+            text.append("no device work (CPU only)\n", style="dim")
+        bound = sum(1 for s in doc.steps if s.bound == "host")
+        text.append(f"{len(doc.steps)} steps: {bound} host-bound, {len(doc.steps) - bound} device-bound", style="dim")
+        self.query_one("#dg-summary", Static).update(text)
+        findings = doc.findings
+
+        def cells(i: int) -> list[str | Text]:
+            f = findings[i]
+            return [
+                Text(f.severity, style=_SEVERITY.get(f.severity, "")),
+                fit_time_short(f.evidence_us * 1000, 9),
+                f.kind,
+                Text(f"{f.op} #{f.instance}" if f.op else "—", style="" if f.op else "dim"),
+            ]
+
+        columns = [
+            Column("severity", "Severity", 8, "left"),
+            Column("evidence", "Evidence", 9),
+            Column("kind", "Finding", 16, "left"),
+            Column("op", "Op (⏎ drills in)", 16, "left", flex=True),
+        ]
+        view = self.query_one("#findings", VirtualTable)
+        view.set_model(TableModel(columns, len(findings), cells))
+        view.focus()
+        if not findings:
+            self.query_one("#dg-detail", Static).update(Text("no finding above its threshold", style="dim"))
+
+    def on_virtual_table_cursor_moved(self, message: VirtualTable.CursorMoved) -> None:
+        if self.doc is None or not 0 <= message.index < len(self.doc.findings):
+            return
+        finding = self.doc.findings[message.index]
+        self.query_one("#dg-detail", Static).update(Text(safe_text(finding.message)))
+
+    def on_virtual_table_selected(self, message: VirtualTable.Selected) -> None:
+        if self.doc is None or not 0 <= message.index < len(self.doc.findings):
+            return
+        finding = self.doc.findings[message.index]
+        if finding.row < 0:
+            self.notify("this finding points at no op")
+            return
+        group = op_group_of_row(self.analysis, finding.row)
+        if group is None:
+            self.notify(f"{finding.op!r} is not in the op table")
+            return
+        from trnscope.tui.screen_drill import DrillScreen
+
+        self.app.push_screen(DrillScreen(self.analysis, self.analysis.op_table(), group, row=finding.row))
+
+    def action_back(self) -> None:
+        self.app.pop_screen()

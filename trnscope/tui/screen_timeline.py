@@ -1,0 +1,228 @@
+"""Timeline pane: lanes per host thread, runtime thread, stream / NeuronCore, drawn
+from precomputed interval unions — the cost of a keypress is the visible cells, not
+the events."""
+
+from __future__ import annotations
+
+import numpy as np
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import Footer, Static
+
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.intervals import Union
+from trnscope.core.analysis.timeline import Lane, axis, build_lanes, coverage, extent, glyphs, lane_label, under
+from trnscope.core.base.text import safe_text
+from trnscope.core.base.units import fmt_time_short
+from trnscope.tui.screen_base import ExplorerScreen
+
+LABEL_WIDTH = 16
+_STYLE = {"host": "yellow", "runtime": "cyan", "device": "green"}
+
+
+class TimelineScreen(ExplorerScreen):
+    BINDINGS = [
+        Binding("escape", "back", "Back", tooltip="back"),
+        Binding("plus,equals_sign", "zoom(0.5)", "Zoom+", key_display="+", tooltip="zoom in around the cursor"),
+        Binding("minus", "zoom(2)", "Zoom-", key_display="-", tooltip="zoom out"),
+        Binding("h", "pan(-1)", "◀", show=False, tooltip="pan left a quarter window"),
+        Binding("l", "pan(1)", "▶", show=False, tooltip="pan right a quarter window"),
+        Binding("left", "cursor(-1)", "", show=False, tooltip="move the time cursor left"),
+        Binding("right", "cursor(1)", "", show=False, tooltip="move the time cursor right"),
+        Binding("j,down", "lane(1)", "", show=False, tooltip="next lane"),
+        Binding("k,up", "lane(-1)", "", show=False, tooltip="previous lane"),
+        Binding("0", "fit", "Fit", tooltip="the whole trace"),
+        Binding(
+            "left_square_bracket", "step(-1)", "Step-", key_display="[", show=False, tooltip="previous ProfilerStep"
+        ),
+        Binding("right_square_bracket", "step(1)", "Step+", key_display="]", show=False, tooltip="next ProfilerStep"),
+        Binding("n", "nested", "Nesting", show=False, tooltip="host ops: top level only ↔ one lane per depth"),
+    ]
+
+    def __init__(self, analysis: Analysis, highlight: np.ndarray | None = None, title: str = "") -> None:
+        """``highlight``: rows to mark across lanes (an op's chain: the op, its runtime
+        calls, its device work)."""
+        super().__init__()
+        self.analysis = analysis
+        self.highlight = np.asarray(highlight if highlight is not None else [], dtype=np.int64)
+        self.title_text = title
+        self.lanes: list[Lane] = []
+        self.marks: list[Union | None] = []
+        self.nested = False
+        self.t0 = self.t1 = 0
+        self.cursor = 0  # cell
+        self.lane = 0  # selected lane
+        self.top = 0  # first lane shown
+        self.step = -1
+        self.origin = int(analysis.trace.events.ts.min()) if len(analysis.trace.events) else 0
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="tl-title")
+        yield Static(id="tl-body")
+        yield Static(id="tl-info")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#tl-title", Static).update(Text("timeline: building lanes…", style="dim"))
+        self._build()
+
+    @work(thread=True, exclusive=True, group="timeline", exit_on_error=False)
+    def _build(self) -> None:
+        lanes = build_lanes(self.analysis, nested=self.nested)
+        marks: list[Union | None] = []
+        for lane in lanes:
+            mine = lane.rows[np.isin(lane.rows, self.highlight)] if self.highlight.size else lane.rows[:0]
+            ev = self.analysis.trace.events
+            marks.append(Union(ev.ts[mine], ev.ts[mine] + np.maximum(ev.dur[mine], 0)) if mine.size else None)
+        self.app.call_from_thread(self._ready, lanes, marks)
+
+    def _ready(self, lanes: list[Lane], marks: list[Union | None]) -> None:
+        self.lanes, self.marks = lanes, marks
+        if self.t1 <= self.t0:
+            self.t0, self.t1 = extent(lanes)
+            if self.highlight.size:  # open on the highlighted work, with some context
+                ev = self.analysis.trace.events
+                a = int(ev.ts[self.highlight].min())
+                b = int((ev.ts[self.highlight] + np.maximum(ev.dur[self.highlight], 0)).max())
+                pad = max((b - a) // 2, 1_000)
+                self.t0, self.t1 = a - pad, b + pad
+                self.lane = next((i for i, m in enumerate(marks) if m is not None), 0)
+            self.cursor = self._cells() // 2
+        self.refresh_view()
+
+    def on_resize(self) -> None:
+        self.refresh_view()
+
+    # -- drawing ----------------------------------------------------------------
+    def _cells(self) -> int:
+        return max((self.size.width or self.app.size.width) - LABEL_WIDTH - 1, 8)
+
+    def _rows_visible(self) -> int:
+        return max((self.size.height or self.app.size.height) - 5, 1)
+
+    def _time_at(self, cell: int) -> int:
+        return int(self.t0 + (self.t1 - self.t0) * (cell + 0.5) / self._cells())
+
+    def refresh_view(self) -> None:
+        if not self.lanes:
+            return
+        cells = self._cells()
+        self.cursor = max(0, min(self.cursor, cells - 1))
+        visible = self._rows_visible()
+        self.lane = max(0, min(self.lane, len(self.lanes) - 1))
+        if self.lane < self.top:
+            self.top = self.lane
+        elif self.lane >= self.top + visible:
+            self.top = self.lane - visible + 1
+        body = Text(no_wrap=True, overflow="crop")
+        body.append(" " * (LABEL_WIDTH + 1) + axis(self.t0, self.t1, cells, self.origin) + "\n", style="dim")
+        for index in range(self.top, min(self.top + visible, len(self.lanes))):
+            lane = self.lanes[index]
+            label = lane_label(safe_text(lane.label), LABEL_WIDTH)
+            body.append(f"{label:<{LABEL_WIDTH}}", style="bold reverse" if index == self.lane else "bold")
+            body.append("│", style="dim")
+            shares = coverage(lane, self.t0, self.t1, cells)
+            marked = self.marks[index]
+            mark = coverage(lane, self.t0, self.t1, cells, only=marked) if marked is not None else None
+            line = glyphs(shares)
+            for cell, ch in enumerate(line):
+                style = _STYLE[lane.kind]
+                if mark is not None and mark[cell] > 0:
+                    style = "bold magenta"
+                if cell == self.cursor:
+                    style += " reverse"
+                    ch = ch if ch != " " else "·"
+                body.append(ch, style=style)
+            body.append("\n")
+        self.query_one("#tl-body", Static).update(body)
+        self._title()
+        self._info()
+
+    def _title(self) -> None:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        if self.analysis.trace.synthetic:
+            text.append(" SYNTHETIC ", style="bold reverse yellow")
+            text.append(" ")
+        text.append("timeline ", style="bold")
+        if self.title_text:
+            text.append(safe_text(self.title_text) + " ", style="bold magenta")
+        span = self.t1 - self.t0
+        text.append(
+            f"{fmt_time_short(self.t0 - self.origin)} → {fmt_time_short(self.t1 - self.origin)} · "
+            f"{fmt_time_short(span / self._cells())}/col · {len(self.lanes)} lanes",
+            style="dim",
+        )
+        self.query_one("#tl-title", Static).update(text)
+
+    def _info(self) -> None:
+        lane = self.lanes[self.lane]
+        t = self._time_at(self.cursor)
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(f"@{fmt_time_short(t - self.origin)}  ", style="bold")
+        text.append(f"{safe_text(lane.label)}: ", style=_STYLE[lane.kind])
+        row = under(lane, t)
+        if row < 0:
+            text.append("idle", style="dim")
+        else:
+            ev = self.analysis.trace.events
+            text.append(safe_text(self.analysis.trace.names[int(ev.name[row])]), style="bold")
+            text.append(f"  {fmt_time_short(max(int(ev.dur[row]), 0))}", style="dim")
+        cells = self._cells()
+        busy = coverage(lane, self.t0, self.t1, 1)[0] if cells else 0.0
+        text.append(f"  · lane busy {100 * busy:.0f}% of the window", style="dim")
+        self.query_one("#tl-info", Static).update(text)
+
+    # -- keys -----------------------------------------------------------------------
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+    def action_zoom(self, factor: float) -> None:
+        center = self._time_at(self.cursor)
+        span = max(int((self.t1 - self.t0) * factor), 100)
+        share = (self.cursor + 0.5) / self._cells()
+        self.t0 = int(center - span * share)
+        self.t1 = self.t0 + span
+        self.refresh_view()
+
+    def action_pan(self, direction: int) -> None:
+        shift = (self.t1 - self.t0) // 4 * direction
+        self.t0 += shift
+        self.t1 += shift
+        self.refresh_view()
+
+    def action_cursor(self, delta: int) -> None:
+        cells = self._cells()
+        if 0 <= self.cursor + delta < cells:
+            self.cursor += delta
+        else:  # at an edge: the window follows the cursor
+            self.action_pan(1 if delta > 0 else -1)
+            return
+        self.refresh_view()
+
+    def action_lane(self, delta: int) -> None:
+        self.lane += delta
+        self.refresh_view()
+
+    def action_fit(self) -> None:
+        self.t0, self.t1 = extent(self.lanes)
+        self.step = -1
+        self.refresh_view()
+
+    def action_step(self, delta: int) -> None:
+        steps = self.analysis.steps()
+        if not steps:
+            self.notify("this trace has no ProfilerStep")
+            return
+        self.step = (
+            max(0, min(self.step + delta, len(steps) - 1)) if self.step >= 0 else (0 if delta > 0 else len(steps) - 1)
+        )
+        chosen = steps[self.step]
+        self.t0, self.t1 = chosen.start, max(chosen.end, chosen.start + 1)
+        self.notify(chosen.name, timeout=2)
+        self.refresh_view()
+
+    def action_nested(self) -> None:
+        self.nested = not self.nested
+        self._build()
