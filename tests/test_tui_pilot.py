@@ -202,7 +202,12 @@ async def test_compare_keys() -> None:
         assert compare.view == "ops"
         await press(pilot, "v")
         assert compare.view == "kernels"
-        await press(pilot, "v", "2")
+        await press(pilot, "v")
+        assert compare.view == "diagnosis"
+        view = compare.query_one(VirtualTable)
+        assert view.model.size == 4 and "launches / step" in view.model.cells(2)[0]
+        assert view.model.cells(2)[1:] == ["6", "1", "1"]  # eager launches six NEFFs a step, the others one
+        await press(pilot, "v", "v", "2")
         assert compare.side == 1
         await press(pilot, "1")
         assert compare.side == 0

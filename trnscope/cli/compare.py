@@ -100,6 +100,20 @@ def render_table(comparison: Comparison, limit: int, width: int) -> str:
         + f"  (baseline: {safe_text(baseline)})"
     )
     console.print()
+    if comparison.diagnosis:
+        t = Table(
+            title="Diagnosis (trnscope diagnose)", title_justify="left", box=None, show_edge=False, header_style="bold"
+        )
+        t.add_column("", no_wrap=True)
+        for label in comparison.labels:
+            t.add_column(safe_text(label), justify="right", no_wrap=True)
+        d = comparison.diagnosis
+        t.add_row("device idle", *[f"{x.device_idle_pct:.1f}%" for x in d])
+        t.add_row("host-bound steps", *[f"{x.host_bound_steps} of {x.steps}" for x in d])
+        t.add_row("device launches per step", *[f"{x.dispatches_per_step:g}" for x in d])
+        t.add_row("largest finding", *[x.top_finding or "—" for x in d])
+        console.print(t)
+        console.print()
     if comparison.regions:
         table(
             "Regions (record_function ranges; device work charged to the region that launched it)",

@@ -16,10 +16,11 @@ from trnscope.core.base.units import fmt_time_short
 from trnscope.tui.messages import ShowOps
 from trnscope.tui.models import VARIANT_LETTERS, compare_model
 from trnscope.tui.screen_base import ExplorerScreen
-from trnscope.tui.vtable import VirtualTable
+from trnscope.tui.vtable import Column, TableModel, VirtualTable
 
-VIEWS = ("regions", "ops", "kernels")
+VIEWS = ("regions", "ops", "kernels", "diagnosis")
 VIEW_TITLES = {
+    "diagnosis": "which variant is best and why (trnscope diagnose per variant)",
     "regions": "regions (record_function ranges; device work charged to the region that launched it)",
     "ops": "ops, by largest change",
     "kernels": "device work per region (kernels aligned through what launched them)",
@@ -29,7 +30,7 @@ VIEW_TITLES = {
 class CompareScreen(ExplorerScreen):
     BINDINGS = [
         Binding("escape", "back", "Back", tooltip="back"),
-        Binding("v", "view", "View", tooltip="regions → ops → device work per region"),
+        Binding("v", "view", "View", tooltip="regions → ops → device work per region → diagnosis"),
         Binding("1", "side(0)", "A", tooltip="enter drills into variant A"),
         Binding("2", "side(1)", "B", tooltip="enter drills into variant B"),
         Binding("3", "side(2)", "C", tooltip="enter drills into variant C"),
@@ -82,6 +83,8 @@ class CompareScreen(ExplorerScreen):
         return self.shown_rows
 
     def _select_rows(self) -> list[CompareRow]:
+        if self.view == "diagnosis":
+            return []
         rows = {"regions": self.comparison.regions, "ops": self.comparison.rows, "kernels": self.comparison.kernels}[
             self.view
         ]
@@ -111,7 +114,7 @@ class CompareScreen(ExplorerScreen):
         info = f"{self.view}: {VIEW_TITLES[self.view]}"
         if self.filter_text:
             info = f"filter /{safe_text(self.filter_text)}/ · " + info
-        if not self.shown_rows:
+        if not self.shown_rows and self.view != "diagnosis":
             info = "no rows match (esc clears) · " + info
         self.query_one("#compare-info", Static).update(
             Text(
@@ -122,7 +125,27 @@ class CompareScreen(ExplorerScreen):
             )
         )
         view = self.query_one(VirtualTable)
+        if self.view == "diagnosis":
+            view.set_model(self._diagnosis_model())
+            return
         view.set_model(compare_model(self.comparison, self.shown_rows, view.size.width or self.app.size.width))
+
+    def _diagnosis_model(self) -> TableModel:
+        d = self.comparison.diagnosis
+        rows = [
+            ("device idle", [f"{x.device_idle_pct:.1f}%" for x in d]),
+            ("host-bound steps", [f"{x.host_bound_steps} of {x.steps}" for x in d]),
+            ("launches / step", [f"{x.dispatches_per_step:g}" for x in d]),
+            ("largest finding", [x.top_finding or "—" for x in d]),
+        ]
+        columns = [Column("what", "", 18, "left")] + [
+            Column(f"v{i}", VARIANT_LETTERS[i], 16, "right", flex=i == len(d) - 1) for i in range(len(d))
+        ]
+
+        def cells(i: int) -> list[str | Text]:
+            return [rows[i][0], *rows[i][1]]
+
+        return TableModel(columns, len(rows) if d else 0, cells)
 
     def on_virtual_table_cursor_moved(self, message: VirtualTable.CursorMoved) -> None:
         rows = self._rows()
@@ -148,6 +171,9 @@ class CompareScreen(ExplorerScreen):
             self.query_one("#compare-detail", Static).update(joined)
 
     def on_virtual_table_selected(self, message: VirtualTable.Selected) -> None:
+        if self.view == "diagnosis":
+            self.notify("d on a variant's op table shows its whole diagnosis")
+            return
         rows = self._rows()
         if not 0 <= message.index < len(rows):
             return

@@ -51,6 +51,16 @@ class CompareRow(msgspec.Struct):
         return [getattr(v, name) if v is not None else 0 for v in self.values]
 
 
+class VariantDiagnosis(msgspec.Struct):
+    """Which variant is best and why, in three numbers (see ``diagnose``)."""
+
+    device_idle_pct: float  # idle share of the devices' spans (all devices together)
+    host_bound_steps: int
+    steps: int
+    dispatches_per_step: float  # runtime calls that launched device work, per step
+    top_finding: str = ""  # the kind of the finding that accounts for the most time
+
+
 class Comparison(msgspec.Struct):
     labels: list[str]
     rows: list[CompareRow]
@@ -59,6 +69,7 @@ class Comparison(msgspec.Struct):
     primary: str  # the metric rows are sorted by
     device_label: str
     synthetic: list[bool]
+    diagnosis: list[VariantDiagnosis] = []
 
     def delta(self, row: CompareRow, metric: str | None = None) -> list[int]:
         values = row.metric(metric or self.primary)
@@ -161,6 +172,25 @@ def _regions(
     return figures, names, kernels, launches
 
 
+def variant_diagnosis(analysis: Analysis) -> VariantDiagnosis:
+    from trnscope.core.analysis.diagnose import diagnose
+
+    doc = diagnose(analysis)
+    span = sum(d.span_us for d in doc.devices)
+    idle = sum(d.idle_us for d in doc.devices)
+    ev = analysis.trace.events
+    launches = np.unique(analysis.links.device_launch[analysis.links.device_launch >= 0]).size
+    steps = max(len(doc.steps), 1)
+    losses = [f for f in doc.findings if f.severity != "info"]
+    return VariantDiagnosis(
+        device_idle_pct=round(100.0 * idle / span, 2) if span else 0.0,
+        host_bound_steps=sum(1 for s in doc.steps if s.bound == "host"),
+        steps=len(doc.steps),
+        dispatches_per_step=round(launches / steps, 2) if len(ev) else 0.0,
+        top_finding=losses[0].kind if losses else "",
+    )
+
+
 def compare(analyses: list[Analysis], labels: list[str]) -> Comparison:
     if not 2 <= len(analyses) <= 3:
         raise ValueError("compare takes two or three variants")
@@ -210,7 +240,16 @@ def compare(analyses: list[Analysis], labels: list[str]) -> Comparison:
     comparison_rows = (rows, regions, kernel_rows)
     sort_rows(comparison_rows, primary)
     device_label = next((a.op_table().device_label for a in analyses if a.op_table().total_self_device > 0), "DEVICE")
-    return Comparison(labels, rows, regions, kernel_rows, primary, device_label, [a.trace.synthetic for a in analyses])
+    return Comparison(
+        labels,
+        rows,
+        regions,
+        kernel_rows,
+        primary,
+        device_label,
+        [a.trace.synthetic for a in analyses],
+        [variant_diagnosis(a) for a in analyses],
+    )
 
 
 def _change(row: CompareRow, metric: str) -> int:

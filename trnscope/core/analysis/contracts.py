@@ -179,6 +179,14 @@ class CompareRowOut(msgspec.Struct, omit_defaults=True):
     detail: dict[str, str] | None = None  # per variant, e.g. the kernels behind a region
 
 
+class DiagnosisRowOut(msgspec.Struct):
+    device_idle_pct: float
+    host_bound_steps: int
+    steps: int
+    dispatches_per_step: float
+    top_finding: str
+
+
 class CompareOut(msgspec.Struct):
     """``trnscope compare --format json``."""
 
@@ -189,6 +197,7 @@ class CompareOut(msgspec.Struct):
     kernels: list[CompareRowOut]
     ops: list[CompareRowOut]
     schema_version: int = SCHEMA_VERSION
+    diagnosis: dict[str, DiagnosisRowOut] = {}  # per variant label
 
 
 def figures_document(value: Figures | None) -> FiguresOut | None:
@@ -232,6 +241,10 @@ def compare_document(comparison: Comparison, limit: int = 0) -> CompareOut:
         regions=cap(comparison.regions),
         kernels=cap(comparison.kernels),
         ops=cap(comparison.rows),
+        diagnosis={
+            label: DiagnosisRowOut(d.device_idle_pct, d.host_bound_steps, d.steps, d.dispatches_per_step, d.top_finding)
+            for label, d in zip(comparison.labels, comparison.diagnosis)
+        },
     )
 
 
