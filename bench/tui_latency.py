@@ -78,6 +78,20 @@ async def measure(path: Path) -> dict:
             await timed("next instance (chain rebuilt)", "n")
         for _ in range(3):
             await timed("sort instances", "s")
+        await timed("back to the op table", "escape")
+        # the timeline: opening builds every lane once; keys then redraw only the cells
+        await timed("open timeline (build lanes)", "T")
+        for _ in range(10):
+            await timed("timeline: zoom in", "plus")
+        for _ in range(20):
+            await timed("timeline: pan", "l")
+        for _ in range(40):
+            await timed("timeline: cursor", "right")
+        for _ in range(10):
+            await timed("timeline: zoom out", "minus")
+        await timed("timeline: fit", "0")
+        await timed("back from the timeline", "escape")
+        await timed("open diagnosis", "d")
 
     def p95(values: list[float]) -> float:
         return round(sorted(values)[max(0, -(-len(values) * 95 // 100) - 1)], 1)

@@ -19,7 +19,7 @@ from trnscope.core.base.units import fmt_time_short
 from trnscope.tui.screen_base import ExplorerScreen
 
 LABEL_WIDTH = 16
-_STYLE = {"host": "yellow", "runtime": "cyan", "device": "green"}
+_STYLE = {"host": "yellow", "runtime": "cyan", "device": "green", "engine": "blue"}
 
 
 class TimelineScreen(ExplorerScreen):
@@ -163,7 +163,10 @@ class TimelineScreen(ExplorerScreen):
         text.append(f"@{fmt_time_short(t - self.origin)}  ", style="bold")
         text.append(f"{safe_text(lane.label)}: ", style=_STYLE[lane.kind])
         row = under(lane, t)
-        if row < 0:
+        if lane.kind == "engine":
+            busy_now = coverage(lane, t - 1, t + 1, 1)[0] > 0
+            text.append("executing an instruction" if busy_now else "idle", style="bold" if busy_now else "dim")
+        elif row < 0:
             text.append("idle", style="dim")
         else:
             ev = self.analysis.trace.events

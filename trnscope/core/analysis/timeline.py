@@ -27,7 +27,7 @@ MAX_NESTED = 4
 
 class Lane(msgspec.Struct):
     label: str
-    kind: str  # "host" | "runtime" | "device"
+    kind: str  # "host" | "runtime" | "device" | "engine" (NeuronCore engines, from device profiles)
     rows: np.ndarray  # event rows, by start
     starts: np.ndarray
     ends: np.ndarray
@@ -107,7 +107,59 @@ def build_lanes(analysis: Analysis, nested: bool = False) -> list[Lane]:
         if calls.size:
             label = info.display if not mine.size else f"{info.display} rt"
             lanes.append(_lane(label, "runtime", analysis, calls))
-    return lanes + devices
+    return lanes + _with_engine_lanes(analysis, devices)
+
+
+def _with_engine_lanes(analysis: Analysis, devices: list[Lane]) -> list[Lane]:
+    """Under each NeuronCore lane, one lane per engine: its instructions placed on the
+    host clock through their execution's window (``link/neuron_clock``) — what a zoom
+    into one execution shows.  Rows are -1: instructions are not trace events."""
+    data, neuron = analysis.neuron_data, analysis.neuron
+    if data is None or neuron is None or not data.profiles:
+        return devices
+    from trnscope.core.formats.neuron.device import ENGINES
+
+    starts: dict[tuple[str, int], list[np.ndarray]] = {}
+    ends: dict[tuple[str, int], list[np.ndarray]] = {}
+    threads = analysis.trace.threads
+    ev = analysis.trace.events
+    for index in np.flatnonzero(neuron.exec_profile >= 0).tolist():
+        profile = data.profiles[int(neuron.exec_profile[index])]
+        ws, we = (int(v) for v in neuron.exec_window[index])
+        inst = profile.instructions
+        lo, hi = np.searchsorted(inst.start, [ws, we])
+        if hi <= lo:
+            continue
+        host0 = int(data.exec_host_start[index]) - analysis.trace.origin_ns
+        s = inst.start[lo:hi] + inst.wait[lo:hi] - ws + host0
+        e = np.minimum(inst.start[lo:hi] + inst.duration[lo:hi], we) - ws + host0
+        core = threads[int(ev.thread[data.exec_rows[index]])].display
+        for engine in np.unique(inst.engine[lo:hi]).tolist():
+            mine = inst.engine[lo:hi] == engine
+            starts.setdefault((core, engine), []).append(s[mine])
+            ends.setdefault((core, engine), []).append(e[mine])
+    out: list[Lane] = []
+    for lane in devices:
+        out.append(lane)
+        for (core, engine), parts in sorted(starts.items()):
+            if core != lane.label:
+                continue
+            s = np.concatenate(parts)
+            e = np.maximum(np.concatenate(ends[(core, engine)]), s)
+            order = np.argsort(s, kind="stable")
+            s, e = s[order], e[order]
+            out.append(
+                Lane(
+                    f"{core} {ENGINES[engine]}",
+                    "engine",
+                    np.full(s.size, -1, np.int64),
+                    s,
+                    e,
+                    Union(s, e),
+                    int((e - s).max()) if s.size else 0,
+                )
+            )
+    return out
 
 
 def select_lanes(lanes: list[Lane], pattern: str | None) -> list[Lane]:
