@@ -172,9 +172,11 @@ def test_timeline_lanes_and_shading(tmp_path: Path) -> None:
     analysis = Analysis(load_path(SAMPLES / "trn_synthetic_rmsnorm_session"))
     lanes = build_lanes(analysis)
     kinds = [lane.kind for lane in lanes]
-    assert kinds[0] == "host" and kinds[-1] == "device" and "runtime" in kinds
-    core = lanes[-1]
+    assert kinds[0] == "host" and "runtime" in kinds and "device" in kinds
+    core = next(lane for lane in lanes if lane.kind == "device")
     assert core.label.startswith("NC0")
+    engines = [lane.label for lane in lanes if lane.kind == "engine"]  # under their core, from the device profiles
+    assert engines[0] == f"{core.label} tensor" and kinds.index("engine") == kinds.index("device") + 1
     # shading: a lane's coverage over the whole extent equals its busy share
     t0, t1 = int(core.union.start[0]), int(core.union.end[-1])
     share = coverage(core, t0, t1, 1)[0]
@@ -193,7 +195,9 @@ def test_timeline_text_fits_and_has_no_escape_codes(width: int, capsys) -> None:
     lines = out.splitlines()
     assert all(len(line) <= width for line in lines) and "\x1b" not in out
     assert any(line.startswith("NC0") for line in lines) and "ProfilerStep" not in lines[0]
-    assert main(["timeline", str(sample), "--lanes", "^NC", "--from", "2ms", "--to", "3ms", "--width", "80"]) == 0
+    assert (
+        main(["timeline", str(sample), "--lanes", "^NC0 / NC0$", "--from", "2ms", "--to", "3ms", "--width", "80"]) == 0
+    )
     lanes = capsys.readouterr().out.splitlines()[2:]
     assert len(lanes) == 1 and lanes[0].startswith("NC0")
     assert main(["timeline", str(sample), "--lanes", "nothing-matches"]) == 2

@@ -99,7 +99,11 @@ def device_lanes(analysis: Analysis) -> dict[str, np.ndarray]:
             kind = {"cuda": "GPU", "rocm": "GPU", "mtia": "MTIA", "xpu": "XPU"}.get(trace.device_kind, "device")
             name = f"{kind} {info.pid}"
         out.setdefault(name, []).extend(rows[ev.thread[rows] == thread].tolist())
-    return {name: np.array(sorted(r, key=lambda x: int(ev.ts[x])), dtype=np.int64) for name, r in sorted(out.items())}
+    lanes = {}
+    for name, chosen in sorted(out.items()):
+        picked = np.array(chosen, dtype=np.int64)
+        lanes[name] = picked[np.argsort(ev.ts[picked], kind="stable")]
+    return lanes
 
 
 def _instance(analysis: Analysis, row: int) -> int:
@@ -174,10 +178,12 @@ def diagnose(analysis: Analysis) -> DiagnoseOut:
         main_thread = int(np.bincount(ev.thread[host]).argmax()) if host.size else -1
         windows = [("whole trace", first, last, main_thread)]
     host_total = 0
+    by_thread = _ByThread(analysis, host)
+    sync_by_thread = _ByThread(analysis, syncs)
     for name, start, end, thread in windows:
-        mine = host[(ev.thread[host] == thread) & (ev.ts[host] < end) & (ev.ts[host] + ev.dur[host] > start)]
+        mine = by_thread.overlapping(thread, start, end)
         busy_union = Union(np.maximum(ev.ts[mine], start), np.minimum(ev.ts[mine] + ev.dur[mine], end))
-        waits = syncs[(ev.thread[syncs] == thread) & (ev.ts[syncs] < end) & (ev.ts[syncs] + ev.dur[syncs] > start)]
+        waits = sync_by_thread.overlapping(thread, start, end)
         wait_union = Union(np.maximum(ev.ts[waits], start), np.minimum(ev.ts[waits] + ev.dur[waits], end))
         waited = sum(busy_union.covered(int(a), int(b)) for a, b in zip(wait_union.start, wait_union.end))
         host_busy = busy_union.length - waited
@@ -192,6 +198,29 @@ def diagnose(analysis: Analysis) -> DiagnoseOut:
     # time lost first; "info" findings (not a loss) after them
     findings.sort(key=lambda f: (f.severity == "info", -f.evidence_us))
     return DiagnoseOut(trace.label or trace.source, devices, steps, findings)
+
+
+class _ByThread:
+    """Rows of each thread sorted by start, so the rows overlapping a window are found
+    by binary search (thousands of steps must not each scan every event)."""
+
+    def __init__(self, analysis: Analysis, rows: np.ndarray) -> None:
+        ev = analysis.trace.events
+        self.ev = ev
+        self.rows: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
+        for thread in np.unique(ev.thread[rows]).tolist():
+            mine = rows[ev.thread[rows] == thread]
+            mine = mine[np.argsort(ev.ts[mine], kind="stable")]
+            longest = int(np.maximum(ev.dur[mine], 0).max()) if mine.size else 0
+            self.rows[int(thread)] = (ev.ts[mine], mine, longest)
+
+    def overlapping(self, thread: int, start: int, end: int) -> np.ndarray:
+        if thread not in self.rows:
+            return np.empty(0, np.int64)
+        starts, rows, longest = self.rows[thread]
+        lo, hi = np.searchsorted(starts, [start - longest, end])
+        chosen = rows[lo:hi]
+        return chosen[self.ev.ts[chosen] + np.maximum(self.ev.dur[chosen], 0) > start]
 
 
 def _launch_gaps(analysis: Analysis, rows: np.ndarray, union: Union) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
