@@ -80,3 +80,15 @@ def test_help_screen(snap_compare, size) -> None:
 @pytest.mark.parametrize("size", SIZES)
 def test_load_error_screen(snap_compare, size) -> None:
     assert snap_compare(make_app("tests/data/not_a_trace.json"), terminal_size=size, run_before=steps())
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_timeline_neuron_synthetic(snap_compare, size) -> None:
+    """The selected op (aten::mul) highlighted across the host, runtime, NeuronCore and
+    engine lanes, zoomed in twice around the cursor."""
+    assert snap_compare(make_app(str(TRN)), terminal_size=size, run_before=steps("T", "plus", "plus"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_diagnosis_neuron_synthetic(snap_compare, size) -> None:
+    assert snap_compare(make_app(str(TRN)), terminal_size=size, run_before=steps("d"))
