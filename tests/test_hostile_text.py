@@ -13,11 +13,14 @@ from hypothesis import strategies as st
 
 from trnscope.cli.compare import render_csv as compare_csv
 from trnscope.cli.compare import render_table as compare_table
+from trnscope.cli.diagnose import render_diagnosis
 from trnscope.cli.render_summary import render_csv, render_table
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.chain import chain_for, render_chain_text
 from trnscope.core.analysis.compare import compare
+from trnscope.core.analysis.diagnose import diagnose
 from trnscope.core.analysis.summary import build_summary
+from trnscope.core.analysis.timeline import build_lanes, render_text
 from trnscope.core.base.text import safe_text
 from trnscope.core.formats import load_path
 
@@ -97,7 +100,15 @@ def _outputs(path: Path, op: str) -> list[str]:
         render_chain_text(chain_for(analysis, op)),
         compare_table(comparison, 0, 160),
         compare_csv(comparison, 0, terminal=True),
+        render_diagnosis(diagnose(analysis), 100),
+        "\n".join(render_text(analysis, build_lanes(analysis), *_extent(analysis), 80)),
     ]
+
+
+def _extent(analysis: Analysis) -> tuple[int, int]:
+    from trnscope.core.analysis.timeline import build_lanes, extent
+
+    return extent(build_lanes(analysis))
 
 
 def _assert_inert(text: str) -> None:

@@ -16,6 +16,7 @@ import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.intervals import Union
+from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fmt_time_short
 from trnscope.core.model.roles import Role
 
@@ -251,5 +252,6 @@ def render_text(
     origin = int(analysis.trace.events.ts.min()) if len(analysis.trace.events) else 0
     lines = [" " * (label_width + 1) + axis(t0, t1, cells, origin)]
     for lane in lanes:
-        lines.append(f"{lane_label(lane.label, label_width):<{label_width}}│" + glyphs(coverage(lane, t0, t1, cells)))
+        label = lane_label(safe_text(lane.label), label_width)  # thread names come from the file
+        lines.append(f"{label:<{label_width}}│" + glyphs(coverage(lane, t0, t1, cells)))
     return lines
