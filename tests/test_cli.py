@@ -464,3 +464,31 @@ def test_summary_text_never_cuts_a_number(width: int, monkeypatch, capsys) -> No
         assert "(hidden at 80 columns: " in out
     if width == 200:
         assert "hidden at" not in out
+
+
+def test_compare_metric_flag_orders_and_reports_that_metric(capsys) -> None:
+    session = REPO / "sample_traces" / "trn_synthetic_rmsnorm_session"
+    assert main(["compare", str(session), "--metric", "dispatch", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["metric"] == "dispatch_us"
+    region = next(r for r in doc["regions"] if r["key"] == "rmsnorm")
+    eager, compiled = region["values"]["eager"], region["values"]["compiled"]
+    assert region["delta_us"]["compiled"] == pytest.approx(compiled["dispatch_us"] - eager["dispatch_us"], abs=1e-3)
+    assert set(doc["diagnosis"]) == {"eager", "compiled", "fused"}
+    assert doc["diagnosis"]["eager"]["dispatches_per_step"] == 6
+    changes = [abs(max(r["delta_us"].values(), key=abs)) for r in doc["ops"]]
+    assert changes == sorted(changes, reverse=True)  # largest change of the chosen metric first
+    with pytest.raises(SystemExit) as refused:
+        main(["compare", str(session), "--metric", "calories"])
+    assert refused.value.code == 2
+
+
+@requires_corpus
+def test_timeline_nested_lanes_and_colour_on_request(capsys) -> None:
+    """--nested: one lane per op depth (aten::linear above aten::addmm above …)."""
+    session = CORPUS / "tracelens_h100_bert_small.json.gz"
+    assert main(["timeline", str(session), "--nested", "--width", "90", "--lanes", "python3\\) ·"]) == 0
+    labels = [line.split("│")[0].strip() for line in capsys.readouterr().out.splitlines()[2:]]
+    assert any(label.endswith("·0") for label in labels) and any(label.endswith("·1") for label in labels)
+    assert main(["timeline", str(session), "--color", "always", "--width", "90"]) == 0
+    assert "\x1b[32m" in capsys.readouterr().out

@@ -224,6 +224,23 @@ async def test_timeline_and_diagnosis_panes() -> None:
         t0 = timeline.t0
         await press(pilot, "l")
         assert timeline.t0 > t0
+        t0 = timeline.t0
+        await press(pilot, "h")
+        assert timeline.t0 < t0
+        span = timeline.t1 - timeline.t0
+        await press(pilot, "minus")
+        assert timeline.t1 - timeline.t0 == pytest.approx(span * 2, rel=0.01)
+        lane = timeline.lane
+        await press(pilot, "j")
+        assert timeline.lane == lane + 1
+        await press(pilot, "k", "n")
+        await settle(pilot)
+        assert timeline.nested and timeline.lanes
+        await press(pilot, "n")
+        await settle(pilot)
+        cursor = timeline.cursor
+        await press(pilot, "right")
+        assert timeline.cursor == cursor + 1
         await press(pilot, "0", "right_square_bracket")
         assert timeline.step == 0
         body = str(timeline.query_one("#tl-body").render())

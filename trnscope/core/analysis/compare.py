@@ -94,9 +94,8 @@ def dispatch_per_row(analysis: Analysis) -> np.ndarray:
     return out
 
 
-def _op_rows(analysis: Analysis) -> dict[tuple[str, str], Figures]:
+def _op_rows(analysis: Analysis, dispatch: np.ndarray) -> dict[tuple[str, str], Figures]:
     table = analysis.op_table()
-    dispatch = dispatch_per_row(analysis)
     out: dict[tuple[str, str], Figures] = {}
     for g in range(len(table)):
         kind = table.kind(g)
@@ -135,6 +134,7 @@ def _nearest_annotation(analysis: Analysis) -> np.ndarray:
 
 def _regions(
     analysis: Analysis,
+    dispatch: np.ndarray,
 ) -> tuple[dict[str, Figures], dict[str, list[str]], dict[str, dict[str, int]], dict[str, int]]:
     """Region name → figures; region → kernel names; region → kernel name → device ns;
     region → device launches."""
@@ -145,7 +145,6 @@ def _regions(
     step = np.array([is_profiler_step(n) for n in trace.names] or [False], dtype=bool)
     annotation_rows = np.flatnonzero((ev.role == int(Role.ANNOTATION)) & ~step[ev.name] & links.in_tree)
     figures: dict[str, Figures] = {}
-    dispatch = dispatch_per_row(analysis)
     op_rows = np.flatnonzero((ev.role == int(Role.OP)) & links.in_tree & (dispatch > 0))
     for r in op_rows.tolist():
         region = int(region_of[r])
@@ -194,12 +193,13 @@ def variant_diagnosis(analysis: Analysis) -> VariantDiagnosis:
 def compare(analyses: list[Analysis], labels: list[str]) -> Comparison:
     if not 2 <= len(analyses) <= 3:
         raise ValueError("compare takes two or three variants")
-    ops = [_op_rows(a) for a in analyses]
+    dispatches = [dispatch_per_row(a) for a in analyses]  # once per variant, for ops and regions
+    ops = [_op_rows(a, d) for a, d in zip(analyses, dispatches)]
     keys = sorted(set().union(*ops))
     any_device = any(a.op_table().total_self_device > 0 for a in analyses)
     primary = "device_total_ns" if any_device else "cpu_total_ns"
     rows = [CompareRow(name, kind, [o.get((name, kind)) for o in ops]) for name, kind in keys]
-    region_data = [_regions(a) for a in analyses]
+    region_data = [_regions(a, d) for a, d in zip(analyses, dispatches)]
     region_names = sorted(set().union(*(figs for figs, _, _, _ in region_data)))
     regions = [
         CompareRow(

@@ -387,8 +387,10 @@ def _identify(path: Path, listing: dict[str, tuple[int, int]], metadata: dict[st
 # -- Parquet ------------------------------------------------------------------------
 
 
-def _int_or_end(table: Any, missing: MissingCounts) -> tuple[np.ndarray, np.ndarray]:
-    start, _lost = int_column(table, "start_ts")
+def _start_and_duration(table: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``start_ts`` and ``duration_ns`` (else ``end_ts`` − start), -1 where unusable
+    (counted where the rows are built)."""
+    start, _ = int_column(table, "start_ts")
     if "duration_ns" in table.schema.names:
         duration, _ = int_column(table, "duration_ns")
     else:
@@ -408,7 +410,7 @@ def read_device_parquet(folder: Path, listing: dict[str, tuple[int, int]]) -> De
     )
     if table is None:
         raise InputError(f"{folder}: no Instruction table")
-    start, duration = _int_or_end(table, missing)
+    start, duration = _start_and_duration(table)
     n = table.num_rows
     names = table.schema.names
     engine_column = "engine" if "engine" in names else "timeline_track" if "timeline_track" in names else None
@@ -480,7 +482,7 @@ def _dma_packets(folder: Path, missing: MissingCounts) -> tuple[np.ndarray, np.n
         return empty, empty, empty, None
     if "duration_ns" not in table.schema.names and "end_ts" not in table.schema.names:
         return empty, empty, empty, None
-    start, duration = _int_or_end(table, missing)
+    start, duration = _start_and_duration(table)
     names = table.schema.names
     size_column = (
         "transfer_bytes" if "transfer_bytes" in names else "transfer_size" if "transfer_size" in names else None
@@ -499,7 +501,7 @@ def _collectives(folder: Path, missing: MissingCounts) -> tuple[np.ndarray, np.n
         return empty, empty, empty, []
     if "duration_ns" not in table.schema.names and "end_ts" not in table.schema.names:
         return empty, empty, empty, []
-    start, duration = _int_or_end(table, missing)
+    start, duration = _start_and_duration(table)
     names = table.schema.names
     size = (
         np.maximum(int_column(table, "input_size")[0], 0) if "input_size" in names else np.zeros(start.size, np.int64)
