@@ -443,7 +443,7 @@ def test_open_checks_its_inputs_before_the_ui(capsys, small_synthetic) -> None:
 
 
 @requires_corpus
-@pytest.mark.parametrize("width", [80, 100, 200])
+@pytest.mark.parametrize("width", [80, 100, 250])
 def test_summary_text_never_cuts_a_number(width: int, monkeypatch, capsys) -> None:
     """At any width every line fits and every time keeps its unit: columns that do not
     fit are left out (and named), names lose their middle."""
@@ -456,13 +456,15 @@ def test_summary_text_never_cuts_a_number(width: int, monkeypatch, capsys) -> No
     assert all(len(line) <= width for line in lines)
     table = lines[1 : lines.index(next(line for line in lines if line.startswith("Self CPU time total")))]
     for line in table[1:]:
-        cells = line.split()
+        memory = re.findall(r"-?\d+(?:\.\d\d)? (?:b|Kb|Mb|Gb)\b", line)  # PyTorch's memory format
+        assert all(re.fullmatch(r"-?\d+(\.\d\d)? (b|Kb|Mb|Gb)", m) for m in memory)
+        cells = re.sub(r"-?\d+(?:\.\d\d)? (?:b|Kb|Mb|Gb)\b", "", line).split()
         numbers = [c for c in cells if re.match(r"^-?[\d,.]+(us|ms|s|%)?$", c)]
         assert numbers and all(re.match(r"^[\d,]+$|^-?\d+\.\d{2,3}(us|ms|s|%)$", c) for c in numbers), line
         assert not re.search(r"\d…|…\d", line.split("  ")[-1])
     if width == 80:
         assert "(hidden at 80 columns: " in out
-    if width == 200:
+    if width == 250:
         assert "hidden at" not in out
 
 
@@ -492,3 +494,19 @@ def test_timeline_nested_lanes_and_colour_on_request(capsys) -> None:
     assert any(label.endswith("·0") for label in labels) and any(label.endswith("·1") for label in labels)
     assert main(["timeline", str(session), "--color", "always", "--width", "90"]) == 0
     assert "\x1b[32m" in capsys.readouterr().out
+
+
+@requires_corpus
+def test_memory_columns_only_where_the_trace_has_memory_records(capsys, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "250")
+    assert main(["summary", str(CORPUS / "hta_cpu_only.json.gz"), "--format", "json", "--limit", "3"]) == 0
+    ops = json.loads(capsys.readouterr().out)["ops"]
+    assert all(op["cpu_memory_bytes"] is None and op["self_device_memory_bytes"] is None for op in ops)
+    assert main(["summary", str(CORPUS / "hta_cpu_only.json.gz")]) == 0
+    assert "CPU Mem" not in capsys.readouterr().out
+    # the H100 trace was captured with profile_memory: CUDA allocations show as device memory
+    assert main(["summary", str(CORPUS / "tracelens_h100_bert_small.json.gz"), "--format", "json"]) == 0
+    ops = json.loads(capsys.readouterr().out)["ops"]
+    assert any(op["device_memory_bytes"] for op in ops)
+    assert main(["summary", str(CORPUS / "tracelens_h100_bert_small.json.gz")]) == 0
+    assert "CUDA Mem" in capsys.readouterr().out

@@ -81,6 +81,25 @@ def test_parity_autograd_backward_and_memory(tmp_path: Path) -> None:
     _assert_parity(prof, analysis, by_shape=False)
     backward = analysis.op_table().find("autograd::engine::evaluate_function: AddmmBackward0")
     assert backward >= 0
+    # CPU Mem and Self CPU Mem equal key_averages(), byte for byte, for every key
+    from trnscope.core.analysis.memory import memory_columns
+
+    table = analysis.op_table()
+    memory = memory_columns(analysis, table)
+    assert memory is not None
+    ours = {
+        table.name[g]: (int(memory.cpu[g]), int(memory.self_cpu[g]))
+        for g in range(len(table))
+        if not table.is_device[g]
+    }
+    theirs = {e.key: (int(e.cpu_memory_usage), int(e.self_cpu_memory_usage)) for e in prof.key_averages()}
+    assert any(c for c, _ in theirs.values())  # the workload allocates
+    assert {k: v for k, v in ours.items() if k in theirs} == theirs
+    # the same figures in `summary --format json`, and in the TUI's columns
+    from trnscope.core.analysis.summary import build_summary
+
+    summary = {op.name: (op.cpu_memory_bytes, op.self_cpu_memory_bytes) for op in build_summary(analysis).ops}
+    assert {k: v for k, v in summary.items() if k in theirs} == theirs
 
 
 def test_parity_multiple_threads(tmp_path: Path) -> None:

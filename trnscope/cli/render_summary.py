@@ -10,7 +10,7 @@ import msgspec
 from trnscope.cli.textout import csv_writer, text_console
 from trnscope.core.analysis.contracts import SummaryOut, encode
 from trnscope.core.base.text import safe_text
-from trnscope.core.base.units import fmt_percent, fmt_time_ns
+from trnscope.core.base.units import fmt_bytes, fmt_percent, fmt_time_ns
 
 
 def render_json(summary: SummaryOut) -> str:
@@ -196,6 +196,18 @@ def render_table(summary: SummaryOut, width: int | None = None, which: str = "bo
                     f"{device} avg", 10, [fmt_time_ns(op.device_total_us * 1000 / c) for op, c in zip(ops, calls)]
                 ),
             ]
+        if ops and ops[0].cpu_memory_bytes is not None:  # the trace has [memory] records
+            numbers += [
+                _NumberColumn("CPU Mem", 15, [fmt_bytes(op.cpu_memory_bytes or 0) for op in ops]),
+                _NumberColumn("Self CPU Mem", 14, [fmt_bytes(op.self_cpu_memory_bytes or 0) for op in ops]),
+            ]
+            if any(op.device_memory_bytes for op in ops):
+                numbers += [
+                    _NumberColumn(f"{device} Mem", 13, [fmt_bytes(op.device_memory_bytes or 0) for op in ops]),
+                    _NumberColumn(
+                        f"Self {device} Mem", 12, [fmt_bytes(op.self_device_memory_bytes or 0) for op in ops]
+                    ),
+                ]
         kept_texts, kept, gone = _layout(width, texts, numbers)
         hidden += gone
         _print_columns(console, title, kept_texts, kept, len(ops))

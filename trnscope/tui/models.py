@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from rich.text import Text
@@ -19,7 +20,7 @@ from trnscope.core.analysis.chain_model import Chain
 from trnscope.core.analysis.compare import CompareRow, Comparison
 from trnscope.core.analysis.optable import KernelTable, OpTable
 from trnscope.core.analysis.ordering import KERNEL_SORT_COLUMNS, default_op_sort_of, kernel_table_order, op_table_order
-from trnscope.core.base.units import fit_count, fit_time_short, fmt_ratio
+from trnscope.core.base.units import fit_count, fit_time_short, fmt_bytes, fmt_ratio
 from trnscope.core.model.roles import Role
 from trnscope.tui.vtable import Column, TableModel
 
@@ -108,7 +109,20 @@ def kernel_order(table: KernelTable, state: OpViewState) -> np.ndarray:
     return order[mask[order]]
 
 
-def op_columns(table: OpTable, width: int) -> list[tuple[str, Column, bool]]:
+def fit_bytes(count: int, width: int) -> str:
+    """``fmt_bytes`` where it fits, else fewer decimals: never a cut number."""
+    text = fmt_bytes(count)
+    if len(text) <= width:
+        return text
+    value, unit = text.rsplit(" ", 1)
+    for decimals in (1, 0):
+        shorter = f"{float(value):.{decimals}f}{unit}"
+        if len(shorter) <= width:
+            return shorter
+    return f"{float(value):.0f}{unit}"
+
+
+def op_columns(table: OpTable, width: int, memory: bool = False) -> list[tuple[str, Column, bool]]:
     """Every column the op table can show, in order, and whether the width shows it by
     default (breakpoints: the share bar from 96 columns, averages and shares of the
     total from 130).  The column chooser overrides either way."""
@@ -134,17 +148,22 @@ def op_columns(table: OpTable, width: int) -> list[tuple[str, Column, bool]]:
             ("device_total", Column("device_total", f"{device[:4]} tot", 10), True),
             ("device_avg", Column("device_avg", f"{device[:4]} avg", 9), wide),
         ]
+    if memory:  # profile_memory=True: key_averages' CPU Mem / Self CPU Mem, from 130 columns
+        out += [
+            ("cpu_mem", Column("cpu_mem", "CPU Mem", 10), wide),
+            ("self_cpu_mem", Column("self_cpu_mem", "Self Mem", 10), wide),
+        ]
     out.append(("share", Column("share", "share", 8 if wide else 6, "left"), width >= 96))
     return out
 
 
-def op_model(table: OpTable, order: np.ndarray, state: OpViewState, width: int) -> TableModel:
+def op_model(table: OpTable, order: np.ndarray, state: OpViewState, width: int, memory: Any = None) -> TableModel:
     has_device = table.total_self_device > 0 or bool(table.device_total.any())
     total_cpu = max(table.total_self_cpu, 1)
     total_dev = max(table.device_share_base, table.total_self_device, 1)
     sort_key = state.sort_key or default_op_sort_of(table)
     columns = [Column("name", "Name", 16, "left", flex=True)]
-    for key, column, shown_by_width in op_columns(table, width):
+    for key, column, shown_by_width in op_columns(table, width, memory is not None):
         if state.columns.get(key, shown_by_width):
             columns.append(column)
     share_column = (
@@ -184,6 +203,10 @@ def op_model(table: OpTable, order: np.ndarray, state: OpViewState, width: int) 
                 out.append(fit_time_short(table.device_total[g], column.width) if table.device_total[g] else "")
             elif key == "device_avg":
                 out.append(fit_time_short(table.device_total[g] / calls, column.width) if table.device_total[g] else "")
+            elif key == "cpu_mem":
+                out.append(fit_bytes(int(memory.cpu[g]), column.width))
+            elif key == "self_cpu_mem":
+                out.append(fit_bytes(int(memory.self_cpu[g]), column.width))
             elif key == "share":
                 out.append(
                     Text(

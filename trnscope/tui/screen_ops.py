@@ -15,6 +15,7 @@ from textual.widgets.option_list import Option
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.compare import compare
+from trnscope.core.analysis.memory import memory_columns
 from trnscope.core.analysis.optable import KernelTable, OpTable
 from trnscope.core.analysis.ordering import default_op_sort_of
 from trnscope.core.base.arrays import unique_inverse
@@ -122,6 +123,7 @@ class OpsScreen(ExplorerScreen):
         self.ref = ref
         self.state = OpViewState()
         self._table: Any = None
+        self._memory: Any = None  # memory columns of the shown op table, when the trace has them
 
     def compose(self) -> ComposeResult:
         yield Static(id="status")
@@ -166,7 +168,7 @@ class OpsScreen(ExplorerScreen):
             self.notify("the column chooser is for the op table")
             return
         width = self.query_one(VirtualTable).size.width or self.app.size.width
-        choices = op_columns(self._table, width)
+        choices = op_columns(self._table, width, self._memory is not None)
         items = [
             f"[{'x' if self.state.columns.get(key, default) else ' '}] {column.title}"
             for key, column, default in choices
@@ -190,20 +192,25 @@ class OpsScreen(ExplorerScreen):
         if state.mode == "kernels":
             table = self.analysis.kernel_table(state.step)
             order = kernel_order(table, state)
+            memory = None
         else:
             table = self.analysis.op_table(state.group_by, step=state.step)
             order = op_order(table, state)
-        self.app.call_from_thread(self._apply, table, order, state, keep)
+            memory = memory_columns(self.analysis, table)  # None without [memory] records
+        self.app.call_from_thread(self._apply, table, order, state, keep, memory)
 
-    def _apply(self, table: Any, order: np.ndarray, state: OpViewState, keep: str | None) -> None:
+    def _apply(self, table: Any, order: np.ndarray, state: OpViewState, keep: str | None, memory: Any = None) -> None:
         if state.__dict__ != self.state.__dict__:
             return  # a newer request is on its way
         view = self.query_one(VirtualTable)
         previous = self._selected_name()
         self._table = table
+        self._memory = memory
         width = view.size.width or self.app.size.width
         model = (
-            op_model(table, order, state, width) if state.mode == "ops" else kernel_model(table, order, state, width)
+            op_model(table, order, state, width, memory)
+            if state.mode == "ops"
+            else kernel_model(table, order, state, width)
         )
         target = keep or previous
         keep_index = None

@@ -39,6 +39,12 @@ class OpOut(msgspec.Struct):
     self_device_us: float
     device_total_us: float
     kind: str
+    # key_averages(profile_memory=True): bytes allocated (+) and freed (−) inside the
+    # op and its children / by itself; null when the trace has no [memory] records
+    cpu_memory_bytes: int | None = None
+    self_cpu_memory_bytes: int | None = None
+    device_memory_bytes: int | None = None
+    self_device_memory_bytes: int | None = None
 
 
 class KernelOut(msgspec.Struct):

@@ -116,6 +116,13 @@ def build_summary(
     order = order[visible_groups(table, hide)[order]]
     if limit > 0:
         order = order[:limit]
+    from trnscope.core.analysis.memory import memory_columns
+
+    memory = memory_columns(analysis, table)
+
+    def mem(column: str, g: int) -> int | None:
+        return int(getattr(memory, column)[g]) if memory is not None else None
+
     ops = [
         OpOut(
             name=table.name[g],
@@ -129,6 +136,10 @@ def build_summary(
             self_device_us=us(table.self_device[g]),
             device_total_us=us(table.device_total[g]),
             kind=table.kind(g),
+            cpu_memory_bytes=mem("cpu", g),
+            self_cpu_memory_bytes=mem("self_cpu", g),
+            device_memory_bytes=mem("device", g),
+            self_device_memory_bytes=mem("self_device", g),
         )
         for g in order.tolist()
     ]

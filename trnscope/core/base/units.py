@@ -68,6 +68,14 @@ def fit_count(count: int, width: int) -> str:
     return min(forms, key=len)
 
 
+def fmt_bytes(count: int) -> str:
+    """PyTorch's table style for memory: ``Gb``, ``Mb``, ``Kb``, ``b`` (2-based)."""
+    for limit, suffix in ((1 << 30, "Gb"), (1 << 20, "Mb"), (1 << 10, "Kb")):
+        if abs(count) >= limit:
+            return f"{count / limit:.2f} {suffix}"
+    return f"{count} b"
+
+
 def fmt_percent(part: float, whole: float) -> str:
     if whole == 0:
         return "NaN"

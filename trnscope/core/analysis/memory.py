@@ -1,0 +1,145 @@
+"""Memory per op, as ``key_averages()`` counts it with ``profile_memory=True``.
+
+PyTorch (``torch.autograd.profiler._parse_kineto_results``) charges each ``[memory]``
+record — an allocation (+bytes) or a free (−bytes) — to every host event whose
+interval holds its timestamp, ends included, on any thread: that is an event's
+``cpu_memory_usage`` (CPU, MKLDNN and IDEEP records) or ``device_memory_usage``
+(CUDA, HIP and PrivateUse1 records).  Its self figure is that minus its children's.
+Records inside no event become rows of their own, named ``[memory]``.
+
+The trace keeps the bytes in each record's ``args``; they are read lazily (only the
+``[memory]`` rows), and only when a trace has such records.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+import msgspec
+import numpy as np
+
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.optable import OpTable
+from trnscope.core.formats.kineto.lazyargs import event_args
+from trnscope.core.model.roles import Role
+
+MEMORY_EVENT = "[memory]"
+_CPU_TYPES = frozenset({0, 2, 5})  # c10 DeviceType CPU, MKLDNN, IDEEP
+_DEVICE_TYPES = frozenset({1, 6, 20})  # CUDA, HIP, PrivateUse1
+
+
+class MemoryPerRow(msgspec.Struct):
+    cpu: np.ndarray  # int64 bytes per trace row (host events), inclusive of children
+    device: np.ndarray
+    self_cpu: np.ndarray
+    self_device: np.ndarray
+    unmatched_cpu: int  # records inside no event: the "[memory]" row
+    unmatched_device: int
+    records: int
+
+
+class MemoryColumns(msgspec.Struct):
+    cpu: np.ndarray  # per op-table group
+    self_cpu: np.ndarray
+    device: np.ndarray
+    self_device: np.ndarray
+
+
+def has_memory_records(analysis: Analysis) -> bool:
+    names = analysis.trace.names
+    return MEMORY_EVENT in names
+
+
+_computed: weakref.WeakKeyDictionary[Analysis, MemoryPerRow | None] = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+def memory_of(analysis: Analysis) -> MemoryPerRow | None:
+    """``memory_per_row`` once per analysis (the TUI asks on every table rebuild)."""
+    with _lock:
+        if analysis in _computed:
+            return _computed[analysis]
+    result = memory_per_row(analysis)
+    with _lock:
+        _computed[analysis] = result
+    return result
+
+
+def memory_per_row(analysis: Analysis) -> MemoryPerRow | None:
+    trace = analysis.trace
+    if not has_memory_records(analysis):
+        return None
+    ev = trace.events
+    name_id = trace.names.index(MEMORY_EVENT)
+    records = np.flatnonzero(ev.name == name_id)
+    size = np.zeros(records.size, dtype=np.int64)
+    kind = np.full(records.size, -1, dtype=np.int64)
+    for k, row in enumerate(records.tolist()):
+        args = event_args(trace, row)
+        value, device = args.get("Bytes"), args.get("Device Type")
+        if isinstance(value, int) and not isinstance(value, bool):
+            size[k] = value
+        if isinstance(device, int) and not isinstance(device, bool):
+            kind[k] = device
+    is_cpu = np.isin(kind, list(_CPU_TYPES))
+    is_device = np.isin(kind, list(_DEVICE_TYPES))
+    order = np.argsort(ev.ts[records], kind="stable")
+    times = ev.ts[records][order]
+    prefix_cpu = np.r_[0, np.cumsum(np.where(is_cpu, size, 0)[order])]
+    prefix_dev = np.r_[0, np.cumsum(np.where(is_device, size, 0)[order])]
+    host = np.flatnonzero(
+        analysis.links.in_tree
+        & np.isin(ev.role, [int(Role.OP), int(Role.ANNOTATION), int(Role.PYTHON)])
+        & (ev.dur >= 0)
+    )
+    lo = np.searchsorted(times, ev.ts[host], side="left")
+    hi = np.searchsorted(times, ev.ts[host] + ev.dur[host], side="right")  # both ends included
+    n = len(ev)
+    cpu = np.zeros(n, dtype=np.int64)
+    device = np.zeros(n, dtype=np.int64)
+    cpu[host] = prefix_cpu[hi] - prefix_cpu[lo]
+    device[host] = prefix_dev[hi] - prefix_dev[lo]
+    # self = own − children's (the op tree PyTorch's self times use)
+    parent = analysis.links.parent
+    children = host[parent[host] >= 0]
+    child_cpu = np.zeros(n, dtype=np.int64)
+    child_dev = np.zeros(n, dtype=np.int64)
+    np.add.at(child_cpu, parent[children], cpu[children])
+    np.add.at(child_dev, parent[children], device[children])
+    # records inside no host event at all
+    covered = np.zeros(times.size + 1, dtype=np.int64)
+    np.add.at(covered, lo, 1)
+    np.add.at(covered, hi, -1)
+    inside = np.cumsum(covered)[:-1] > 0
+    sizes = size[order]
+    return MemoryPerRow(
+        cpu=cpu,
+        device=device,
+        self_cpu=cpu - child_cpu,
+        self_device=device - child_dev,
+        unmatched_cpu=int(sizes[~inside & is_cpu[order]].sum()),
+        unmatched_device=int(sizes[~inside & is_device[order]].sum()),
+        records=int(records.size),
+    )
+
+
+def memory_columns(analysis: Analysis, table: OpTable) -> MemoryColumns | None:
+    """Per op-table group: CPU Mem, Self CPU Mem, device Mem, Self device Mem."""
+    per_row = memory_of(analysis)
+    if per_row is None:
+        return None
+    groups = len(table)
+    out = [np.zeros(groups, dtype=np.int64) for _ in range(4)]
+    sources = (per_row.cpu, per_row.self_cpu, per_row.device, per_row.self_device)
+    for g in range(groups):
+        rows = table.instances(g)
+        if table.name[g] == MEMORY_EVENT:
+            out[0][g] = out[1][g] = per_row.unmatched_cpu
+            out[2][g] = out[3][g] = per_row.unmatched_device
+            continue
+        if table.is_device[g] or rows.size == 0:
+            continue
+        for k, source in enumerate(sources):
+            out[k][g] = int(source[rows].sum())
+    return MemoryColumns(*out)
