@@ -129,17 +129,23 @@ def memory_columns(analysis: Analysis, table: OpTable) -> MemoryColumns | None:
     per_row = memory_of(analysis)
     if per_row is None:
         return None
-    groups = len(table)
-    out = [np.zeros(groups, dtype=np.int64) for _ in range(4)]
-    sources = (per_row.cpu, per_row.self_cpu, per_row.device, per_row.self_device)
-    for g in range(groups):
-        rows = table.instances(g)
-        if table.name[g] == MEMORY_EVENT:
-            out[0][g] = out[1][g] = per_row.unmatched_cpu
-            out[2][g] = out[3][g] = per_row.unmatched_device
-            continue
-        if table.is_device[g] or rows.size == 0:
-            continue
-        for k, source in enumerate(sources):
-            out[k][g] = int(source[rows].sum())
+    offsets = table.instance_offsets
+    rows = table.instance_rows
+
+    def per_group(source: np.ndarray) -> np.ndarray:
+        # vectorised: the TUI asks on every sort and filter keystroke
+        running = np.r_[0, np.cumsum(source[rows])].astype(np.int64)
+        sums = running[offsets[1:]] - running[offsets[:-1]]
+        return np.where(table.is_device, 0, sums)
+
+    out = [
+        per_group(per_row.cpu),
+        per_group(per_row.self_cpu),
+        per_group(per_row.device),
+        per_group(per_row.self_device),
+    ]
+    own = [g for g in range(len(table)) if table.name[g] == MEMORY_EVENT]
+    for g in own:  # the records inside no event
+        out[0][g] = out[1][g] = per_row.unmatched_cpu
+        out[2][g] = out[3][g] = per_row.unmatched_device
     return MemoryColumns(*out)
