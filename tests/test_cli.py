@@ -510,3 +510,31 @@ def test_memory_columns_only_where_the_trace_has_memory_records(capsys, monkeypa
     assert any(op["device_memory_bytes"] for op in ops)
     assert main(["summary", str(CORPUS / "tracelens_h100_bert_small.json.gz")]) == 0
     assert "CUDA Mem" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--from", "3ms", "--to", "2ms"], "--to must be after --from"),
+        (["--width", "30"], "--width must be at least 40"),
+        (["--step", "99"], "no ProfilerStep#99"),
+        (["--from", "soon"], "not a time: 'soon'"),
+    ],
+)
+def test_timeline_refuses_bad_windows_in_one_line(args: list[str], message: str, capsys) -> None:
+    session = REPO / "sample_traces" / "trn_synthetic_rmsnorm_session"
+    assert main(["timeline", str(session), *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_neuron_export_says_when_there_is_nothing_raw(tmp_path: Path, capsys) -> None:
+    from trnscope.testing.synth_neuron import write_process_session
+
+    write_process_session(tmp_path / "p", "eager", exports=("json",))
+    for pb in (tmp_path / "p").rglob("*.pb"):
+        pb.unlink()
+    for ntff in (tmp_path / "p").rglob("*.ntff"):
+        ntff.unlink()
+    assert main(["neuron-export", str(tmp_path / "p"), "--yes"]) == 0
+    assert "no raw .pb/.ntff capture to export" in capsys.readouterr().out

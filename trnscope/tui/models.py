@@ -20,6 +20,7 @@ from trnscope.core.analysis.chain_model import Chain
 from trnscope.core.analysis.compare import CompareRow, Comparison
 from trnscope.core.analysis.optable import KernelTable, OpTable
 from trnscope.core.analysis.ordering import KERNEL_SORT_COLUMNS, default_op_sort_of, kernel_table_order, op_table_order
+from trnscope.core.base.text import user_pattern
 from trnscope.core.base.units import fit_count, fit_time_short, fmt_bytes, fmt_ratio
 from trnscope.core.model.roles import Role
 from trnscope.tui.vtable import Column, TableModel
@@ -67,12 +68,7 @@ KERNEL_SORT_KEYS = KERNEL_SORT_COLUMNS
 
 
 def compile_filter(text: str) -> re.Pattern[str] | None:
-    if not text:
-        return None
-    try:
-        return re.compile(text, re.IGNORECASE)
-    except re.error:
-        return re.compile(re.escape(text), re.IGNORECASE)
+    return user_pattern(text)
 
 
 def op_order(table: OpTable, state: OpViewState) -> np.ndarray:

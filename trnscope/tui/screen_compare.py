@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -11,11 +9,11 @@ from textual.widgets import Footer, Input, Static
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.compare import METRICS, CompareRow, Comparison, with_metric
-from trnscope.core.base.text import safe_text
+from trnscope.core.base.text import safe_text, user_pattern
 from trnscope.core.base.units import fmt_time_short
+from trnscope.tui.filterbox import FilterScreen
 from trnscope.tui.messages import ShowOps
 from trnscope.tui.models import VARIANT_LETTERS, compare_model
-from trnscope.tui.screen_base import ExplorerScreen
 from trnscope.tui.vtable import Column, TableModel, VirtualTable
 
 VIEWS = ("regions", "ops", "kernels", "diagnosis")
@@ -27,7 +25,7 @@ VIEW_TITLES = {
 }
 
 
-class CompareScreen(ExplorerScreen):
+class CompareScreen(FilterScreen):
     BINDINGS = [
         Binding("escape", "back", "Back", tooltip="back"),
         Binding("v", "view", "View", tooltip="regions → ops → device work per region → diagnosis"),
@@ -58,7 +56,7 @@ class CompareScreen(ExplorerScreen):
         self.comparison = comparison
         self.view = "regions" if self.comparison.regions else "ops"
         self.side = 0
-        self.filter_text = ""
+        self._filter = ""
         self.show_python = False  # Python frames crowd the op view; p shows them
         self.shown_rows: list[CompareRow] = []
 
@@ -90,11 +88,8 @@ class CompareScreen(ExplorerScreen):
         ]
         if not self.show_python:
             rows = [r for r in rows if r.kind != "python"]
-        if self.filter_text:
-            try:
-                pattern = re.compile(self.filter_text, re.IGNORECASE)
-            except re.error:
-                pattern = re.compile(re.escape(self.filter_text), re.IGNORECASE)
+        pattern = user_pattern(self.filter_text)
+        if pattern is not None:
             rows = [r for r in rows if pattern.search(r.key)]
         return rows
 
@@ -208,21 +203,13 @@ class CompareScreen(ExplorerScreen):
         self.show_python = not self.show_python
         self._show()
 
-    def action_filter(self) -> None:
-        box = self.query_one("#filter", Input)
-        box.display = True
-        box.value = self.filter_text
-        box.focus()
+    @property
+    def filter_text(self) -> str:
+        return self._filter
 
-    def on_input_changed(self, event: Input.Changed) -> None:
-        if event.input.id == "filter":
-            self.filter_text = event.value
-            self._show()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input.id == "filter":
-            event.input.display = bool(self.filter_text)
-            self.query_one(VirtualTable).focus()
+    def set_filter(self, text: str) -> None:
+        self._filter = text
+        self._show()
 
     def action_view(self) -> None:
         self.view = VIEWS[(VIEWS.index(self.view) + 1) % len(VIEWS)]
@@ -237,13 +224,7 @@ class CompareScreen(ExplorerScreen):
         self.post_message(ShowOps(self.analyses[self.side]))
 
     def action_back(self) -> None:
-        box = self.query_one("#filter", Input)
-        if box.display or self.filter_text:  # esc clears the filter first
-            self.filter_text = ""
-            box.value = ""
-            box.display = False
-            self.query_one(VirtualTable).focus()
-            self._show()
+        if self.clear_filter():  # esc clears the filter first
             return
         if self.root:
             self.app.exit()

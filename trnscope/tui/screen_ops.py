@@ -23,6 +23,7 @@ from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fmt_time_short
 from trnscope.core.formats import ProfileRef, SourceRef
 from trnscope.core.opening.sources import distinct_labels
+from trnscope.tui.filterbox import FilterScreen
 from trnscope.tui.messages import ShowCompare, host
 from trnscope.tui.models import (
     KERNEL_SORT_KEYS,
@@ -34,7 +35,6 @@ from trnscope.tui.models import (
     op_model,
     op_order,
 )
-from trnscope.tui.screen_base import ExplorerScreen
 from trnscope.tui.status import status_text
 from trnscope.tui.vtable import VirtualTable
 
@@ -82,7 +82,7 @@ class PickScreen(ModalScreen[int | None]):
         self.dismiss(None)
 
 
-class OpsScreen(ExplorerScreen):
+class OpsScreen(FilterScreen):
     # The footer shows the keys a first-time user needs and leaves room for q and ? at
     # 80 columns; every key is in help (?) and in the command palette.
     BINDINGS = [
@@ -293,30 +293,16 @@ class OpsScreen(ExplorerScreen):
         self.app.call_from_thread(self.query_one("#detail", Static).update, text)
 
     # -- actions ------------------------------------------------------------------
-    def action_filter(self) -> None:
-        box = self.query_one("#filter", Input)
-        box.display = True
-        box.value = self.state.filter_text
-        box.focus()
+    @property
+    def filter_text(self) -> str:
+        return self.state.filter_text
 
-    def on_input_changed(self, event: Input.Changed) -> None:
-        if event.input.id == "filter":
-            self.state.filter_text = event.value
-            self.rebuild()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input.id == "filter":
-            event.input.display = bool(self.state.filter_text)
-            self.query_one(VirtualTable).focus()
+    def set_filter(self, text: str) -> None:
+        self.state.filter_text = text
+        self.rebuild()
 
     def action_clear_filter(self) -> None:
-        box = self.query_one("#filter", Input)
-        if box.display or self.state.filter_text:
-            box.value = ""
-            box.display = False
-            self.state.filter_text = ""
-            self.query_one(VirtualTable).focus()
-            self.rebuild()
+        self.clear_filter()
 
     def action_sort(self, step: int) -> None:
         keys: tuple[str, ...] = KERNEL_SORT_KEYS if self.state.mode == "kernels" else OP_SORT_KEYS

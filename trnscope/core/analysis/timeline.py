@@ -16,7 +16,7 @@ import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.intervals import Union
-from trnscope.core.base.text import safe_text
+from trnscope.core.base.text import safe_text, user_pattern
 from trnscope.core.base.units import fmt_time_short
 from trnscope.core.model.roles import Role
 
@@ -164,13 +164,8 @@ def _with_engine_lanes(analysis: Analysis, devices: list[Lane]) -> list[Lane]:
 
 
 def select_lanes(lanes: list[Lane], pattern: str | None) -> list[Lane]:
-    if not pattern:
-        return lanes
-    try:
-        compiled = re.compile(pattern, re.IGNORECASE)
-    except re.error:
-        compiled = re.compile(re.escape(pattern), re.IGNORECASE)
-    return [lane for lane in lanes if compiled.search(lane.label)]
+    compiled = user_pattern(pattern or "")
+    return lanes if compiled is None else [lane for lane in lanes if compiled.search(lane.label)]
 
 
 def extent(lanes: list[Lane]) -> tuple[int, int]:
@@ -199,13 +194,11 @@ def glyphs(share: np.ndarray) -> str:
 def under(lane: Lane, t: int) -> int:
     """The innermost (latest-starting) event of the lane covering time ``t``, or -1."""
     k = int(np.searchsorted(lane.starts, t, side="right")) - 1
-    best = -1
     while k >= 0 and t - int(lane.starts[k]) <= lane.max_duration:
         if lane.ends[k] > t:
-            best = int(lane.rows[k]) if best < 0 else best
-            return best
+            return int(lane.rows[k])
         k -= 1
-    return best
+    return -1
 
 
 def axis(t0: int, t1: int, cells: int, origin: int) -> str:

@@ -47,3 +47,14 @@ def safe_text(value: object) -> str:
 def is_safe(text: str) -> bool:
     """True when ``safe_text`` would leave ``text`` unchanged."""
     return _UNSAFE.search(text) is None
+
+
+def user_pattern(text: str) -> re.Pattern[str] | None:
+    """A filter the user typed: a case-insensitive regex, or — when it is not a valid
+    one (``aten::add(``) — the literal text.  None for an empty filter."""
+    if not text:
+        return None
+    try:
+        return re.compile(text, re.IGNORECASE)
+    except re.error:
+        return re.compile(re.escape(text), re.IGNORECASE)

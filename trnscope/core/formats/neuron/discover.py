@@ -75,10 +75,6 @@ class NeuronFiles(msgspec.Struct):
     def has_raw(self) -> bool:
         return bool(self.system_binaries or self.device_traces)
 
-    @property
-    def is_session(self) -> bool:
-        return self.has_raw or bool(self.system_json or self.parquet_system)
-
 
 def json_role(path: Path) -> str:
     """ "framework" | "system" | "device" | "mapping" | "" for a .json(.gz) file."""
@@ -358,8 +354,3 @@ def _label(anchor: Path, root: Path) -> str:
         return str(rel.with_suffix(""))
     name = str(rel)
     return name.removesuffix("@latest") if rel.parts[-1].endswith("@latest") else name
-
-
-def classify(folder: Path) -> NeuronFiles:
-    """The session made of ``folder`` (kept for callers that ask about one folder)."""
-    return session_files(folder)

@@ -122,14 +122,6 @@ def column(data: dict[str, list[Any]], n: int, *names: str) -> list[Any]:
     return [None] * n
 
 
-def is_device_parquet_dir(folder: Path) -> bool:
-    return bool(table_files(folder, "Instruction"))
-
-
-def is_system_parquet_dir(folder: Path) -> bool:
-    return bool(table_files(folder, "SystemProfileEvents"))
-
-
 def int_column(table: Any, name: str) -> tuple[Any, int]:
     """Column ``name`` of ``table`` as int64 numpy with -1 for missing, and how many
     values were missing or unusable (null, NaN, not a number)."""

@@ -25,7 +25,7 @@ import msgspec
 import numpy as np
 
 from trnscope.core.base.errors import InputError
-from trnscope.core.formats.neuron.parquet import column, first_row, read_table
+from trnscope.core.formats.neuron.parquet import column, read_table
 from trnscope.core.formats.neuron.tolerant import NONE, MissingCounts, decode_lenient, int_or_missing
 from trnscope.core.model.vocab import Interner
 
@@ -320,7 +320,3 @@ def read_system_parquet(folder: Path) -> SystemEvents:
     listing = read_table(folder, "DeviceProfileList")
     profiles = _device_profile_list(listing.to_pylist()) if listing is not None else {}
     return builder.build(warnings, f"{folder.name}/SystemProfileEvents", profiles)
-
-
-def system_metadata(folder: Path) -> dict[str, Any]:
-    return first_row(read_table(folder, "SystemProfileMetadata"))

@@ -1,0 +1,48 @@
+"""The ``/`` filter of a table screen, one behaviour everywhere: ``/`` shows the box with
+the current text, every keystroke applies it, Enter hides an empty box and returns to
+the table, and ``clear_filter`` (on Esc) empties it."""
+
+from __future__ import annotations
+
+from textual.widgets import Input
+
+from trnscope.tui.screen_base import ExplorerScreen
+from trnscope.tui.vtable import VirtualTable
+
+
+class FilterScreen(ExplorerScreen):
+    """A screen that composes ``Input(id="filter")`` and one ``VirtualTable``;
+    subclasses implement ``filter_text`` (read) and ``set_filter`` (store and redraw)."""
+
+    @property
+    def filter_text(self) -> str:
+        raise NotImplementedError
+
+    def set_filter(self, text: str) -> None:
+        raise NotImplementedError
+
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.display = True
+        box.value = self.filter_text
+        box.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "filter":
+            self.set_filter(event.value)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "filter":
+            event.input.display = bool(self.filter_text)
+            self.query_one(VirtualTable).focus()
+
+    def clear_filter(self) -> bool:
+        """Empty and hide the box; False when there was nothing to clear."""
+        box = self.query_one("#filter", Input)
+        if not (box.display or self.filter_text):
+            return False
+        box.value = ""
+        box.display = False
+        self.set_filter("")
+        self.query_one(VirtualTable).focus()
+        return True
