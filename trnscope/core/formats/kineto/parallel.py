@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import secrets
 import signal
 import threading
 from collections.abc import Callable
@@ -113,8 +114,37 @@ def _spill_folder() -> str | None:
     return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
 
 
+def _spill_prefix(loader_pid: int, load_token: str) -> str:
+    # the loader's pid first (what sweep_spills checks for liveness), then this load's
+    # token, so a stopped load removes exactly its own files and not a concurrent load's
+    return f"{SPILL_PREFIX}{loader_pid}-{load_token}-"
+
+
+def _remove_spills_of_load(loader_pid: int, load_token: str) -> None:
+    """Remove every result file of one load.  Run once its workers are gone: a worker
+    stopped while writing leaves a file no future ever names."""
+    folder = _spill_folder()
+    if folder is None:
+        return
+    prefix = _spill_prefix(loader_pid, load_token)
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        if name.startswith(prefix):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(folder, name))
+
+
 def decode_range_of_file(
-    plain_path: str, start: int, stop: int | None, slot: int, chunk_bytes: int, loader_pid: int
+    plain_path: str,
+    start: int,
+    stop: int | None,
+    slot: int,
+    chunk_bytes: int,
+    loader_pid: int,
+    load_token: str,
 ) -> RangeResult | SpilledRange:
     """Decode events from ``start`` up to the cut before ``stop`` (runs in a worker)."""
     import mmap
@@ -128,7 +158,7 @@ def decode_range_of_file(
         buf.close()
     try:
         # named after the loading process, so what a killed load leaves is found and removed
-        handle, path = tempfile.mkstemp(prefix=f"{SPILL_PREFIX}{loader_pid}-", dir=_spill_folder())
+        handle, path = tempfile.mkstemp(prefix=_spill_prefix(loader_pid, load_token), dir=_spill_folder())
     except OSError:
         return result
     chunks = []
@@ -259,9 +289,13 @@ def _parallel_decode(
         initargs=(slots, small_pages_preferred(), parent),
     )
     futures = []
+    load_token = secrets.token_hex(4)
+    processes: list[Any] = []
     try:
         futures = [
-            executor.submit(decode_range_of_file, source.plain_path, start, stop, index, chunk_bytes, os.getpid())
+            executor.submit(
+                decode_range_of_file, source.plain_path, start, stop, index, chunk_bytes, os.getpid(), load_token
+            )
             for index, (start, stop) in enumerate(zip(starts, stops))
         ]
         results: list[RangeResult] = []
@@ -277,13 +311,17 @@ def _parallel_decode(
     except BaseException:
         # cancelled, interrupted (Ctrl+C, SIGTERM) or failed: stop the workers now
         # rather than wait for their ranges
-        for process in list(getattr(executor, "_processes", {}).values()):
+        processes = list(getattr(executor, "_processes", {}).values())
+        for process in processes:
             process.terminate()
         raise
     finally:
         done_event.set()
         executor.shutdown(wait=True, cancel_futures=True)
+        for process in processes:
+            process.join(timeout=5)
         _discard_unread(futures)
+        _remove_spills_of_load(os.getpid(), load_token)
     # Keep ranges up to the first one whose end could not be proven: that range ran
     # on to the end of the array by itself, so later ranges are redundant.
     kept: list[RangeResult] = []
