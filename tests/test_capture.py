@@ -23,14 +23,17 @@ pytestmark = pytest.mark.torch
 STANDINS = Path(__file__).resolve().parent / "standins"
 
 
-def assert_session_parity(folder: Path) -> None:
-    """Every variant loads and reproduces PyTorch's stored key_averages() figures."""
+def assert_session_parity(folder: Path, fresh: bool = True) -> None:
+    """Every variant loads and reproduces PyTorch's stored key_averages() figures
+    (``fresh``: captured by this code, so with FLOPs; bundled samples predate them)."""
     manifest = read_manifest(folder)
     ref = discover(folder)
     for variant, source in zip(manifest.ok_variants(), ref.sources):
         analysis = Analysis(load_source(source))
         problems = check_parity(analysis, variant.reference)
         assert not problems, (variant.label, [str(p) for p in problems[:10]])
+        # captured with with_flops: PyTorch's FLOPs stored, and ours (from shapes) equal them
+        assert not fresh or all(row.flops is not None for row in variant.reference)
         if variant.reference_grouped_by_shape:
             problems = check_parity(analysis, variant.reference_grouped_by_shape, by_shape=True)
             assert not problems, (variant.label, [str(p) for p in problems[:10]])
@@ -46,6 +49,9 @@ def test_demo_rmsnorm_cli(tmp_path: Path, capsys) -> None:
     assert all(v.result_max_abs_error is not None and v.result_max_abs_error < 1e-3 for v in manifest.variants)
     assert manifest.device_kind == "cpu" and manifest.torch_version.startswith("2.")
     assert_session_parity(out)
+    # eager RMSNorm multiplies: PyTorch counted FLOPs for aten::mul, and they were kept
+    eager = manifest.variants[0]
+    assert any(row.flops for row in eager.reference if row.name == "aten::mul")
     # the three variants line up through their region in the comparison
     capsys.readouterr()
     assert main(["compare", str(out), "--format", "json"]) == 0
@@ -234,7 +240,7 @@ def test_neuron_path_calls_the_documented_api(tmp_path: Path, correlate: bool) -
 
 @pytest.mark.parametrize("name", ["cpu_rmsnorm_session", "cpu_attention_session", "cpu_train_tiny_session"])
 def test_bundled_samples_keep_parity(name: str) -> None:
-    assert_session_parity(SAMPLES / name)
+    assert_session_parity(SAMPLES / name, fresh=False)
 
 
 def test_neuron_activity_prefers_the_neuron_spelling() -> None:

@@ -102,6 +102,57 @@ def test_parity_autograd_backward_and_memory(tmp_path: Path) -> None:
     assert {k: v for k, v in summary.items() if k in theirs} == theirs
 
 
+def _flop_counted_ops() -> None:
+    """Every op PyTorch counts FLOPs of, with the argument forms that change the count:
+    strided, padded, dilated and grouped conv2d; linear on 2-D and 3-D input (addmm);
+    matmul → bmm; baddbmm; mul/add with tensor, wrapped-scalar and Scalar operands;
+    in-place add_ (no count); a zero-size addmm (count 0)."""
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(3, 8, 3, stride=2, padding=1)
+    grouped = torch.nn.Conv2d(8, 8, (3, 5), stride=(1, 2), padding=(2, 0), dilation=(2, 1), groups=4)
+    linear = torch.nn.Linear(16, 32)
+    a, b = torch.randn(5, 16), torch.randn(16, 7)
+    left, right = torch.randn(3, 5, 6), torch.randn(3, 6, 2)
+    for _ in range(2):
+        grouped(conv(torch.randn(4, 3, 17, 19)))
+        linear(a)
+        linear(torch.randn(2, 3, 16))
+        torch.mm(a, b)
+        torch.matmul(left, right)
+        torch.baddbmm(torch.randn(3, 5, 2), left, right)
+        torch.mul(a, 2.0)
+        _ = a * a + a
+        torch.add(a, 1)
+        a.add_(1)
+        torch.addmm(torch.randn(7), torch.randn(3, 0), torch.randn(0, 7))
+
+
+def test_parity_flops(tmp_path: Path) -> None:
+    """FLOPs per key, and per key and input shape, equal key_averages(with_flops=True)
+    exactly: PyTorch does not write them to the trace, trnscope recomputes them from
+    "Input Dims" and "Concrete Inputs" by the same formula."""
+    from trnscope.core.analysis.flops import flops_columns
+
+    prof, analysis = _profile(tmp_path, _flop_counted_ops, record_shapes=True, with_flops=True)
+    for by_shape in (False, True):
+        reference = reference_rows(prof, group_by_input_shape=by_shape)
+        assert sum(row.flops or 0 for row in reference) > 0
+        problems = check_parity(analysis, reference, by_shape=by_shape, device=False)
+        assert not problems, "\n".join(map(str, problems[:20]))
+    table = analysis.op_table()
+    columns = flops_columns(analysis, table)
+    assert columns is not None
+    ours = {table.name[g]: int(columns.flops[g]) for g in range(len(table)) if columns.counted[g]}
+    theirs = {e.key: int(e.flops) for e in prof.key_averages() if e.flops}
+    assert ours == theirs
+    conv = table.find("aten::conv2d")
+    assert columns.complete[conv] and columns.per_second[conv] == pytest.approx(
+        columns.flops[conv] / (table.cpu_total[conv] / 1e9)
+    )
+    # an op PyTorch does not count (the in-place add_) has no FLOPs value
+    assert not columns.counted[table.find("aten::add_")]
+
+
 def test_parity_multiple_threads(tmp_path: Path) -> None:
     def workload() -> None:
         def worker() -> None:

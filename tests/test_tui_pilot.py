@@ -577,3 +577,36 @@ async def test_resize_lays_the_table_out_again_and_columns_can_be_chosen() -> No
         await press(pilot, *["down"] * next(i for i, t in enumerate(items) if "share" in t), "enter", "escape")
         assert app.screen is ops
         assert "cpu_avg" in keys() and "share" not in keys()
+
+
+@requires_corpus
+async def test_flops_columns_from_130_wide_or_by_the_chooser() -> None:
+    """The H100 trace has input shapes: FLOPs and FLOP/s per op, as key_averages(with_flops)
+    would count them; hidden at 100 columns until chosen."""
+    from trnscope.core.analysis.flops import flops_columns
+
+    app = TrnscopeApp([str(H100)])
+    async with app.run_test(size=(140, 30)) as pilot:
+        await wait_loaded(pilot)
+        ops = app.screen
+        assert isinstance(ops, OpsScreen)
+        view = ops.query_one(VirtualTable)
+        keys = lambda: [c.key for c in view.model.columns]  # noqa: E731
+        assert "flops" in keys() and "flops_per_s" in keys()
+        table = ops._table
+        columns = flops_columns(ops.analysis, table)
+        assert columns is not None
+        g = table.find("aten::addmm")
+        cells = [str(c) for c in view.model.cells(g)]
+        # 26 addmm calls: Σ 2·M·K·N over their shapes; ÷ their 197.6 µs of CUDA time
+        assert columns.flops[g] == 8_029_194_240
+        assert cells[keys().index("flops")] == "8.03G" and cells[keys().index("flops_per_s")] == "40.6T"
+        await pilot.resize_terminal(100, 30)
+        await settle(pilot)
+        assert "flops" not in keys()
+        await press(pilot, "o")
+        assert isinstance(app.screen, PickScreen)
+        items = app.screen.items
+        await press(pilot, *["down"] * next(i for i, t in enumerate(items) if "FLOPs" in t), "enter", "escape")
+        await settle(pilot)
+        assert "flops" in keys()

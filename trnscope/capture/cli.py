@@ -74,7 +74,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
     _require_torch()
     from trnscope.capture.recorder import CaptureOptions
 
-    options = CaptureOptions(device=args.device)
+    options = CaptureOptions(device=args.device, profile_memory=bool(getattr(args, "memory", False)))
     if args.steps is not None:
         options.steps = max(1, args.steps)
     if args.warmup is not None:

@@ -43,6 +43,7 @@ class CaptureOptions(msgspec.Struct):
     record_shapes: bool = True
     with_stack: bool = True
     profile_memory: bool = False
+    with_flops: bool = True  # key_averages' FLOPs kept in session.json (the check of ours)
     device: str | None = None  # None: neuron if present, else cuda, else cpu
     region: str = ""  # record_function name wrapped around each call (aligns variants)
     neuron: NeuronOptions = msgspec.field(default_factory=NeuronOptions)
@@ -148,6 +149,7 @@ def profile_callable(
         record_shapes=options.record_shapes,
         with_stack=options.with_stack,
         profile_memory=options.profile_memory,
+        with_flops=options.with_flops,
         **kwargs,
     ) as prof:
         for _ in range(options.steps + 1):

@@ -10,6 +10,7 @@ _DEVICE_TYPES = ("CUDA", "PrivateUse1", "MTIA", "XPU", "HPU")
 
 
 def reference_rows(prof: Any, group_by_input_shape: bool = False) -> list[ReferenceRow]:
+    with_flops = bool(getattr(prof, "with_flops", False))
     rows = []
     for event in prof.key_averages(group_by_input_shape=group_by_input_shape):
         device_type = str(getattr(event, "device_type", "")).split(".")[-1]
@@ -24,6 +25,7 @@ def reference_rows(prof: Any, group_by_input_shape: bool = False) -> list[Refere
                 input_shapes=str(event.input_shapes) if group_by_input_shape else "",
                 is_annotation=bool(getattr(event, "is_user_annotation", False)),
                 is_device=device_type in _DEVICE_TYPES,
+                flops=int(getattr(event, "flops", 0) or 0) if with_flops else None,
             )
         )
     return rows

@@ -71,6 +71,7 @@ def run_script(
             record_shapes=options.record_shapes,
             with_stack=options.with_stack,
             profile_memory=options.profile_memory,
+            with_flops=options.with_flops,
             **kwargs,
         )
 

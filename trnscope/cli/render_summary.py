@@ -10,7 +10,7 @@ import msgspec
 from trnscope.cli.textout import csv_writer, text_console
 from trnscope.core.analysis.contracts import SummaryOut, encode
 from trnscope.core.base.text import safe_text
-from trnscope.core.base.units import fmt_bytes, fmt_percent, fmt_time_ns
+from trnscope.core.base.units import fit_si, fmt_bytes, fmt_percent, fmt_time_ns
 
 
 def render_json(summary: SummaryOut) -> str:
@@ -41,6 +41,8 @@ def render_csv(summary: SummaryOut, which: str = "ops", terminal: bool = False) 
             "self_device_us",
             "device_total_us",
             "device_avg_us",
+            "flops",
+            "flops_per_s",
         ]
     )
     for op in summary.ops:
@@ -58,6 +60,8 @@ def render_csv(summary: SummaryOut, which: str = "ops", terminal: bool = False) 
                 op.self_device_us,
                 op.device_total_us,
                 round(op.device_total_us / calls, 3),
+                "" if op.flops is None else op.flops,
+                "" if op.flops_per_s is None else op.flops_per_s,
             ]
         )
     return out.getvalue()
@@ -208,6 +212,13 @@ def render_table(summary: SummaryOut, width: int | None = None, which: str = "bo
                         f"Self {device} Mem", 12, [fmt_bytes(op.self_device_memory_bytes or 0) for op in ops]
                     ),
                 ]
+        if any(op.flops is not None for op in ops):  # the trace has shapes of ops PyTorch counts
+            numbers += [
+                _NumberColumn("FLOPs", 16, [fit_si(op.flops, 8) if op.flops is not None else "" for op in ops]),
+                _NumberColumn(
+                    "FLOP/s", 15, [fit_si(op.flops_per_s, 8) if op.flops_per_s is not None else "" for op in ops]
+                ),
+            ]
         kept_texts, kept, gone = _layout(width, texts, numbers)
         hidden += gone
         _print_columns(console, title, kept_texts, kept, len(ops))

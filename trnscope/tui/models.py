@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import NamedTuple
 
 import numpy as np
 from rich.text import Text
@@ -18,10 +18,12 @@ from rich.text import Text
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.chain_model import Chain
 from trnscope.core.analysis.compare import CompareRow, Comparison
+from trnscope.core.analysis.flops import FlopsColumns
+from trnscope.core.analysis.memory import MemoryColumns
 from trnscope.core.analysis.optable import KernelTable, OpTable
 from trnscope.core.analysis.ordering import KERNEL_SORT_COLUMNS, default_op_sort_of, kernel_table_order, op_table_order
 from trnscope.core.base.text import user_pattern
-from trnscope.core.base.units import fit_count, fit_time_short, fmt_bytes, fmt_ratio
+from trnscope.core.base.units import fit_count, fit_si, fit_time_short, fmt_bytes, fmt_ratio
 from trnscope.core.model.roles import Role
 from trnscope.tui.vtable import Column, TableModel
 
@@ -118,7 +120,18 @@ def fit_bytes(count: int, width: int) -> str:
     return f"{float(value):.0f}{unit}"
 
 
-def op_columns(table: OpTable, width: int, memory: bool = False) -> list[tuple[str, Column, bool]]:
+class OpExtras(NamedTuple):
+    """Columns the trace has only sometimes: memory ([memory] records) and FLOPs
+    (input shapes of ops PyTorch counts)."""
+
+    memory: MemoryColumns | None = None
+    flops: FlopsColumns | None = None
+
+
+NO_EXTRAS = OpExtras()
+
+
+def op_columns(table: OpTable, width: int, extras: OpExtras = NO_EXTRAS) -> list[tuple[str, Column, bool]]:
     """Every column the op table can show, in order, and whether the width shows it by
     default (breakpoints: the share bar from 96 columns, averages and shares of the
     total from 130).  The column chooser overrides either way."""
@@ -144,22 +157,30 @@ def op_columns(table: OpTable, width: int, memory: bool = False) -> list[tuple[s
             ("device_total", Column("device_total", f"{device[:4]} tot", 10), True),
             ("device_avg", Column("device_avg", f"{device[:4]} avg", 9), wide),
         ]
-    if memory:  # profile_memory=True: key_averages' CPU Mem / Self CPU Mem, from 130 columns
+    if extras.memory is not None:  # profile_memory=True: key_averages' CPU Mem / Self CPU Mem, from 130 columns
         out += [
             ("cpu_mem", Column("cpu_mem", "CPU Mem", 10), wide),
             ("self_cpu_mem", Column("self_cpu_mem", "Self Mem", 10), wide),
+        ]
+    if extras.flops is not None and bool(extras.flops.counted.any()):  # from 130 columns, or by the chooser
+        out += [
+            ("flops", Column("flops", "FLOPs", 7), wide),
+            ("flops_per_s", Column("flops_per_s", "FLOP/s", 7), wide),
         ]
     out.append(("share", Column("share", "share", 8 if wide else 6, "left"), width >= 96))
     return out
 
 
-def op_model(table: OpTable, order: np.ndarray, state: OpViewState, width: int, memory: Any = None) -> TableModel:
+def op_model(
+    table: OpTable, order: np.ndarray, state: OpViewState, width: int, extras: OpExtras = NO_EXTRAS
+) -> TableModel:
+    memory, flops = extras
     has_device = table.total_self_device > 0 or bool(table.device_total.any())
     total_cpu = max(table.total_self_cpu, 1)
     total_dev = max(table.device_share_base, table.total_self_device, 1)
     sort_key = state.sort_key or default_op_sort_of(table)
     columns = [Column("name", "Name", 16, "left", flex=True)]
-    for key, column, shown_by_width in op_columns(table, width, memory is not None):
+    for key, column, shown_by_width in op_columns(table, width, extras):
         if state.columns.get(key, shown_by_width):
             columns.append(column)
     share_column = (
@@ -199,10 +220,15 @@ def op_model(table: OpTable, order: np.ndarray, state: OpViewState, width: int, 
                 out.append(fit_time_short(table.device_total[g], column.width) if table.device_total[g] else "")
             elif key == "device_avg":
                 out.append(fit_time_short(table.device_total[g] / calls, column.width) if table.device_total[g] else "")
-            elif key == "cpu_mem":
+            elif key == "cpu_mem" and memory is not None:
                 out.append(fit_bytes(int(memory.cpu[g]), column.width))
-            elif key == "self_cpu_mem":
+            elif key == "self_cpu_mem" and memory is not None:
                 out.append(fit_bytes(int(memory.self_cpu[g]), column.width))
+            elif key == "flops" and flops is not None:
+                out.append(fit_si(float(flops.flops[g]), column.width) if flops.counted[g] else "")
+            elif key == "flops_per_s" and flops is not None:
+                rate = float(flops.per_second[g])
+                out.append(fit_si(rate, column.width) if np.isfinite(rate) else "")
             elif key == "share":
                 out.append(
                     Text(

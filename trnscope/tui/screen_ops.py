@@ -15,6 +15,7 @@ from textual.widgets.option_list import Option
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.compare import compare
+from trnscope.core.analysis.flops import flops_columns
 from trnscope.core.analysis.memory import memory_columns
 from trnscope.core.analysis.optable import KernelTable, OpTable
 from trnscope.core.analysis.ordering import default_op_sort_of
@@ -27,7 +28,9 @@ from trnscope.tui.filterbox import FilterScreen
 from trnscope.tui.messages import ShowCompare, host
 from trnscope.tui.models import (
     KERNEL_SORT_KEYS,
+    NO_EXTRAS,
     OP_SORT_KEYS,
+    OpExtras,
     OpViewState,
     kernel_model,
     kernel_order,
@@ -123,7 +126,7 @@ class OpsScreen(FilterScreen):
         self.ref = ref
         self.state = OpViewState()
         self._table: Any = None
-        self._memory: Any = None  # memory columns of the shown op table, when the trace has them
+        self._extras = NO_EXTRAS  # memory and FLOPs columns of the shown op table, when the trace has them
 
     def compose(self) -> ComposeResult:
         yield Static(id="status")
@@ -168,7 +171,7 @@ class OpsScreen(FilterScreen):
             self.notify("the column chooser is for the op table")
             return
         width = self.query_one(VirtualTable).size.width or self.app.size.width
-        choices = op_columns(self._table, width, self._memory is not None)
+        choices = op_columns(self._table, width, self._extras)
         items = [
             f"[{'x' if self.state.columns.get(key, default) else ' '}] {column.title}"
             for key, column, default in choices
@@ -192,23 +195,26 @@ class OpsScreen(FilterScreen):
         if state.mode == "kernels":
             table = self.analysis.kernel_table(state.step)
             order = kernel_order(table, state)
-            memory = None
+            extras = NO_EXTRAS
         else:
             table = self.analysis.op_table(state.group_by, step=state.step)
             order = op_order(table, state)
-            memory = memory_columns(self.analysis, table)  # None without [memory] records
-        self.app.call_from_thread(self._apply, table, order, state, keep, memory)
+            # each None when the trace lacks [memory] records / shapes of counted ops
+            extras = OpExtras(memory_columns(self.analysis, table), flops_columns(self.analysis, table))
+        self.app.call_from_thread(self._apply, table, order, state, keep, extras)
 
-    def _apply(self, table: Any, order: np.ndarray, state: OpViewState, keep: str | None, memory: Any = None) -> None:
+    def _apply(
+        self, table: Any, order: np.ndarray, state: OpViewState, keep: str | None, extras: OpExtras = NO_EXTRAS
+    ) -> None:
         if state.__dict__ != self.state.__dict__:
             return  # a newer request is on its way
         view = self.query_one(VirtualTable)
         previous = self._selected_name()
         self._table = table
-        self._memory = memory
+        self._extras = extras
         width = view.size.width or self.app.size.width
         model = (
-            op_model(table, order, state, width, memory)
+            op_model(table, order, state, width, extras)
             if state.mode == "ops"
             else kernel_model(table, order, state, width)
         )

@@ -45,6 +45,11 @@ class OpOut(msgspec.Struct):
     self_cpu_memory_bytes: int | None = None
     device_memory_bytes: int | None = None
     self_device_memory_bytes: int | None = None
+    # key_averages(with_flops=True), recomputed from the trace's input shapes by
+    # PyTorch's formula; null for ops it does not count or when the trace has no shapes
+    flops: int | None = None
+    # flops ÷ device total (÷ CPU total without device time); null unless every call has a count
+    flops_per_s: float | None = None
 
 
 class KernelOut(msgspec.Struct):

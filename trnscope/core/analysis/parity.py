@@ -34,9 +34,14 @@ def check_parity(
 ) -> list[Mismatch]:
     """Every reference key must exist with equal calls and Self CPU / CPU total (and,
     with ``device``, Self device / device total) to the nanosecond (1.5 ns, plus float
-    summation error); and we must have
+    summation error), and equal FLOPs where the reference has them; and we must have
     no key PyTorch lacks."""
     table = analysis.op_table("shape" if by_shape else "op")
+    flops = None
+    if any(row.flops is not None for row in reference):
+        from trnscope.core.analysis.flops import flops_columns
+
+        flops = flops_columns(analysis, table)
     ours: dict[tuple[str, str, bool, bool], int] = {}
     for group in range(len(table)):
         key = (
@@ -64,6 +69,8 @@ def check_parity(
                 ("self_device_us", table.self_device[group] / 1e3, row.self_device_us, False),
                 ("device_total_us", table.device_total[group] / 1e3, row.device_total_us, False),
             ]
+        if row.flops is not None:  # captured with with_flops=True: counts are exact integers
+            checks.append(("flops", float(flops.flops[group]) if flops is not None else 0.0, float(row.flops), True))
         for field, mine, theirs, exact in checks:
             if (mine != theirs) if exact else not _close(mine, theirs):
                 problems.append(Mismatch(label, field, mine, theirs))

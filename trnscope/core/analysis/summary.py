@@ -119,6 +119,17 @@ def build_summary(
     from trnscope.core.analysis.memory import memory_columns
 
     memory = memory_columns(analysis, table)
+    from trnscope.core.analysis.flops import flops_columns
+
+    flops = flops_columns(analysis, table)
+
+    def flop_count(g: int) -> int | None:
+        return int(flops.flops[g]) if flops is not None and flops.counted[g] else None
+
+    def flop_rate(g: int) -> float | None:
+        if flops is None or not np.isfinite(flops.per_second[g]):
+            return None
+        return round(float(flops.per_second[g]), 1)
 
     def mem(column: str, g: int) -> int | None:
         return int(getattr(memory, column)[g]) if memory is not None else None
@@ -140,6 +151,8 @@ def build_summary(
             self_cpu_memory_bytes=mem("self_cpu", g),
             device_memory_bytes=mem("device", g),
             self_device_memory_bytes=mem("self_device", g),
+            flops=flop_count(g),
+            flops_per_s=flop_rate(g),
         )
         for g in order.tolist()
     ]
@@ -159,6 +172,14 @@ def build_summary(
     ]
     report = analysis.link_report
     warnings = analysis_warnings(analysis, extra_warnings)
+    from trnscope.core.analysis.flops import flops_of_trace
+
+    per_row = flops_of_trace(analysis)
+    if per_row is not None and per_row.unknown_rows:
+        warnings.append(
+            f"FLOPs unknown for {per_row.unknown_rows:,} aten::conv2d calls: the trace has no "
+            '"Concrete Inputs" (stride, padding, dilation, groups); their rows show no FLOPs'
+        )
     return SummaryOut(
         source=trace.source,
         device_kind=trace.device_kind,

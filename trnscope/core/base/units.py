@@ -68,6 +68,22 @@ def fit_count(count: int, width: int) -> str:
     return min(forms, key=len)
 
 
+def fit_si(value: float, width: int) -> str:
+    """A count in SI steps, for FLOPs and FLOP/s: ``161``, ``20.7k``, ``647G``, ``1.28T``
+    — the most precise form that fits ``width``."""
+    forms: list[str] = []
+    for scale, suffix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            forms += [f"{value / scale:.3g}{suffix}", f"{value / scale:.2g}{suffix}", f"{value / scale:.0f}{suffix}"]
+            break
+    else:
+        forms.append(f"{value:.0f}")
+    for form in forms:
+        if len(form) <= width:
+            return form
+    return min(forms, key=len)
+
+
 def fmt_bytes(count: int) -> str:
     """PyTorch's table style for memory: ``Gb``, ``Mb``, ``Kb``, ``b`` (2-based)."""
     for limit, suffix in ((1 << 30, "Gb"), (1 << 20, "Mb"), (1 << 10, "Kb")):

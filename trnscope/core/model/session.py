@@ -25,6 +25,7 @@ class ReferenceRow(msgspec.Struct, omit_defaults=True):
     input_shapes: str = ""
     is_annotation: bool = False
     is_device: bool = False
+    flops: int | None = None  # key_averages' flops, when captured with with_flops=True
 
 
 class VariantRecord(msgspec.Struct, omit_defaults=True):

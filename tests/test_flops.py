@@ -1,0 +1,159 @@
+"""FLOPs per op by PyTorch's formula (``key_averages(with_flops=True)``), recomputed
+from a trace's "Input Dims" and "Concrete Inputs": hand-computed values on a
+hand-built trace, the cases where PyTorch gives 0 or nothing, and the corpus.
+(Exact agreement with torch itself: ``tests/test_parity_torch.py::test_parity_flops``.)"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import CORPUS, requires_corpus
+from trnscope.cli.main import main
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.flops import UNKNOWN, conv2d_flops, flops_columns, flops_of, flops_of_trace
+from trnscope.core.formats import load_path
+
+
+def _op(name: str, ts: float, dur: float, dims: list, concrete: list | None = None, ext: int = 0) -> dict:
+    args: dict = {"Input Dims": dims, "External id": ext}
+    if concrete is not None:
+        args["Concrete Inputs"] = concrete
+    return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": args}
+
+
+def _device(ts: float, dur: float, correlation: int, ext: int) -> list[dict]:
+    launch = {
+        "ph": "X",
+        "cat": "cuda_runtime",
+        "name": "cudaLaunchKernel",
+        "pid": 1,
+        "tid": 1,
+        "ts": ts,
+        "dur": 1,
+        "args": {"correlation": correlation, "External id": ext},
+    }
+    kernel = {
+        "ph": "X",
+        "cat": "kernel",
+        "name": "gemm",
+        "pid": 0,
+        "tid": 7,
+        "ts": ts + 5,
+        "dur": dur,
+        "args": {"correlation": correlation, "External id": ext},
+    }
+    return [launch, kernel]
+
+
+def _hand_built(tmp_path: Path) -> Path:
+    """Two addmm (one with a 10 µs kernel each), a conv2d with its concrete inputs and
+    one without (a 2021-era event), an in-place add_, and an add."""
+    conv_concrete = ["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "1"]
+    events = [
+        _op("aten::addmm", 0, 20, [[32], [5, 16], [16, 32], [], []], ["", "", "", "1", "1"], ext=1),
+        *_device(2, 10, 11, 1),
+        _op("aten::addmm", 30, 20, [[32], [5, 16], [16, 32], [], []], ["", "", "", "1", "1"], ext=2),
+        *_device(32, 10, 12, 2),
+        _op("aten::conv2d", 60, 10, [[4, 3, 17, 19], [8, 3, 3, 3], [8], [], [], [], []], conv_concrete),
+        _op("aten::conv2d", 80, 10, [[4, 3, 17, 19], [8, 3, 3, 3], [8], [], [], [], []]),
+        _op("aten::add_", 100, 5, [[5, 16], [5, 16], []]),
+        _op("aten::add", 110, 5, [[5, 16], [5, 16], []]),
+    ]
+    path = tmp_path / "flops.json"
+    path.write_text(json.dumps({"traceEvents": events, "deviceProperties": [{"name": "GPU"}]}))
+    return path
+
+
+def test_flops_and_rates_on_a_hand_built_trace(tmp_path: Path) -> None:
+    analysis = Analysis(load_path(_hand_built(tmp_path), use_cache=False))
+    table = analysis.op_table()
+    columns = flops_columns(analysis, table)
+    assert columns is not None
+    addmm = table.find("aten::addmm")
+    # 2 · (5·16 ÷ 16) · (16·32) per call, two calls; rate over the 2 × 10 µs of kernels
+    assert columns.flops[addmm] == 2 * 2 * 5 * 16 * 32
+    assert columns.per_second[addmm] == pytest.approx(2 * 2 * 5 * 16 * 32 / 20e-6)
+    conv = table.find("aten::conv2d")
+    # H_out = (17 + 2 − 2 − 1) // 2 + 1 = 9, W_out = (19 + 2 − 2 − 1) // 2 + 1 = 10
+    assert columns.flops[conv] == 2 * 4 * 9 * 10 * 3 * 3 * 3 * 8
+    assert columns.counted[conv] and not columns.complete[conv]  # one call has no count: no FLOP/s
+    assert columns.per_second[conv] != columns.per_second[conv]  # NaN
+    add = table.find("aten::add")
+    assert columns.flops[add] == 80 and columns.per_second[add] == pytest.approx(80 / 5e-6)
+    assert not columns.counted[table.find("aten::add_")]  # PyTorch does not count in-place add_
+    per_row = flops_of_trace(analysis)
+    assert per_row is not None and per_row.unknown_rows == 1 and per_row.counted_rows == 4
+
+
+def test_the_cases_pytorch_gives_zero_or_nothing() -> None:
+    assert flops_of("aten::mm", [[3, 0], [0, 7]]) == 0  # empty inner dimension
+    assert flops_of("aten::mm", [[], [4]]) == 0
+    assert flops_of("aten::bmm", [[0, 2, 3], [0, 3, 4]]) == 0  # empty batch
+    assert flops_of("aten::bmm", [[2, 5, 6], [2, 6, 3]]) == 2 * 5 * 2 * 6 * 3
+    assert flops_of("aten::baddbmm", [[2, 5, 3], [2, 5, 6], [2, 6, 3], [], []]) == 2 * 5 * 2 * 6 * 3
+    assert flops_of("aten::mul", [[], [3, 7], [3, 7]]) == 1  # a 0-dim first input: one element
+    assert flops_of("aten::relu", [[5, 16]]) == 0
+    assert flops_of("aten::conv2d", [[1, 3, 8, 8], [4, 3, 3, 3]], None) == UNKNOWN  # no Concrete Inputs
+    assert (
+        conv2d_flops([[1, 3, 8, 8], [4, 3, 3, 3], [], [], [], [], []], ["", "", "", "[1]", "[0, 0]", "[1, 1]", "1"])
+        == 0
+    )
+    assert (
+        conv2d_flops([[1, 3, 8, 8], [4, 3, 3, 3], [], [], [], [], []], ["", "", "", "[1, 1]", "same", "[1, 1]", "1"])
+        == 0
+    )
+    assert (
+        conv2d_flops([[1, 3, 8, 8], [4, 3, 3, 3], [], [], [], [], []], ["", "", "", "[1, 1]", "[0, 0]", "[1, 1]", "0"])
+        == 0
+    )
+    assert (
+        conv2d_flops([[3, 8, 8], [4, 3, 3, 3], [], [], [], [], []], ["", "", "", "[1, 1]", "[0, 0]", "[1, 1]", "1"])
+        == 0
+    )
+    assert conv2d_flops(
+        [[1, 3, 8, 8], [4, 3, 3, 3], [], [], [], [], []], ["", "", "", "[1, 1]", "[0, 0]", "[1, 1]", "1"]
+    ) == (2 * 1 * 6 * 6 * 3 * 3 * 3 * 4)
+
+
+def test_flops_in_summary_text_json_and_csv(tmp_path: Path, capsys, monkeypatch) -> None:
+    path = _hand_built(tmp_path)
+    monkeypatch.setenv("COLUMNS", "220")
+    assert main(["summary", str(path), "--format", "json", "--no-cache"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    ops = {op["name"]: op for op in doc["ops"]}
+    assert ops["aten::addmm"]["flops"] == 10240 and ops["aten::addmm"]["flops_per_s"] == pytest.approx(5.12e8)
+    assert ops["aten::conv2d"]["flops"] == 155520 and ops["aten::conv2d"]["flops_per_s"] is None
+    assert ops["aten::add_"]["flops"] is None
+    assert any("FLOPs unknown for 1 aten::conv2d" in w for w in doc["warnings"])
+    assert main(["summary", str(path), "--no-cache"]) == 0
+    text = capsys.readouterr().out
+    assert "FLOPs" in text and "FLOP/s" in text and "10.2k" in text and "512M" in text
+    assert main(["summary", str(path), "--format", "csv", "--no-cache"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[0].endswith("flops,flops_per_s")
+    assert any(r.startswith("aten::addmm,") and r.endswith(",10240,512000000.0") for r in rows)
+
+
+@requires_corpus
+def test_flops_on_the_corpus(capsys, monkeypatch) -> None:
+    """Traces with shapes get counts; a trace without shapes has none (columns hidden);
+    the 2021 trace's conv2d calls lack Concrete Inputs and are reported, not guessed."""
+    monkeypatch.setenv("COLUMNS", "250")
+    assert main(["summary", str(CORPUS / "tracelens_h100_bert_small.json.gz"), "--format", "json"]) == 0
+    ops = {op["name"]: op for op in json.loads(capsys.readouterr().out)["ops"]}
+    addmm = ops["aten::addmm"]
+    assert addmm["flops"] > 1e9 and addmm["flops_per_s"] == pytest.approx(
+        addmm["flops"] / (addmm["device_total_us"] / 1e6), rel=1e-6
+    )
+    assert main(["summary", str(CORPUS / "hta_cpu_only.json.gz")]) == 0
+    assert "FLOP" not in capsys.readouterr().out
+    assert main(["summary", str(CORPUS / "kineto_resnet50_2021.json.gz"), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    conv = next(op for op in doc["ops"] if op["name"] == "aten::conv2d")
+    assert conv["flops"] is None
+    assert any("FLOPs unknown for" in w and "aten::conv2d" in w for w in doc["warnings"])
+    mm = next(op for op in doc["ops"] if op["name"] == "aten::mm")
+    assert mm["flops"] > 0

@@ -1,0 +1,227 @@
+"""FLOPs per op, as ``key_averages()`` counts them with ``with_flops=True``.
+
+PyTorch does not write FLOP counts into the trace: ``key_averages()`` computes each
+op's count from its input sizes, for seven ops only (``torch/csrc/profiler/util.cpp``,
+``computeFlops``; verified against torch 2.13 by ``tests/test_parity_torch.py``):
+
+* ``aten::mm``, ``aten::addmm`` — 2 · (mat1's elements ÷ its last dim) · mat2's
+  elements (addmm's matrices are its 2nd and 3rd inputs; the bias is not counted);
+* ``aten::bmm``, ``aten::baddbmm`` — the same, divided once more by the batch size;
+* ``aten::conv2d`` — 2 · N · H_out · W_out · kH · kW · C_in · C_out ÷ groups, with
+  stride, padding, dilation and groups read from the event's "Concrete Inputs";
+* ``aten::mul``, ``aten::add`` — the first input's elements (the ``_`` in-place forms
+  and every other op: no count).
+
+The trace keeps those sizes in "Input Dims" (``record_shapes=True``), so the same
+counts follow from it, for any trace with shapes — whether or not it was captured with
+``with_flops``.  A conv2d without "Concrete Inputs" (traces before about torch 2.1)
+has no count; a group's FLOP/s is shown only when every instance has one.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+import msgspec
+import numpy as np
+
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.optable import OpTable
+from trnscope.core.formats.kineto.lazyargs import event_args
+from trnscope.core.model.roles import Role
+
+CONV2D = "aten::conv2d"
+_MATMUL = frozenset({"aten::mm", "aten::addmm"})
+_BATCHED = frozenset({"aten::bmm", "aten::baddbmm"})
+_ELEMENTWISE = frozenset({"aten::mul", "aten::add"})
+_WITH_BIAS = frozenset({"aten::addmm", "aten::baddbmm"})  # matrices are inputs 1 and 2
+COUNTED_OPS = _MATMUL | _BATCHED | _ELEMENTWISE | {CONV2D}
+UNKNOWN = -1
+
+
+class FlopsPerRow(msgspec.Struct):
+    flops: np.ndarray  # int64 per trace row; 0 for ops PyTorch does not count, UNKNOWN where it cannot be known
+    counted_rows: int  # rows of the seven ops with a count (possibly 0)
+    unknown_rows: int  # conv2d rows without "Concrete Inputs"
+
+
+class FlopsColumns(msgspec.Struct):
+    flops: np.ndarray  # int64 per op-table group: sum over instances with a count
+    counted: np.ndarray  # bool: the group has a FLOP count (some instance of a counted op)
+    complete: np.ndarray  # bool: every instance has a count (FLOP/s is defined)
+    per_second: np.ndarray  # float64 FLOP/s: flops ÷ device total, or ÷ CPU total without device time; NaN if undefined
+
+
+def _product(dims: list[int]) -> int:
+    out = 1
+    for d in dims:
+        out *= d
+    return out
+
+
+def _is_size(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(d, int) and not isinstance(d, bool) for d in value)
+
+
+def _int_list(text: object) -> list[int] | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        value = msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        return None
+    return value if _is_size(value) else None
+
+
+def matmul_flops(name: str, dims: list[object]) -> int:
+    """mm / addmm / bmm / baddbmm from their input sizes; 0 where PyTorch gives 0."""
+    first = 1 if name in _WITH_BIAS else 0
+    if len(dims) < first + 2 or not _is_size(dims[first]) or not _is_size(dims[first + 1]):
+        return 0
+    mat1, mat2 = dims[first], dims[first + 1]
+    assert isinstance(mat1, list) and isinstance(mat2, list)
+    if not mat1 or mat1[-1] == 0:
+        return 0
+    rows = _product(mat1) // mat1[-1]
+    if name in _BATCHED:
+        if mat1[0] == 0:
+            return 0
+        rows //= mat1[0]
+    return 2 * rows * _product(mat2)
+
+
+def conv2d_flops(dims: list[object], concrete: list[object]) -> int:
+    """conv2d from input/weight sizes and the concrete stride, padding, dilation,
+    groups (inputs 3–6); 0 where PyTorch gives 0 (too few inputs, a padding string,
+    wrong ranks, zero groups or stride)."""
+    if len(concrete) < 7:
+        return 0
+    stride, padding, dilation = (_int_list(concrete[k]) for k in (3, 4, 5))
+    groups_text = concrete[6]
+    if stride is None or padding is None or dilation is None or not isinstance(groups_text, str):
+        return 0
+    try:
+        groups = int(groups_text)
+    except ValueError:
+        return 0
+    if len(dims) < 2 or not _is_size(dims[0]) or not _is_size(dims[1]):
+        return 0
+    sizes, kernel = dims[0], dims[1]
+    assert isinstance(sizes, list) and isinstance(kernel, list)
+    if len(sizes) != 4 or len(kernel) != 4 or groups == 0 or len(padding) != 2 or len(dilation) != 2:
+        return 0
+    if len(stride) != 2 or stride[0] * stride[1] == 0:
+        return 0
+    n, c_in, h, w = sizes
+    c_out, _, kh, kw = kernel
+    h_out = (h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
+    w_out = (w + 2 * padding[1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+    return 2 * n * h_out * w_out * kh * kw * c_in * c_out // groups
+
+
+def elementwise_flops(dims: list[object]) -> int:
+    first = dims[0] if dims else None
+    return _product(first) if isinstance(first, list) and _is_size(first) else 0
+
+
+def flops_of(name: str, dims: list[object], concrete: list[object] | None = None) -> int:
+    """One op instance's FLOPs by PyTorch's formula (0 for ops it does not count)."""
+    if name in _MATMUL or name in _BATCHED:
+        return matmul_flops(name, dims)
+    if name in _ELEMENTWISE:
+        return elementwise_flops(dims)
+    if name == CONV2D:
+        return UNKNOWN if concrete is None else conv2d_flops(dims, concrete)
+    return 0
+
+
+def has_flops(analysis: Analysis) -> bool:
+    """The trace has input shapes for at least one op PyTorch counts FLOPs of."""
+    return flops_of_trace(analysis) is not None
+
+
+_computed: weakref.WeakKeyDictionary[Analysis, FlopsPerRow | None] = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+def flops_of_trace(analysis: Analysis) -> FlopsPerRow | None:
+    """``flops_per_row`` once per analysis (the TUI asks on every table rebuild)."""
+    with _lock:
+        if analysis in _computed:
+            return _computed[analysis]
+    result = flops_per_row(analysis)
+    with _lock:
+        _computed[analysis] = result
+    return result
+
+
+def flops_per_row(analysis: Analysis) -> FlopsPerRow | None:
+    """FLOPs of every op instance; None when the trace has no shapes for a counted op."""
+    trace = analysis.trace
+    ev = trace.events
+    counted_ids = [i for i, name in enumerate(trace.names) if name in COUNTED_OPS]
+    if not counted_ids or not trace.shapes:
+        return None
+    rows = np.flatnonzero(np.isin(ev.name, counted_ids) & (ev.role == int(Role.OP)) & (ev.dims >= 0))
+    if rows.size == 0:
+        return None
+    flops = np.zeros(len(ev), dtype=np.int64)
+    conv_id = trace.names.index(CONV2D) if CONV2D in trace.names else -1
+    # one formula evaluation per distinct (op, shapes): events repeat a few shapes
+    plain = rows[ev.name[rows] != conv_id]
+    if plain.size:
+        pairs = ev.name[plain].astype(np.int64) << 32 | ev.dims[plain].astype(np.int64)
+        unique, inverse = np.unique(pairs, return_inverse=True)
+        values = np.array(
+            [
+                flops_of(trace.names[int(p >> 32)], msgspec.json.decode(trace.shapes[int(p & 0xFFFFFFFF)]))
+                for p in unique.tolist()
+            ],
+            dtype=np.int64,
+        )
+        flops[plain] = values[inverse]
+    # conv2d needs its concrete stride/padding/dilation/groups: read lazily, in file order
+    convs = rows[ev.name[rows] == conv_id]
+    unknown = 0
+    if convs.size:
+        order = np.argsort(trace.source_index[convs], kind="stable") if trace.source_index is not None else None
+        seen: dict[tuple[int, str], int] = {}
+        for row in (convs[order] if order is not None else convs).tolist():
+            concrete = event_args(trace, row).get("Concrete Inputs")
+            key = (int(ev.dims[row]), msgspec.json.encode(concrete).decode() if isinstance(concrete, list) else "")
+            if key not in seen:
+                seen[key] = (
+                    conv2d_flops(msgspec.json.decode(trace.shapes[key[0]]), concrete)
+                    if isinstance(concrete, list)
+                    else UNKNOWN
+                )
+            flops[row] = seen[key]
+            unknown += seen[key] == UNKNOWN
+    return FlopsPerRow(flops=flops, counted_rows=int(rows.size) - unknown, unknown_rows=unknown)
+
+
+def flops_columns(analysis: Analysis, table: OpTable) -> FlopsColumns | None:
+    """Per op-table group: FLOPs and achieved FLOP/s."""
+    per_row = flops_of_trace(analysis)
+    if per_row is None:
+        return None
+    rows = table.instance_rows
+    offsets = table.instance_offsets
+    values = per_row.flops[rows]
+    known = values > 0
+    counted_ids = [i for i, name in enumerate(analysis.trace.names) if name in COUNTED_OPS]
+    counted_op = np.isin(analysis.trace.events.name[rows], counted_ids)
+
+    def per_group(source: np.ndarray) -> np.ndarray:
+        running = np.r_[0, np.cumsum(source)].astype(np.int64)
+        return running[offsets[1:]] - running[offsets[:-1]]
+
+    flops = per_group(np.where(known, values, 0))
+    counted = (per_group(counted_op & (values != UNKNOWN)) > 0) & ~table.is_device
+    unknown = per_group(values == UNKNOWN)
+    complete = counted & (unknown == 0)
+    seconds = np.where(table.device_total > 0, table.device_total, table.cpu_total).astype(np.float64) / 1e9
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_second = np.where(complete & (seconds > 0), flops / seconds, np.nan)
+    return FlopsColumns(flops=np.where(counted, flops, 0), counted=counted, complete=complete, per_second=per_second)
