@@ -137,9 +137,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=int, default=None, metavar="W")
     p.add_argument("--device", default=None, metavar="KIND", help="neuron, cuda or cpu (default: what this host has)")
     p.add_argument("--size", default=None, metavar="PRESET", help="demo size preset: small (default) or large")
-    p.add_argument(
-        "--memory", action="store_true", help="profile_memory=True: memory columns per op (adds overhead)"
-    )
+    p.add_argument("--memory", action="store_true", help="profile_memory=True: memory columns per op (adds overhead)")
     p.add_argument("rest", nargs=argparse.REMAINDER, help="'run SCRIPT.py [ARGS...]' to profile a script")
 
     p = sub.add_parser("cache", help="show or clear the parsed-index cache")
