@@ -157,3 +157,15 @@ def test_flops_on_the_corpus(capsys, monkeypatch) -> None:
     assert any("FLOPs unknown for" in w and "aten::conv2d" in w for w in doc["warnings"])
     mm = next(op for op in doc["ops"] if op["name"] == "aten::mm")
     assert mm["flops"] > 0
+
+
+def test_the_drill_down_shows_the_instance_flops_and_rate(tmp_path: Path) -> None:
+    from trnscope.core.analysis.chain import chain_for
+
+    analysis = Analysis(load_path(_hand_built(tmp_path), use_cache=False))
+    op = next(h for h in chain_for(analysis, "aten::addmm", 0).hops if h.kind == "op")
+    assert op.details["FLOPs"] == 5120 and op.details["FLOP/s"] == "512M (device time)"  # 5120 ÷ 10 µs
+    conv = next(h for h in chain_for(analysis, "aten::conv2d", 1).hops if h.kind == "op")
+    assert conv.details["FLOPs"].startswith("unknown")  # the call without Concrete Inputs
+    add = next(h for h in chain_for(analysis, "aten::add", 0).hops if h.kind == "op")
+    assert add.details["FLOPs"] == 80 and add.details["FLOP/s"] == "16M (CPU time)"  # 80 ÷ 5 µs

@@ -18,8 +18,9 @@ import numpy as np
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.backends import device_hop_providers
 from trnscope.core.analysis.chain_model import Chain, ChainContext, Gaps, Hop, chain_gaps, us
+from trnscope.core.analysis.flops import COUNTED_OPS, UNKNOWN, flops_of
 from trnscope.core.base.text import safe_text
-from trnscope.core.base.units import fmt_time_ns
+from trnscope.core.base.units import fit_si, fmt_time_ns
 from trnscope.core.formats.kineto.lazyargs import event_args
 from trnscope.core.link.linker import enclosing_op, forward_links
 from trnscope.core.model.roles import LAYER_OF_ROLE, Layer, Role, group_name
@@ -93,6 +94,24 @@ def _details(analysis: Analysis, row: int, lazy: bool) -> dict[str, Any]:
     return details
 
 
+def _add_flops(op_hop: Hop, dur_ns: int, device_us: float) -> None:
+    """The instance's FLOPs by PyTorch's formula (``analysis.flops``), from the shapes
+    already read for the detail pane, and the rate over its device time (its CPU time
+    when it has none)."""
+    dims = op_hop.details.get("Input Dims")
+    if op_hop.name not in COUNTED_OPS or not isinstance(dims, list):
+        return
+    concrete = op_hop.details.get("Concrete Inputs")
+    flops = flops_of(op_hop.name, dims, concrete if isinstance(concrete, list) else None)
+    if flops == UNKNOWN:
+        op_hop.details["FLOPs"] = "unknown (no Concrete Inputs in the trace)"
+        return
+    op_hop.details["FLOPs"] = flops
+    seconds = device_us / 1e6 if device_us > 0 else max(dur_ns, 0) / 1e9
+    if flops and seconds > 0:
+        op_hop.details["FLOP/s"] = f"{fit_si(flops / seconds, 8)} ({'device' if device_us > 0 else 'CPU'} time)"
+
+
 def build_chain(
     analysis: Analysis, row: int, *, instance: int = 0, instances: int = 1, lazy_args: bool = True
 ) -> Chain:
@@ -127,7 +146,8 @@ def build_chain(
         kind = "python" if role == int(Role.PYTHON) else "parent"
         hops.append(hop(a, kind, depth, details={}))
         depth += 1
-    hops.append(hop(row, "op", depth))
+    op_hop = hop(row, "op", depth)
+    hops.append(op_hop)
     forward = int(forward_links(trace, links)[row])
     if forward >= 0:
         hops[-1].details["forward op"] = f"{trace.names[int(ev.name[forward])]} @ {us(int(ev.ts[forward]) - origin)} us"
@@ -187,6 +207,7 @@ def build_chain(
 
     own_runtime = [h for h in hops if h.kind == "runtime" and h.row in own_rows]
     gaps = chain_gaps(hops, own_runtime, host_us=us(int(analysis.times.self_cpu[row])))
+    _add_flops(op_hop, int(ev.dur[row]), gaps.device_us)
     if device_rows.size == 0 and not any(h.kind == "execution" for h in hops):
         if trace.device_kind == "cpu":
             notes.append("CPU-only trace: no device work")
