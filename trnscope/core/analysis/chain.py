@@ -103,13 +103,18 @@ def _add_flops(op_hop: Hop, dur_ns: int, device_us: float) -> None:
         return
     concrete = op_hop.details.get("Concrete Inputs")
     flops = flops_of(op_hop.name, dims, concrete if isinstance(concrete, list) else None)
+    added: dict[str, Any] = {}
     if flops == UNKNOWN:
-        op_hop.details["FLOPs"] = "unknown (no Concrete Inputs in the trace)"
-        return
-    op_hop.details["FLOPs"] = flops
-    seconds = device_us / 1e6 if device_us > 0 else max(dur_ns, 0) / 1e9
-    if flops and seconds > 0:
-        op_hop.details["FLOP/s"] = f"{fit_si(flops / seconds, 8)} ({'device' if device_us > 0 else 'CPU'} time)"
+        added["FLOPs"] = "unknown (no Concrete Inputs in the trace)"
+    else:
+        added["FLOPs"] = flops
+        seconds = device_us / 1e6 if device_us > 0 else max(dur_ns, 0) / 1e9
+        if flops and seconds > 0:
+            added["FLOP/s"] = f"{fit_si(flops / seconds, 8)} ({'device' if device_us > 0 else 'CPU'} time)"
+    # right after the shapes they come from: the detail pane is a few lines at 80×24
+    items = list(op_hop.details.items())
+    at = next(i for i, (key, _) in enumerate(items) if key == "Input Dims") + 1
+    op_hop.details = dict(items[:at] + list(added.items()) + items[at:])
 
 
 def build_chain(
