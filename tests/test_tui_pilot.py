@@ -607,6 +607,18 @@ async def test_flops_columns_from_130_wide_or_by_the_chooser() -> None:
         await press(pilot, "o")
         assert isinstance(app.screen, PickScreen)
         items = app.screen.items
-        await press(pilot, *["down"] * next(i for i, t in enumerate(items) if "FLOPs" in t), "enter", "escape")
+        await press(pilot, *["down"] * next(i for i, t in enumerate(items) if "FLOPs" in t), "enter")
         await settle(pilot)
-        assert "flops" in keys()
+        # CUDA allocations (profile_memory): device memory columns by the chooser, as
+        # key_averages' "CUDA Mem"
+        items = app.screen.items
+        await press(pilot, *["down"] * next(i for i, t in enumerate(items) if "CUDA Mem" in t), "enter", "escape")
+        await settle(pilot)
+        assert "flops" in keys() and "device_mem" in keys()
+        from trnscope.core.analysis.memory import memory_columns
+
+        memory = memory_columns(ops.analysis, ops._table)
+        assert memory is not None
+        cells = [str(c) for c in view.model.cells(g)]
+        assert cells[keys().index("device_mem")] == "13.30 Mb"  # key_averages: 13.30 Mb
+        assert int(memory.device[g]) > 13 << 20

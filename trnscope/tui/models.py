@@ -162,6 +162,11 @@ def op_columns(table: OpTable, width: int, extras: OpExtras = NO_EXTRAS) -> list
             ("cpu_mem", Column("cpu_mem", "CPU Mem", 10), wide),
             ("self_cpu_mem", Column("self_cpu_mem", "Self Mem", 10), wide),
         ]
+        if bool(extras.memory.device.any() or extras.memory.self_device.any()):  # device allocations: by the chooser
+            out += [
+                ("device_mem", Column("device_mem", f"{device[:4]} Mem", 10), False),
+                ("self_device_mem", Column("self_device_mem", f"S {device[:4]} Mem", 11), False),
+            ]
     if extras.flops is not None and bool(extras.flops.counted.any()):  # from 130 columns, or by the chooser
         out += [
             ("flops", Column("flops", "FLOPs", 7), wide),
@@ -224,6 +229,10 @@ def op_model(
                 out.append(fit_bytes(int(memory.cpu[g]), column.width))
             elif key == "self_cpu_mem" and memory is not None:
                 out.append(fit_bytes(int(memory.self_cpu[g]), column.width))
+            elif key == "device_mem" and memory is not None:
+                out.append(fit_bytes(int(memory.device[g]), column.width))
+            elif key == "self_device_mem" and memory is not None:
+                out.append(fit_bytes(int(memory.self_device[g]), column.width))
             elif key == "flops" and flops is not None:
                 out.append(fit_si(float(flops.flops[g]), column.width) if flops.counted[g] else "")
             elif key == "flops_per_s" and flops is not None:
