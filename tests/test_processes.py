@@ -104,3 +104,21 @@ def test_sigterm_runs_the_cleanup(big_trace: Path) -> None:
         assert b"terminated" in err and b"Traceback" not in err
     mine = [n for n in os.listdir("/dev/shm") if n.startswith(f"{SPILL_PREFIX}{child.pid}-")]
     assert mine == []  # (other tests may be loading in parallel: only this child's files count)
+
+
+def test_a_stopped_load_removes_its_own_spill_files_only(monkeypatch, tmp_path: Path) -> None:
+    """A worker stopped between creating its result file and returning leaves a file no
+    future names: the load removes every file of its own token once its workers are
+    gone, and never another load's (same process, other token) or another process's."""
+    from trnscope.core.formats.kineto import parallel
+
+    monkeypatch.setattr(parallel, "_spill_folder", lambda: str(tmp_path))
+    mine = tmp_path / f"{parallel._spill_prefix(os.getpid(), 'aaaa1111')}half-written"
+    concurrent = tmp_path / f"{parallel._spill_prefix(os.getpid(), 'bbbb2222')}in-use"
+    other = tmp_path / f"{SPILL_PREFIX}1-aaaa1111-x"
+    for path in (mine, concurrent, other):
+        path.write_bytes(b"x")
+    parallel._remove_spills_of_load(os.getpid(), "aaaa1111")
+    assert not mine.exists() and concurrent.exists() and other.exists()
+    # the token sits after the pid, so sweep_spills still finds the owner of a killed load
+    assert parallel._spill_prefix(123, "t").split("-")[2] == "123"
