@@ -142,6 +142,7 @@ def _raw_device_union(path: Path) -> tuple[float, float] | None:
     with gzip.open(path, "rt") as fh:
         data = json.load(fh)
     events = data["traceEvents"] if isinstance(data, dict) else data
+
     # in integer nanoseconds: float µs sums of ~1e12-µs timestamps drift by ~10 ns, and
     # whole-µs Unix timestamps (~1.6e15) times 1000 are past a float's exact integers
     def ns(value: int | float) -> int:

@@ -169,3 +169,42 @@ def test_the_drill_down_shows_the_instance_flops_and_rate(tmp_path: Path) -> Non
     assert conv.details["FLOPs"].startswith("unknown")  # the call without Concrete Inputs
     add = next(h for h in chain_for(analysis, "aten::add", 0).hops if h.kind == "op")
     assert add.details["FLOPs"] == 80 and add.details["FLOP/s"] == "16M (CPU time)"  # 80 ÷ 5 µs
+
+
+def test_hostile_sizes_give_no_count_never_an_error(tmp_path: Path) -> None:
+    """Sizes are untrusted: negative, absurd (past int64 when multiplied), or not
+    integers — no count, no overflow, no exception; sums past int64 stay exact."""
+    huge = 1 << 40
+    events = [
+        _op("aten::mm", 0, 10, [[-5, 16], [16, 7]]),
+        _op("aten::mm", 20, 10, [[huge, huge], [huge, huge]]),
+        _op("aten::mul", 40, 10, [[2.5, 3]]),
+        _op("aten::conv2d", 60, 10, [[1, 3, 2, 2], [4, 3, 5, 5]], ["", "", "", "[1, 1]", "[0, 0]", "[1, 1]", "1"]),
+        _op("aten::conv2d", 80, 10, [[1, 3, 8, 8], [4, 3, 3, 3]], ["", "", "", "[-1, 1]", "[0, 0]", "[1, 1]", "-2"]),
+        *[_op("aten::add", 100 + 10 * k, 5, [[1 << 25, 1 << 25]]) for k in range(4)],  # 2^50 each
+    ]
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    analysis = Analysis(load_path(path, use_cache=False))
+    table = analysis.op_table()
+    columns = flops_columns(analysis, table)
+    assert columns is not None
+    mm, conv, mul = table.find("aten::mm"), table.find("aten::conv2d"), table.find("aten::mul")
+    assert columns.flops[mm] == 0 and not columns.complete[mm]  # one absurd call: no rate either
+    assert columns.flops[conv] == 0 and columns.flops[mul] == 0
+    assert int(columns.flops[table.find("aten::add")]) == 4 << 50
+    assert main(["summary", str(path), "--format", "json", "--no-cache"]) == 0
+
+
+def test_sums_past_int64_stay_exact(tmp_path: Path) -> None:
+    events = [_op("aten::add", 10 * k, 5, [[1 << 26, 1 << 26]]) for k in range(2100)]  # 2^52 FLOPs each
+    path = tmp_path / "many.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    analysis = Analysis(load_path(path, use_cache=False))
+    table = analysis.op_table()
+    columns = flops_columns(analysis, table)
+    assert columns is not None
+    add = table.find("aten::add")
+    assert int(columns.flops[add]) == 2100 << 52 > 2**63  # past int64, summed as Python integers
+    assert columns.per_second[add] == pytest.approx((2100 << 52) / 10.5e-3)
+    assert main(["summary", str(path), "--format", "json", "--no-cache"]) == 0

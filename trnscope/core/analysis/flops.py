@@ -38,6 +38,10 @@ _ELEMENTWISE = frozenset({"aten::mul", "aten::add"})
 _WITH_BIAS = frozenset({"aten::addmm", "aten::baddbmm"})  # matrices are inputs 1 and 2
 COUNTED_OPS = _MATMUL | _BATCHED | _ELEMENTWISE | {CONV2D}
 UNKNOWN = -1
+# A count past this is not from a real op (a trace's sizes are untrusted): no count.
+# Under 2^52, sums of up to 2^11 of them stay exact in int64; larger sums are summed
+# as Python integers.
+MAX_FLOPS = 1 << 52
 
 
 class FlopsPerRow(msgspec.Struct):
@@ -61,7 +65,8 @@ def _product(dims: list[int]) -> int:
 
 
 def _is_size(value: object) -> bool:
-    return isinstance(value, list) and all(isinstance(d, int) and not isinstance(d, bool) for d in value)
+    """A tensor's sizes: a list of non-negative integers (anything else is not one)."""
+    return isinstance(value, list) and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value)
 
 
 def _int_list(text: object) -> list[int] | None:
@@ -111,12 +116,14 @@ def conv2d_flops(dims: list[object], concrete: list[object]) -> int:
     assert isinstance(sizes, list) and isinstance(kernel, list)
     if len(sizes) != 4 or len(kernel) != 4 or groups == 0 or len(padding) != 2 or len(dilation) != 2:
         return 0
-    if len(stride) != 2 or stride[0] * stride[1] == 0:
+    if len(stride) != 2 or min(stride) <= 0 or groups < 0 or min(padding) < 0 or min(dilation) < 0:
         return 0
     n, c_in, h, w = sizes
     c_out, _, kh, kw = kernel
     h_out = (h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
     w_out = (w + 2 * padding[1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+    if h_out <= 0 or w_out <= 0:  # a kernel larger than its input: no valid output
+        return 0
     return 2 * n * h_out * w_out * kh * kw * c_in * c_out // groups
 
 
@@ -126,14 +133,17 @@ def elementwise_flops(dims: list[object]) -> int:
 
 
 def flops_of(name: str, dims: list[object], concrete: list[object] | None = None) -> int:
-    """One op instance's FLOPs by PyTorch's formula (0 for ops it does not count)."""
+    """One op instance's FLOPs by PyTorch's formula (0 for ops it does not count;
+    UNKNOWN where the trace lacks what the formula needs or its sizes are absurd)."""
     if name in _MATMUL or name in _BATCHED:
-        return matmul_flops(name, dims)
-    if name in _ELEMENTWISE:
-        return elementwise_flops(dims)
-    if name == CONV2D:
-        return UNKNOWN if concrete is None else conv2d_flops(dims, concrete)
-    return 0
+        flops = matmul_flops(name, dims)
+    elif name in _ELEMENTWISE:
+        flops = elementwise_flops(dims)
+    elif name == CONV2D:
+        flops = UNKNOWN if concrete is None else conv2d_flops(dims, concrete)
+    else:
+        flops = 0
+    return flops if -1 <= flops <= MAX_FLOPS else UNKNOWN
 
 
 def has_flops(analysis: Analysis) -> bool:
@@ -217,11 +227,18 @@ def flops_columns(analysis: Analysis, table: OpTable) -> FlopsColumns | None:
         running = np.r_[0, np.cumsum(source)].astype(np.int64)
         return running[offsets[1:]] - running[offsets[:-1]]
 
-    flops = per_group(np.where(known, values, 0))
+    counts = np.where(known, values, 0)
+    if float(counts.sum(dtype=np.float64)) < 2**62:
+        flops = per_group(counts)
+    else:  # past int64 (only absurd traces): exact Python integers, as PyTorch sums them
+        flops = np.array(
+            [sum(int(v) for v in counts[a:b]) for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())],
+            dtype=object,
+        )
     counted = (per_group(counted_op & (values != UNKNOWN)) > 0) & ~table.is_device
     unknown = per_group(values == UNKNOWN)
     complete = counted & (unknown == 0)
     seconds = np.where(table.device_total > 0, table.device_total, table.cpu_total).astype(np.float64) / 1e9
     with np.errstate(divide="ignore", invalid="ignore"):
-        per_second = np.where(complete & (seconds > 0), flops / seconds, np.nan)
+        per_second = np.where(complete & (seconds > 0), flops.astype(np.float64) / seconds, np.nan)
     return FlopsColumns(flops=np.where(counted, flops, 0), counted=counted, complete=complete, per_second=per_second)
