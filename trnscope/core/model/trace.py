@@ -28,7 +28,9 @@ class ThreadInfo(msgspec.Struct):
     def display(self) -> str:
         if self.is_device:
             lane = self.thread_label.strip() or f"stream {self.tid}"
-            return f"{self.process_label or 'device ' + self.pid} / {lane}"
+            device = self.process_label or f"device {self.pid}"
+            # a device track named like its device (a NeuronCore's): once, not "NC0 / NC0"
+            return lane if lane == device.strip() else f"{device} / {lane}"
         return self.thread_label.strip() or f"thread {self.tid}"
 
 
