@@ -42,7 +42,7 @@ def assert_session_parity(folder: Path, fresh: bool = True) -> None:
 @pytest.mark.slow
 def test_demo_rmsnorm_cli(tmp_path: Path, capsys) -> None:
     out = tmp_path / "rms"
-    assert main(["capture", "--demo", "rmsnorm", "--out", str(out), "--steps", "3", "--warmup", "2"]) == 0
+    assert main(["capture", "--demo", "rmsnorm", "--out", str(out), "--steps", "3", "--warmup", "2", "--memory"]) == 0
     manifest = read_manifest(out)
     assert [v.label for v in manifest.variants] == ["eager", "compiled", "fused"]
     assert all(v.status == "ok" and v.steps == 3 and v.warmup == 2 for v in manifest.variants)
@@ -52,6 +52,12 @@ def test_demo_rmsnorm_cli(tmp_path: Path, capsys) -> None:
     # eager RMSNorm multiplies: PyTorch counted FLOPs for aten::mul, and they were kept
     eager = manifest.variants[0]
     assert any(row.flops for row in eager.reference if row.name == "aten::mul")
+    # --memory: profile_memory=True, so the trace has [memory] records and memory columns
+    from trnscope.core.analysis.memory import memory_columns
+
+    analysis = Analysis(load_source(discover(out).sources[0]))
+    memory = memory_columns(analysis, analysis.op_table())
+    assert memory is not None and memory.cpu.any()
     # the three variants line up through their region in the comparison
     capsys.readouterr()
     assert main(["compare", str(out), "--format", "json"]) == 0
