@@ -9,11 +9,13 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import CORPUS, requires_corpus
 from trnscope.cli.main import main
 from trnscope.core.analysis.analysis import Analysis
-from trnscope.core.analysis.flops import UNKNOWN, conv2d_flops, flops_columns, flops_of, flops_of_trace
+from trnscope.core.analysis.flops import MAX_FLOPS, UNKNOWN, conv2d_flops, flops_columns, flops_of, flops_of_trace
 from trnscope.core.formats import load_path
 
 
@@ -208,3 +210,21 @@ def test_sums_past_int64_stay_exact(tmp_path: Path) -> None:
     assert int(columns.flops[add]) == 2100 << 52 > 2**63  # past int64, summed as Python integers
     assert columns.per_second[add] == pytest.approx((2100 << 52) / 10.5e-3)
     assert main(["summary", str(path), "--format", "json", "--no-cache"]) == 0
+
+
+_VALUES = st.recursive(
+    st.one_of(st.integers(-(2**70), 2**70), st.floats(allow_nan=True), st.text(max_size=4), st.none()),
+    lambda inner: st.lists(inner, max_size=5),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    name=st.sampled_from(["aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::conv2d", "aten::mul"]),
+    dims=st.lists(_VALUES, max_size=8),
+    concrete=st.one_of(st.none(), st.lists(st.one_of(st.text(max_size=12), _VALUES), max_size=8)),
+)
+def test_any_sizes_give_a_count_or_none_never_an_error(name: str, dims: list, concrete: list | None) -> None:
+    flops = flops_of(name, dims, concrete)
+    assert flops == UNKNOWN or 0 <= flops <= MAX_FLOPS
