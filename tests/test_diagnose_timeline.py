@@ -300,3 +300,12 @@ async def test_timeline_and_diagnosis_panes() -> None:
         assert isinstance(app.screen, TimelineScreen)
         await settle(pilot)
         assert app.screen.highlight.size > 0
+
+
+@requires_corpus
+def test_times_count_from_the_first_timed_event_not_metadata(capsys) -> None:
+    """The MTIA trace writes its metadata at absolute ts 0, 8 days before its events:
+    the axis still starts at the first event with a duration."""
+    assert main(["timeline", str(CORPUS / "hta_mtia_inference.json.gz"), "--width", "80"]) == 0
+    header = capsys.readouterr().out.splitlines()[0]
+    assert "0.0us → 459.7ms" in header

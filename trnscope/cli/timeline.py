@@ -23,7 +23,7 @@ def cmd_timeline(args: argparse.Namespace) -> int:
             "no lane matches" + (f" --lanes {args.lanes!r}" if args.lanes else " (the trace has no timed events)")
         )
     t0, t1 = extent(lanes)
-    origin = int(analysis.trace.events.ts.min()) if len(analysis.trace.events) else 0
+    origin = analysis.trace.span_ns[0]
     if args.step is not None:
         try:
             step = analysis.steps()[analysis.step_index(args.step)]

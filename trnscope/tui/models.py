@@ -295,7 +295,7 @@ def kernel_model(table: KernelTable, order: np.ndarray, state: OpViewState, widt
 def instances_model(analysis: Analysis, rows: np.ndarray, order: np.ndarray, sort_key: str) -> TableModel:
     ev = analysis.trace.events
     times = analysis.times
-    origin = int(ev.ts.min()) if len(ev) else 0
+    origin = analysis.trace.span_ns[0]
     columns = [
         Column("n", "#", 6),
         Column("start", "Start", 9),

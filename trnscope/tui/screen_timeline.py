@@ -56,7 +56,7 @@ class TimelineScreen(ExplorerScreen):
         self.lane = 0  # selected lane
         self.top = 0  # first lane shown
         self.step = -1
-        self.origin = int(analysis.trace.events.ts.min()) if len(analysis.trace.events) else 0
+        self.origin = analysis.trace.span_ns[0]  # times read from the first timed event
 
     def compose(self) -> ComposeResult:
         yield Static(id="tl-title")

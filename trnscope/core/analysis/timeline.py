@@ -242,7 +242,7 @@ def render_text(
     """The timeline as plain lines, each within ``width`` columns: a time axis, then
     one line per lane (label, then one glyph per cell)."""
     cells = max(width - label_width - 1, 8)
-    origin = int(analysis.trace.events.ts.min()) if len(analysis.trace.events) else 0
+    origin = analysis.trace.span_ns[0]
     lines = [" " * (label_width + 1) + axis(t0, t1, cells, origin)]
     for lane in lanes:
         label = lane_label(safe_text(lane.label), label_width)  # thread names come from the file

@@ -145,7 +145,9 @@ class Trace(msgspec.Struct):
     @property
     def span_ns(self) -> tuple[int, int]:
         """(first start, last end) over events that carry time, excluding metadata,
-        flows and the profiler's own window span."""
+        flows and the profiler's own window span.  The first start is where every
+        displayed time counts from (metadata written at ts 0 by some exporters would
+        otherwise put it days away)."""
         ev = self.events
         timed = (ev.ph == 0) & (ev.role != int(Role.PROFILER))
         if not timed.any():
