@@ -232,9 +232,7 @@ def test_timeline_text_fits_and_has_no_escape_codes(width: int, capsys) -> None:
     lines = out.splitlines()
     assert all(len(line) <= width for line in lines) and "\x1b" not in out
     assert any(line.startswith("NC0") for line in lines) and "ProfilerStep" not in lines[0]
-    assert (
-        main(["timeline", str(sample), "--lanes", "^NC0$", "--from", "2ms", "--to", "3ms", "--width", "80"]) == 0
-    )
+    assert main(["timeline", str(sample), "--lanes", "^NC0$", "--from", "2ms", "--to", "3ms", "--width", "80"]) == 0
     lanes = capsys.readouterr().out.splitlines()[2:]
     assert len(lanes) == 1 and lanes[0].startswith("NC0")
     assert main(["timeline", str(sample), "--lanes", "nothing-matches"]) == 2
@@ -309,3 +307,23 @@ def test_times_count_from_the_first_timed_event_not_metadata(capsys) -> None:
     assert main(["timeline", str(CORPUS / "hta_mtia_inference.json.gz"), "--width", "80"]) == 0
     header = capsys.readouterr().out.splitlines()[0]
     assert "0.0us → 459.7ms" in header
+
+
+def test_diagnose_text_summarises_many_steps(tmp_path: Path, capsys) -> None:
+    """More steps than the text lists: a summary line and the slowest; --all-steps and
+    JSON give every one."""
+    from trnscope.cli.diagnose import STEPS_SHOWN
+    from trnscope.testing.synth_kineto import generate
+
+    path = tmp_path / "many_steps.json"
+    generate(path, 20_000, seed=5)
+    assert main(["diagnose", str(path), "--format", "json", "--no-cache"]) == 0
+    steps = json.loads(capsys.readouterr().out)["steps"]
+    assert len(steps) > STEPS_SHOWN
+    assert main(["diagnose", str(path), "--no-cache"]) == 0
+    text = capsys.readouterr().out
+    listed = [line.split()[0] for line in text.splitlines() if line.startswith("ProfilerStep#")]
+    slowest = [s["step"] for s in sorted(steps, key=lambda s: -s["wall_us"])[:STEPS_SHOWN]]
+    assert listed == slowest and f"{len(steps):,} steps:" in text
+    assert main(["diagnose", str(path), "--no-cache", "--all-steps"]) == 0
+    assert sum(line.startswith("ProfilerStep#") for line in capsys.readouterr().out.splitlines()) == len(steps)

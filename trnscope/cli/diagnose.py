@@ -13,8 +13,33 @@ from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fmt_time_ns
 from trnscope.core.opening.sources import Mode
 
+STEPS_SHOWN = 12  # text output: more steps than this become a summary and the slowest
 
-def render_diagnosis(doc: DiagnoseOut, width: int) -> str:
+
+def _step_lines(doc: DiagnoseOut, all_steps: bool, width: int) -> list[str]:
+    steps = doc.steps
+    lines = []
+    shown = steps
+    if len(steps) > STEPS_SHOWN and not all_steps:
+        walls = sorted(s.wall_us for s in steps)
+        host = sum(1 for s in steps if s.bound == "host")
+        summary = (
+            f"{len(steps):,} steps: {host:,} host-bound, {len(steps) - host:,} device-bound; wall median "
+            f"{fmt_time_ns(walls[len(walls) // 2] * 1000)} (min {fmt_time_ns(walls[0] * 1000)}, "
+            f"max {fmt_time_ns(walls[-1] * 1000)}); the {STEPS_SHOWN} slowest (--all-steps lists every one):"
+        )
+        lines += _wrap(summary, width, "")
+        shown = sorted(steps, key=lambda s: -s.wall_us)[:STEPS_SHOWN]
+    lines.append(f"{'step':<20} {'wall':>12} {'host busy':>12} {'device busy':>12}  bound")
+    for s in shown:
+        lines.append(
+            f"{safe_text(s.step)[:20]:<20} {fmt_time_ns(s.wall_us * 1000):>12} {fmt_time_ns(s.host_busy_us * 1000):>12} "
+            f"{fmt_time_ns(s.device_busy_us * 1000):>12}  {s.bound}"
+        )
+    return lines
+
+
+def render_diagnosis(doc: DiagnoseOut, width: int, all_steps: bool = False) -> str:
     lines = [f"{safe_text(doc.source)}: diagnosis"]
     if doc.devices:
         lines.append("")
@@ -27,12 +52,10 @@ def render_diagnosis(doc: DiagnoseOut, width: int) -> str:
     else:
         lines.append("no device work in this trace (CPU only)")
     lines.append("")
-    lines.append(f"{'step':<20} {'wall':>12} {'host busy':>12} {'device busy':>12}  bound")
-    for s in doc.steps:
-        lines.append(
-            f"{safe_text(s.step)[:20]:<20} {fmt_time_ns(s.wall_us * 1000):>12} {fmt_time_ns(s.host_busy_us * 1000):>12} "
-            f"{fmt_time_ns(s.device_busy_us * 1000):>12}  {s.bound}"
-        )
+    if doc.steps:
+        lines += _step_lines(doc, all_steps, width)
+    else:
+        lines.append("no ProfilerStep in this trace: no per-step figures")
     lines.append("")
     if not doc.findings:
         lines.append("findings: none above their thresholds")
@@ -63,7 +86,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(encode(doc) + "\n")
     else:
-        sys.stdout.write(render_diagnosis(doc, output_width()))
+        sys.stdout.write(render_diagnosis(doc, output_width(), all_steps=bool(getattr(args, "all_steps", False))))
     sys.stdout.flush()
     opened.finish()
     return 0

@@ -103,6 +103,11 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("diagnose", help="device busy / idle, host- or device-bound steps, ranked findings")
     p.add_argument("path", metavar="PATH")
     p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument(
+        "--all-steps",
+        action="store_true",
+        help="list every step (text otherwise lists the slowest few under a summary line; JSON has all)",
+    )
     _add_load_options(p)
 
     p = sub.add_parser("timeline", help="the timeline as text: one lane per thread, stream or NeuronCore")

@@ -59,7 +59,10 @@ class DiagnoseScreen(ExplorerScreen):
         if not doc.devices:
             text.append("no device work (CPU only)\n", style="dim")
         bound = sum(1 for s in doc.steps if s.bound == "host")
-        text.append(f"{len(doc.steps)} steps: {bound} host-bound, {len(doc.steps) - bound} device-bound", style="dim")
+        count = len(doc.steps)
+        text.append(
+            f"{count} step{'' if count == 1 else 's'}: {bound} host-bound, {count - bound} device-bound", style="dim"
+        )
         self.query_one("#dg-summary", Static).update(text)
         findings = doc.findings
 
