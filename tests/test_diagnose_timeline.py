@@ -327,3 +327,42 @@ def test_diagnose_text_summarises_many_steps(tmp_path: Path, capsys) -> None:
     assert listed == slowest and f"{len(steps):,} steps:" in text
     assert main(["diagnose", str(path), "--no-cache", "--all-steps"]) == 0
     assert sum(line.startswith("ProfilerStep#") for line in capsys.readouterr().out.splitlines()) == len(steps)
+
+
+@requires_corpus
+async def test_diagnosis_pane_steps_open_the_timeline_on_a_step() -> None:
+    """`s` shows the steps (time order, then slowest first); Enter on one opens the
+    timeline on exactly that step, and `]` goes on to the next."""
+    from trnscope.tui.app import TrnscopeApp
+    from trnscope.tui.screen_diagnose import DiagnoseScreen
+    from trnscope.tui.screen_timeline import TimelineScreen
+    from trnscope.tui.vtable import VirtualTable
+
+    app = TrnscopeApp([str(CORPUS / "hta_diff_control_a100.json.gz")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot)
+        await press(pilot, "d")
+        pane = app.screen
+        assert isinstance(pane, DiagnoseScreen)
+        await settle(pilot)
+        assert pane.doc is not None and len(pane.doc.steps) == 6
+        await press(pilot, "s")
+        table = pane.query_one(VirtualTable)
+        assert pane.view == "steps" and table.model.size == 6
+        await press(pilot, "s")  # slowest first
+        walls = [pane.doc.steps[i].wall_us for i in pane.step_order]
+        assert walls == sorted(walls, reverse=True)
+        await press(pilot, "enter")
+        timeline = app.screen
+        assert isinstance(timeline, TimelineScreen)
+        await settle(pilot)
+        slowest = pane.doc.steps[pane.step_order[0]].step
+        step = next(s for s in pane.analysis.steps() if s.name == slowest)
+        assert (timeline.t0, timeline.t1) == (step.start, step.end) and timeline.title_text == slowest
+        steps = pane.analysis.steps()
+        position = steps.index(step)
+        if position + 1 < len(steps):
+            await press(pilot, "right_square_bracket")
+            assert timeline.t0 == steps[position + 1].start
+        await press(pilot, "escape", "s")
+        assert app.screen is pane and pane.view == "findings"

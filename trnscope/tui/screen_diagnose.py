@@ -21,13 +21,21 @@ from trnscope.tui.vtable import Column, TableModel, VirtualTable
 _SEVERITY = {"high": "bold red", "medium": "yellow", "low": "dim", "info": "cyan"}
 
 
+_VIEWS = ("findings", "steps", "slowest steps")
+
+
 class DiagnoseScreen(ExplorerScreen):
-    BINDINGS = [Binding("escape", "back", "Back", tooltip="back")]
+    BINDINGS = [
+        Binding("escape", "back", "Back", tooltip="back"),
+        Binding("s", "view", "Steps", tooltip="findings → steps in time order → slowest steps first"),
+    ]
 
     def __init__(self, analysis: Analysis) -> None:
         super().__init__()
         self.analysis = analysis
         self.doc: DiagnoseOut | None = None
+        self.view = "findings"
+        self.step_order: list[int] = []  # indexes into doc.steps, as the steps table shows them
 
     def compose(self) -> ComposeResult:
         yield Static(id="dg-summary")
@@ -64,7 +72,15 @@ class DiagnoseScreen(ExplorerScreen):
             f"{count} step{'' if count == 1 else 's'}: {bound} host-bound, {count - bound} device-bound", style="dim"
         )
         self.query_one("#dg-summary", Static).update(text)
-        findings = doc.findings
+        self._show_table()
+
+    def _show_table(self) -> None:
+        if self.doc is None:
+            return
+        if self.view != "findings":
+            self._show_steps(self.doc)
+            return
+        findings = self.doc.findings
 
         def cells(i: int) -> list[str | Text]:
             f = findings[i]
@@ -87,13 +103,78 @@ class DiagnoseScreen(ExplorerScreen):
         if not findings:
             self.query_one("#dg-detail", Static).update(Text("no finding above its threshold", style="dim"))
 
+    def _show_steps(self, doc: DiagnoseOut) -> None:
+        steps = doc.steps
+        order = list(range(len(steps)))
+        if self.view == "slowest steps":
+            order.sort(key=lambda i: -steps[i].wall_us)
+        self.step_order = order
+
+        def cells(i: int) -> list[str | Text]:
+            s = steps[order[i]]
+            return [
+                Text(safe_text(s.step)),
+                fit_time_short(s.wall_us * 1000, 9),
+                fit_time_short(s.host_busy_us * 1000, 9),
+                fit_time_short(s.device_busy_us * 1000, 9),
+                Text(s.bound, style="yellow" if s.bound == "host" else "green"),
+            ]
+
+        columns = [
+            Column("step", "Step (⏎ timeline)", 16, "left", flex=True),
+            Column("wall", "Wall", 9),
+            Column("host", "Host busy", 9),
+            Column("device", "Dev busy", 9),
+            Column("bound", "Bound", 6, "left"),
+        ]
+        view = self.query_one("#findings", VirtualTable)
+        view.set_model(TableModel(columns, len(order), cells))
+        view.focus()
+        self.query_one("#dg-detail", Static).update(
+            Text(f"{len(order):,} steps, {self.view.replace('steps', '').strip() or 'in time order'}", style="dim")
+        )
+
+    def action_view(self) -> None:
+        self.view = _VIEWS[(_VIEWS.index(self.view) + 1) % len(_VIEWS)]
+        self._show_table()
+
+    def _step_window(self, index: int) -> tuple[tuple[int, int] | None, int]:
+        """The time range of the step the steps table shows at ``index``, and its index
+        in ``analysis.steps()`` (None, -1 for "whole trace": the timeline fits it)."""
+        if self.doc is None or not 0 <= index < len(self.step_order):
+            return None, -1
+        name = self.doc.steps[self.step_order[index]].step
+        for position, step in enumerate(self.analysis.steps()):
+            if step.name == name:
+                return (step.start, step.end), position
+        return None, -1
+
     def on_virtual_table_cursor_moved(self, message: VirtualTable.CursorMoved) -> None:
+        if self.view != "findings" and self.doc is not None and 0 <= message.index < len(self.step_order):
+            s = self.doc.steps[self.step_order[message.index]]
+            wall = max(s.wall_us, 1e-9)
+            self.query_one("#dg-detail", Static).update(
+                Text(
+                    f"{safe_text(s.step)}: wall {fmt_time_short(s.wall_us * 1000)}; host busy "
+                    f"{100 * s.host_busy_us / wall:.0f}%, device busy {100 * s.device_busy_us / wall:.0f}% → "
+                    f"{s.bound}-bound (device-bound when the device is busy half the wall time or more)"
+                )
+            )
+            return
         if self.doc is None or not 0 <= message.index < len(self.doc.findings):
             return
         finding = self.doc.findings[message.index]
         self.query_one("#dg-detail", Static).update(Text(safe_text(finding.message)))
 
     def on_virtual_table_selected(self, message: VirtualTable.Selected) -> None:
+        if self.view != "findings":
+            from trnscope.tui.screen_timeline import TimelineScreen
+
+            window, position = self._step_window(message.index)
+            if self.doc is not None and 0 <= message.index < len(self.step_order):
+                title = self.doc.steps[self.step_order[message.index]].step
+                self.app.push_screen(TimelineScreen(self.analysis, title=title, window=window, step=position))
+            return
         if self.doc is None or not 0 <= message.index < len(self.doc.findings):
             return
         finding = self.doc.findings[message.index]

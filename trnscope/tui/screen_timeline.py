@@ -41,9 +41,17 @@ class TimelineScreen(ExplorerScreen):
         Binding("n", "nested", "Nesting", show=False, tooltip="host ops: top level only ↔ one lane per depth"),
     ]
 
-    def __init__(self, analysis: Analysis, highlight: np.ndarray | None = None, title: str = "") -> None:
+    def __init__(
+        self,
+        analysis: Analysis,
+        highlight: np.ndarray | None = None,
+        title: str = "",
+        window: tuple[int, int] | None = None,
+        step: int = -1,
+    ) -> None:
         """``highlight``: rows to mark across lanes (an op's chain: the op, its runtime
-        calls, its device work)."""
+        calls, its device work); ``window``: the time range to open on, ``step`` the
+        index (in ``analysis.steps()``) of the step it is, for ``[`` and ``]``."""
         super().__init__()
         self.analysis = analysis
         self.highlight = np.asarray(highlight if highlight is not None else [], dtype=np.int64)
@@ -51,11 +59,11 @@ class TimelineScreen(ExplorerScreen):
         self.lanes: list[Lane] = []
         self.marks: list[Union | None] = []
         self.nested = False
-        self.t0 = self.t1 = 0
+        self.t0, self.t1 = window if window is not None and window[1] > window[0] else (0, 0)
         self.cursor = 0  # cell
         self.lane = 0  # selected lane
         self.top = 0  # first lane shown
-        self.step = -1
+        self.step = step
         self.origin = analysis.trace.span_ns[0]  # times read from the first timed event
 
     def compose(self) -> ComposeResult:
@@ -89,6 +97,8 @@ class TimelineScreen(ExplorerScreen):
                 pad = max((b - a) // 2, 1_000)
                 self.t0, self.t1 = a - pad, b + pad
                 self.lane = next((i for i, m in enumerate(marks) if m is not None), 0)
+            self.cursor = self._cells() // 2
+        elif self.cursor == 0:  # opened on a window (a step): the cursor mid-window
             self.cursor = self._cells() // 2
         self.refresh_view()
 
