@@ -15,8 +15,8 @@ from textual.widgets.option_list import Option
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.compare import compare
-from trnscope.core.analysis.flops import flops_columns
-from trnscope.core.analysis.memory import memory_columns
+from trnscope.core.analysis.flops import flops_columns, flops_known
+from trnscope.core.analysis.memory import memory_columns, memory_known
 from trnscope.core.analysis.optable import KernelTable, OpTable
 from trnscope.core.analysis.ordering import default_op_sort_of
 from trnscope.core.base.arrays import unique_inverse
@@ -199,6 +199,11 @@ class OpsScreen(FilterScreen):
         else:
             table = self.analysis.op_table(state.group_by, step=state.step)
             order = op_order(table, state)
+            if not (memory_known(self.analysis) and flops_known(self.analysis)):
+                # the first time, these read every [memory] record (seconds on a large
+                # trace): the table now, its extra columns when they are ready
+                self.app.call_from_thread(self._apply, table, order, state, keep, NO_EXTRAS)
+                keep = None  # the cursor is placed; the second apply keeps it where the user is
             # each None when the trace lacks [memory] records / shapes of counted ops
             extras = OpExtras(memory_columns(self.analysis, table), flops_columns(self.analysis, table))
         self.app.call_from_thread(self._apply, table, order, state, keep, extras)

@@ -28,6 +28,7 @@ import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.optable import OpTable
+from trnscope.core.analysis.table_cache import PerTableCache
 from trnscope.core.formats.kineto.lazyargs import event_args
 from trnscope.core.model.roles import Role
 
@@ -155,6 +156,12 @@ _computed: weakref.WeakKeyDictionary[Analysis, FlopsPerRow | None] = weakref.Wea
 _lock = threading.Lock()
 
 
+def flops_known(analysis: Analysis) -> bool:
+    """``flops_of_trace`` is already computed (see ``memory.memory_known``)."""
+    with _lock:
+        return analysis in _computed
+
+
 def flops_of_trace(analysis: Analysis) -> FlopsPerRow | None:
     """``flops_per_row`` once per analysis (the TUI asks on every table rebuild)."""
     with _lock:
@@ -211,8 +218,15 @@ def flops_per_row(analysis: Analysis) -> FlopsPerRow | None:
     return FlopsPerRow(flops=flops, counted_rows=int(rows.size) - unknown, unknown_rows=unknown)
 
 
+_per_table: PerTableCache[FlopsColumns | None] = PerTableCache()
+
+
 def flops_columns(analysis: Analysis, table: OpTable) -> FlopsColumns | None:
-    """Per op-table group: FLOPs and achieved FLOP/s."""
+    """Per op-table group: FLOPs and achieved FLOP/s (once per table)."""
+    return _per_table.get(analysis, table, lambda: _flops_columns(analysis, table))
+
+
+def _flops_columns(analysis: Analysis, table: OpTable) -> FlopsColumns | None:
     per_row = flops_of_trace(analysis)
     if per_row is None:
         return None

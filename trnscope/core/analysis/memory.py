@@ -21,6 +21,7 @@ import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.optable import OpTable
+from trnscope.core.analysis.table_cache import PerTableCache
 from trnscope.core.formats.kineto.lazyargs import event_args
 from trnscope.core.model.roles import Role
 
@@ -53,6 +54,13 @@ def has_memory_records(analysis: Analysis) -> bool:
 
 _computed: weakref.WeakKeyDictionary[Analysis, MemoryPerRow | None] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
+
+
+def memory_known(analysis: Analysis) -> bool:
+    """``memory_of`` is already computed (reading every record's bytes takes seconds
+    on a large trace: a screen shows its table first and the columns after)."""
+    with _lock:
+        return analysis in _computed
 
 
 def memory_of(analysis: Analysis) -> MemoryPerRow | None:
@@ -124,8 +132,16 @@ def memory_per_row(analysis: Analysis) -> MemoryPerRow | None:
     )
 
 
+_per_table: PerTableCache[MemoryColumns | None] = PerTableCache()
+
+
 def memory_columns(analysis: Analysis, table: OpTable) -> MemoryColumns | None:
-    """Per op-table group: CPU Mem, Self CPU Mem, device Mem, Self device Mem."""
+    """Per op-table group: CPU Mem, Self CPU Mem, device Mem, Self device Mem (once per
+    table)."""
+    return _per_table.get(analysis, table, lambda: _memory_columns(analysis, table))
+
+
+def _memory_columns(analysis: Analysis, table: OpTable) -> MemoryColumns | None:
     per_row = memory_of(analysis)
     if per_row is None:
         return None
