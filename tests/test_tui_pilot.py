@@ -622,3 +622,39 @@ async def test_flops_columns_from_130_wide_or_by_the_chooser() -> None:
         cells = [str(c) for c in view.model.cells(g)]
         assert cells[keys().index("device_mem")] == "13.30 Mb"  # key_averages: 13.30 Mb
         assert int(memory.device[g]) > 13 << 20
+
+
+@requires_corpus
+async def test_the_table_comes_before_its_slow_extra_columns(monkeypatch) -> None:
+    """Reading every [memory] record takes seconds on a large trace: the op table is
+    shown first, and its memory and FLOPs columns join it when they are ready."""
+    import asyncio
+    import threading
+
+    from trnscope.tui import screen_ops
+    from trnscope.tui.models import NO_EXTRAS
+
+    release = threading.Event()
+    real = screen_ops.memory_columns
+
+    def slow_memory_columns(analysis, table):  # type: ignore[no-untyped-def]
+        release.wait(30)
+        return real(analysis, table)
+
+    monkeypatch.setattr(screen_ops, "memory_columns", slow_memory_columns)
+    app = TrnscopeApp([str(H100)])
+    async with app.run_test(size=(140, 30)) as pilot:
+        for _ in range(400):  # the table appears while the memory columns are still being read
+            await pilot.pause(0.05)
+            screen = app.screen
+            if isinstance(screen, OpsScreen) and screen._table is not None:
+                break
+        ops = app.screen
+        assert isinstance(ops, OpsScreen) and ops._table is not None
+        assert ops._extras is NO_EXTRAS and ops.query_one(VirtualTable).model.size > 0
+        release.set()
+        await asyncio.sleep(0)
+        await settle(pilot)
+        assert ops._extras.memory is not None and ops._extras.flops is not None
+        keys = [c.key for c in ops.query_one(VirtualTable).model.columns]
+        assert "cpu_mem" in keys and "flops" in keys
