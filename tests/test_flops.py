@@ -183,6 +183,13 @@ def test_hostile_sizes_give_no_count_never_an_error(tmp_path: Path) -> None:
         _op("aten::mul", 40, 10, [[2.5, 3]]),
         _op("aten::conv2d", 60, 10, [[1, 3, 2, 2], [4, 3, 5, 5]], ["", "", "", "[1, 1]", "[0, 0]", "[1, 1]", "1"]),
         _op("aten::conv2d", 80, 10, [[1, 3, 8, 8], [4, 3, 3, 3]], ["", "", "", "[-1, 1]", "[0, 0]", "[1, 1]", "-2"]),
+        _op(
+            "aten::conv2d",
+            90,
+            5,
+            [[huge, huge, 64, 64], [huge, huge, 3, 3]],
+            ["", "", "", "[1, 1]", "[1, 1]", "[1, 1]", "1"],
+        ),
         *[_op("aten::add", 100 + 10 * k, 5, [[1 << 25, 1 << 25]]) for k in range(4)],  # 2^50 each
     ]
     path = tmp_path / "hostile.json"
@@ -194,6 +201,7 @@ def test_hostile_sizes_give_no_count_never_an_error(tmp_path: Path) -> None:
     mm, conv, mul = table.find("aten::mm"), table.find("aten::conv2d"), table.find("aten::mul")
     assert columns.flops[mm] == 0 and not columns.complete[mm]  # one absurd call: no rate either
     assert columns.flops[conv] == 0 and columns.flops[mul] == 0
+    assert not columns.complete[conv]  # the absurd convolution has no count
     assert int(columns.flops[table.find("aten::add")]) == 4 << 50
     assert main(["summary", str(path), "--format", "json", "--no-cache"]) == 0
 

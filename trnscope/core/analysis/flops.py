@@ -147,11 +147,6 @@ def flops_of(name: str, dims: list[object], concrete: list[object] | None = None
     return flops if -1 <= flops <= MAX_FLOPS else UNKNOWN
 
 
-def has_flops(analysis: Analysis) -> bool:
-    """The trace has input shapes for at least one op PyTorch counts FLOPs of."""
-    return flops_of_trace(analysis) is not None
-
-
 _computed: weakref.WeakKeyDictionary[Analysis, FlopsPerRow | None] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
@@ -208,11 +203,8 @@ def flops_per_row(analysis: Analysis) -> FlopsPerRow | None:
             concrete = event_args(trace, row).get("Concrete Inputs")
             key = (int(ev.dims[row]), msgspec.json.encode(concrete).decode() if isinstance(concrete, list) else "")
             if key not in seen:
-                seen[key] = (
-                    conv2d_flops(msgspec.json.decode(trace.shapes[key[0]]), concrete)
-                    if isinstance(concrete, list)
-                    else UNKNOWN
-                )
+                dims = msgspec.json.decode(trace.shapes[key[0]])
+                seen[key] = flops_of(CONV2D, dims, concrete if isinstance(concrete, list) else None)
             flops[row] = seen[key]
             unknown += seen[key] == UNKNOWN
     return FlopsPerRow(flops=flops, counted_rows=int(rows.size) - unknown, unknown_rows=unknown)
