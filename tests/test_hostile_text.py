@@ -206,3 +206,26 @@ async def test_compare_screen_shows_hostile_labels_escaped(tmp_path: Path) -> No
     for svg in screens:
         _assert_inert(svg.replace("\n", ""))
     assert "\\x1b]0;x\\x07" in "".join(screens) and "\\u202e" in "".join(screens)
+
+
+def test_json_documents_are_inert_and_exact(tmp_path: Path) -> None:
+    """JSON escapes C0 controls by itself but not CSI (U+009B), OSC (U+009D) or bidi
+    overrides: every document the CLI prints escapes them too (\\u009b), so a document
+    shown in a terminal acts on nothing, and still decodes to the exact names."""
+    from trnscope.core.analysis.contracts import chain_document, compare_document, encode
+
+    names = [f"op{i}{s}" for i, s in enumerate(ESC_SEQUENCES)] + ["csi\x9b31m", "osc\x9d0;x\x9c", "rlo\u202eok"]
+    path = tmp_path / "hostile.json"
+    path.write_bytes(_trace_with(names, thread_name="thr\x9b2J"))
+    analysis = Analysis(load_path(path, use_cache=False))
+    documents = [
+        encode(build_summary(analysis)),
+        encode(chain_document(chain_for(analysis, names[-3]))),
+        encode(compare_document(compare([analysis, analysis], ["a\x9b1m", "b"]))),
+        encode(diagnose(analysis)),
+    ]
+    for document in documents:
+        _assert_inert(document.replace("\n", " "))
+    summary = json.loads(documents[0])
+    assert {op["name"] for op in summary["ops"]} >= set(names)  # exact after decoding
+    assert json.loads(documents[2])["variants"][0] == "a\x9b1m"

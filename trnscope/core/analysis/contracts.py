@@ -14,6 +14,7 @@ import msgspec
 
 from trnscope.core.analysis.chain_model import Chain, Gaps
 from trnscope.core.analysis.compare import CompareRow, Comparison, Figures
+from trnscope.core.base.text import json_safe
 from trnscope.core.base.units import us
 
 SCHEMA_VERSION = 1
@@ -260,5 +261,6 @@ def compare_document(comparison: Comparison, limit: int = 0) -> CompareOut:
 
 
 def encode(document: msgspec.Struct) -> str:
-    """The document as indented JSON text (what the CLI writes)."""
-    return msgspec.json.format(msgspec.json.encode(document), indent=2).decode()
+    """The document as indented JSON text (what the CLI writes), with every character
+    that could act on a terminal escaped (``json_safe``: lossless)."""
+    return json_safe(msgspec.json.format(msgspec.json.encode(document), indent=2).decode())

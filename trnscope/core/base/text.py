@@ -7,8 +7,9 @@ controls (ESC, CSI U+009B, OSC U+009D, BEL, newlines, tabs), DEL, bidirectional 
 other invisible format controls (U+202E, U+2066…), line/paragraph separators, and lone
 surrogates, each as ``\\xNN`` or ``\\uNNNN``.  Every presenter passes file text through
 it; markup is the presenters' concern (they never interpret it: ``rich.text.Text`` /
-``markup=False``).  JSON output is not passed through it (JSON escapes on its own and
-must stay exact).
+``markup=False``).  JSON output goes through ``json_safe`` instead: the same
+characters as JSON ``\\uNNNN`` escapes, so a document printed to a terminal acts on
+nothing and still decodes to the exact text.
 """
 
 from __future__ import annotations
@@ -42,6 +43,25 @@ def safe_text(value: object) -> str:
     if _UNSAFE.search(text) is None:
         return text
     return _UNSAFE.sub(_escape, text)
+
+
+# What JSON encoders leave raw: everything above but C0 (escaped inside strings by the
+# encoder; raw newlines and tabs in a document are its layout, outside strings).
+_JSON_UNSAFE = re.compile("[" + _UNSAFE.pattern[1:-1].replace("\x00-\x1f", "", 1) + "]")
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def json_safe(document: str) -> str:
+    """JSON text with every character ``safe_text`` would show escaped as ``\\uNNNN``.
+    JSON encoders escape C0 controls only; C1 controls (CSI U+009B), bidi overrides and
+    the rest pass through raw.  They can only occur inside strings, where the escape
+    decodes back to the same character: lossless."""
+    if _JSON_UNSAFE.search(document) is None:
+        return document
+    return _JSON_UNSAFE.sub(_json_escape, document)
 
 
 def is_safe(text: str) -> bool:
