@@ -109,6 +109,10 @@ def test_step_numbers_are_the_names_the_tui_shows(capsys) -> None:
         (b"hello world", "not JSON"),
         (b'{"foo": 1}', "without a traceEvents array"),
         (b'{"traceEvents": []}', "holds no events"),
+        (
+            b'{"traceEvents": [{"ph": "X", "name": "a", "ts": "NaN", "dur": 1}, {"ph": "X", "name": "b", "ts": 1, "dur": -5}]}',
+            "no usable event (2 without a usable ts/dur)",
+        ),
         (b'{"traceEvents": [1, 2]}', "not a list of event objects"),
         (b"\x1f\x8b\x08\x00garbage", "gzip"),
     ],

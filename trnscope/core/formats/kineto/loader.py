@@ -92,6 +92,12 @@ def load_kineto(
     if len(columns) == 0:
         if lost_events:
             raise InputError(f"{path}: no complete event could be read ({lost_bytes:,} bytes unreadable)")
+        if merged.invalid or merged.skipped:
+            dropped = [
+                f"{merged.invalid:,} without a usable ts/dur" if merged.invalid else "",
+                f"{merged.skipped:,} skipped by --skip" if merged.skipped else "",
+            ]
+            raise InputError(f"{path}: no usable event ({'; '.join(d for d in dropped if d)})")
         raise InputError(f"{path}: the trace holds no events")
     assign_roles(columns, merged.cats, merged.names)
     paired = pair_begin_end(columns)
