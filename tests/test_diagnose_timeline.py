@@ -366,3 +366,15 @@ async def test_diagnosis_pane_steps_open_the_timeline_on_a_step() -> None:
             assert timeline.t0 == steps[position + 1].start
         await press(pilot, "escape", "s")
         assert app.screen is pane and pane.view == "findings"
+
+
+def test_a_trace_of_instantaneous_events_still_draws(tmp_path: Path, capsys) -> None:
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 0},
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 0, "dur": 0},
+    ]
+    path = tmp_path / "zero.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    assert main(["timeline", str(path), "--width", "60", "--no-cache"]) == 0
+    assert "0.0us → 1.0us" in capsys.readouterr().out
+    assert main(["diagnose", str(path), "--no-cache"]) == 0

@@ -38,7 +38,9 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise InputError(str(error)) from None
     if t1 <= t0:
-        raise InputError("--to must be after --from")
+        if args.time_from is not None or args.time_to is not None:
+            raise InputError("--to must be after --from")
+        t1 = t0 + 1_000  # an instantaneous step: show 1 µs
     width = args.width or output_width()
     if width < 40:
         raise InputError("--width must be at least 40")

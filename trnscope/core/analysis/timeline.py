@@ -169,9 +169,13 @@ def select_lanes(lanes: list[Lane], pattern: str | None) -> list[Lane]:
 
 
 def extent(lanes: list[Lane]) -> tuple[int, int]:
+    """The lanes' time range; at least 1 µs (a trace of instantaneous events has none)."""
     starts = [lane.union.start[0] for lane in lanes if len(lane.union)]
     ends = [lane.union.end[-1] for lane in lanes if len(lane.union)]
-    return (int(min(starts)), int(max(ends))) if starts else (0, 1)
+    if not starts:
+        return 0, 1_000
+    t0, t1 = int(min(starts)), int(max(ends))
+    return t0, max(t1, t0 + 1_000)
 
 
 def coverage(lane: Lane, t0: int, t1: int, cells: int, only: Union | None = None) -> np.ndarray:
