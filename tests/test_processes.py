@@ -96,7 +96,11 @@ def test_sigterm_runs_the_cleanup(big_trace: Path) -> None:
         cwd=str(REPO),
         stderr=subprocess.PIPE,
     )
-    time.sleep(1.0)
+    # once its decode workers run, the command's SIGTERM handler is installed (a fixed
+    # sleep could signal a slow-starting interpreter before that, on a loaded machine)
+    deadline = time.monotonic() + 30
+    while not _children(child.pid) and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
     child.send_signal(signal.SIGTERM)
     _, err = child.communicate(timeout=60)
     assert child.returncode in (0, 143), err
