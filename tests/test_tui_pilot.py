@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from textual.widgets import Label
-from tui_helpers import press, settle, wait_loaded
+from tui_helpers import palette_results, press, settle, wait_loaded
 
 from conftest import CORPUS, SAMPLES, requires_corpus
 from trnscope.core.model.vocab import PH_X
@@ -134,7 +134,7 @@ async def test_steps_variants_help_and_palette() -> None:
         await press(pilot, "ctrl+p")
         for ch in "drill into torchdynamo cache":  # an op of the compiled variant now shown
             await pilot.press(ch)
-        await pilot.pause(0.5)
+        await palette_results(pilot)
         await press(pilot, "down", "enter")
         await pilot.pause(0.3)
         await settle(pilot)
@@ -410,7 +410,7 @@ async def test_palette_runs_a_screen_action_named_by_its_binding() -> None:
         await press(pilot, "ctrl+p")
         for ch in "group by: op":
             await pilot.press(ch)
-        await pilot.pause(0.5)
+        await palette_results(pilot)
         await press(pilot, "enter")
         await settle(pilot)
         assert app.screen is screen and screen.state.group_by == "shape"

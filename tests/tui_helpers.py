@@ -39,3 +39,21 @@ async def press(pilot: Any, *keys: str) -> None:
     for key in keys:
         await pilot.press(key)
         await settle(pilot)
+
+
+async def palette_results(pilot: Any, timeout: float = 10.0) -> None:
+    """Wait until the command palette lists results for what was typed (its search
+    runs asynchronously: a fixed pause is too short on a loaded machine)."""
+    from textual.command import CommandList
+
+    waited, last, steady = 0.0, -1, 0
+    while waited < timeout:
+        await pilot.pause(0.1)
+        waited += 0.1
+        lists = pilot.app.screen.query(CommandList)
+        count = lists.first().option_count if lists else 0
+        steady = steady + 1 if count == last and count > 0 else 0
+        last = count
+        if steady >= 3:  # the same results for 0.3 s: the search has finished adding
+            return
+    raise AssertionError("the command palette showed no results")
