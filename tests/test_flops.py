@@ -236,3 +236,31 @@ _VALUES = st.recursive(
 def test_any_sizes_give_a_count_or_none_never_an_error(name: str, dims: list, concrete: list | None) -> None:
     flops = flops_of(name, dims, concrete)
     assert flops == UNKNOWN or 0 <= flops <= MAX_FLOPS
+
+
+def test_sort_by_flops_and_memory_like_key_averages_sort_by(tmp_path: Path, capsys) -> None:
+    """``--sort flops`` / ``flops_per_s`` (key_averages' sort_by="flops"): largest first,
+    ops without a count last; a trace without counts says so (exit 2)."""
+    path = _hand_built(tmp_path)
+    assert main(["summary", str(path), "--format", "json", "--no-cache", "--sort", "flops"]) == 0
+    names = [op["name"] for op in json.loads(capsys.readouterr().out)["ops"]]
+    assert names[:3] == ["aten::conv2d", "aten::addmm", "aten::add"]  # 155,520 > 10,240 > 80
+    assert main(["summary", str(path), "--format", "json", "--no-cache", "--sort", "flops_per_s"]) == 0
+    rates = [op["flops_per_s"] for op in json.loads(capsys.readouterr().out)["ops"]]
+    known = [r for r in rates if r is not None]
+    assert known == sorted(known, reverse=True) and rates[: len(known)] == known  # none-valued last
+    assert main(["summary", str(path), "--no-cache", "--sort", "cpu_memory"]) == 2
+    assert "no [memory] records" in capsys.readouterr().err
+
+
+def test_merged_summaries_add_flops_and_memory(tmp_path: Path, capsys) -> None:
+    folder = tmp_path / "ranks"
+    folder.mkdir()
+    trace = _hand_built(tmp_path).read_bytes()
+    (folder / "rank0.json").write_bytes(trace)
+    (folder / "rank1.json").write_bytes(trace)
+    assert main(["summary", str(folder), "--merge", "--format", "json", "--no-cache"]) == 0
+    ops = {op["name"]: op for op in json.loads(capsys.readouterr().out)["ops"]}
+    assert ops["aten::addmm"]["flops"] == 2 * 10240
+    assert ops["aten::addmm"]["flops_per_s"] == pytest.approx(2 * 10240 / 40e-6)  # over the 4 × 10 µs kernels
+    assert ops["aten::conv2d"]["flops_per_s"] is None  # incomplete in each part

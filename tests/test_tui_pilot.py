@@ -614,13 +614,13 @@ async def test_flops_columns_from_130_wide_or_by_the_chooser() -> None:
         items = app.screen.items
         await press(pilot, *["down"] * next(i for i, t in enumerate(items) if "CUDA Mem" in t), "enter", "escape")
         await settle(pilot)
-        assert "flops" in keys() and "device_mem" in keys()
+        assert "flops" in keys() and "device_memory" in keys()
         from trnscope.core.analysis.memory import memory_columns
 
         memory = memory_columns(ops.analysis, ops._table)
         assert memory is not None
         cells = [str(c) for c in view.model.cells(g)]
-        assert cells[keys().index("device_mem")] == "13.30 Mb"  # key_averages: 13.30 Mb
+        assert cells[keys().index("device_memory")] == "13.30 Mb"  # key_averages: 13.30 Mb
         assert int(memory.device[g]) > 13 << 20
 
 
@@ -657,4 +657,27 @@ async def test_the_table_comes_before_its_slow_extra_columns(monkeypatch) -> Non
         await settle(pilot)
         assert ops._extras.memory is not None and ops._extras.flops is not None
         keys = [c.key for c in ops.query_one(VirtualTable).model.columns]
-        assert "cpu_mem" in keys and "flops" in keys
+        assert "cpu_memory" in keys and "flops" in keys
+
+
+@requires_corpus
+async def test_sort_cycles_through_the_flops_and_memory_columns() -> None:
+    from trnscope.core.analysis.flops import flops_columns
+
+    app = TrnscopeApp([str(H100)])
+    async with app.run_test(size=(140, 30)) as pilot:
+        await wait_loaded(pilot)
+        ops = app.screen
+        assert isinstance(ops, OpsScreen)
+        for _ in range(20):
+            if ops.state.sort_key == "flops":
+                break
+            await press(pilot, "s")
+        assert ops.state.sort_key == "flops"
+        assert "sort FLOPs ▼" in str(ops.query_one("#viewinfo").render())
+        columns = flops_columns(ops.analysis, ops._table)
+        assert columns is not None
+        shown = [int(i) for i in ops.query_one(VirtualTable).model.order]
+        assert ops._table.name[shown[0]] == "aten::addmm"  # 8.03 GFLOP: the most
+        values = [int(columns.flops[g]) for g in shown]
+        assert values == sorted(values, reverse=True)

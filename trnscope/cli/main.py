@@ -62,7 +62,8 @@ def _parser() -> argparse.ArgumentParser:
         "--sort",
         default=None,
         metavar="COLUMN",
-        help="self_cpu, cpu_total, cpu_avg, self_device, device_total, device_avg, calls, name",
+        help="self_cpu, cpu_total, cpu_avg, self_device, device_total, device_avg, calls, name; where the trace "
+        "has them: flops, flops_per_s, cpu_memory, self_cpu_memory, device_memory, self_device_memory",
     )
     p.add_argument(
         "--limit", type=int, default=None, metavar="N", help="rows to print (table default 30; csv/json default all)"

@@ -21,7 +21,14 @@ from trnscope.core.analysis.compare import CompareRow, Comparison
 from trnscope.core.analysis.flops import FlopsColumns
 from trnscope.core.analysis.memory import MemoryColumns
 from trnscope.core.analysis.optable import KernelTable, OpTable
-from trnscope.core.analysis.ordering import KERNEL_SORT_COLUMNS, default_op_sort_of, kernel_table_order, op_table_order
+from trnscope.core.analysis.ordering import (
+    EXTRA_SORT_COLUMNS,
+    KERNEL_SORT_COLUMNS,
+    default_op_sort_of,
+    extra_sort_values,
+    kernel_table_order,
+    op_table_order,
+)
 from trnscope.core.base.text import user_pattern
 from trnscope.core.base.units import fit_count, fit_si, fit_time_short, fmt_bytes, fmt_ratio
 from trnscope.core.model.roles import Role
@@ -73,9 +80,10 @@ def compile_filter(text: str) -> re.Pattern[str] | None:
     return user_pattern(text)
 
 
-def op_order(table: OpTable, state: OpViewState) -> np.ndarray:
+def op_order(table: OpTable, state: OpViewState, extras: OpExtras | None = None) -> np.ndarray:
     """Display order: the core's sort (``trnscope.core.analysis.ordering``), then the
-    screen's filters (hidden kinds, the name regex)."""
+    screen's filters (hidden kinds, the name regex).  A sort by a memory or FLOPs
+    column needs ``extras``; without them (not computed yet) the default sort."""
     mask = np.ones(len(table), dtype=bool)
     if state.hide_python:
         mask &= table.role != int(Role.PYTHON)
@@ -89,7 +97,11 @@ def op_order(table: OpTable, state: OpViewState) -> np.ndarray:
             else [f"{n} {s}{t}" for n, s, t in zip(table.name, table.shape, table.stack)]
         )
         mask &= np.fromiter((pattern.search(t) is not None for t in texts), dtype=bool, count=len(table))
-    order = op_table_order(table, state.sort_key or default_op_sort_of(table), state.descending)
+    extra = extra_sort_values(*extras) if extras is not None else {}
+    key = state.sort_key or default_op_sort_of(table)
+    if key in EXTRA_SORT_COLUMNS and key not in extra:
+        key = default_op_sort_of(table)
+    order = op_table_order(table, key, state.descending, extra=extra)
     return order[mask[order]]
 
 
@@ -159,13 +171,13 @@ def op_columns(table: OpTable, width: int, extras: OpExtras = NO_EXTRAS) -> list
         ]
     if extras.memory is not None:  # profile_memory=True: key_averages' CPU Mem / Self CPU Mem, from 130 columns
         out += [
-            ("cpu_mem", Column("cpu_mem", "CPU Mem", 10), wide),
-            ("self_cpu_mem", Column("self_cpu_mem", "Self Mem", 10), wide),
+            ("cpu_memory", Column("cpu_memory", "CPU Mem", 10), wide),
+            ("self_cpu_memory", Column("self_cpu_memory", "Self Mem", 10), wide),
         ]
         if bool(extras.memory.device.any() or extras.memory.self_device.any()):  # device allocations: by the chooser
             out += [
-                ("device_mem", Column("device_mem", f"{device[:4]} Mem", 10), False),
-                ("self_device_mem", Column("self_device_mem", f"S {device[:4]} Mem", 11), False),
+                ("device_memory", Column("device_memory", f"{device[:4]} Mem", 10), False),
+                ("self_device_memory", Column("self_device_memory", f"S {device[:4]} Mem", 11), False),
             ]
     if extras.flops is not None and bool(extras.flops.counted.any()):  # from 130 columns, or by the chooser
         out += [
@@ -225,13 +237,13 @@ def op_model(
                 out.append(fit_time_short(table.device_total[g], column.width) if table.device_total[g] else "")
             elif key == "device_avg":
                 out.append(fit_time_short(table.device_total[g] / calls, column.width) if table.device_total[g] else "")
-            elif key == "cpu_mem" and memory is not None:
+            elif key == "cpu_memory" and memory is not None:
                 out.append(fit_bytes(int(memory.cpu[g]), column.width))
-            elif key == "self_cpu_mem" and memory is not None:
+            elif key == "self_cpu_memory" and memory is not None:
                 out.append(fit_bytes(int(memory.self_cpu[g]), column.width))
-            elif key == "device_mem" and memory is not None:
+            elif key == "device_memory" and memory is not None:
                 out.append(fit_bytes(int(memory.device[g]), column.width))
-            elif key == "self_device_mem" and memory is not None:
+            elif key == "self_device_memory" and memory is not None:
                 out.append(fit_bytes(int(memory.self_device[g]), column.width))
             elif key == "flops" and flops is not None:
                 out.append(fit_si(float(flops.flops[g]), column.width) if flops.counted[g] else "")

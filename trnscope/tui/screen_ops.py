@@ -18,7 +18,7 @@ from trnscope.core.analysis.compare import compare
 from trnscope.core.analysis.flops import flops_columns, flops_known
 from trnscope.core.analysis.memory import memory_columns, memory_known
 from trnscope.core.analysis.optable import KernelTable, OpTable
-from trnscope.core.analysis.ordering import default_op_sort_of
+from trnscope.core.analysis.ordering import EXTRA_SORT_COLUMNS, default_op_sort_of, extra_sort_values
 from trnscope.core.base.arrays import unique_inverse
 from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fmt_time_short
@@ -51,6 +51,12 @@ SORT_TITLES = {
     "cpu_avg": "CPU avg",
     "device_avg": "device avg",
     "name": "name",
+    "flops": "FLOPs",
+    "flops_per_s": "FLOP/s",
+    "cpu_memory": "CPU Mem",
+    "self_cpu_memory": "Self CPU Mem",
+    "device_memory": "device Mem",
+    "self_device_memory": "Self device Mem",
     "total": "total",
     "mean": "mean",
     "max": "max",
@@ -198,15 +204,22 @@ class OpsScreen(FilterScreen):
             extras = NO_EXTRAS
         else:
             table = self.analysis.op_table(state.group_by, step=state.step)
-            order = op_order(table, state)
-            if not (memory_known(self.analysis) and flops_known(self.analysis)):
-                # the first time, these read every [memory] record (seconds on a large
-                # trace): the table now, its extra columns when they are ready
-                self.app.call_from_thread(self._apply, table, order, state, keep, NO_EXTRAS)
-                keep = None  # the cursor is placed; the second apply keeps it where the user is
-            # each None when the trace lacks [memory] records / shapes of counted ops
-            extras = OpExtras(memory_columns(self.analysis, table), flops_columns(self.analysis, table))
+            if state.sort_key in EXTRA_SORT_COLUMNS:  # sorted by a memory / FLOPs column: those first
+                extras = self._extras_of(table)
+                order = op_order(table, state, extras)
+            else:
+                order = op_order(table, state)
+                if not (memory_known(self.analysis) and flops_known(self.analysis)):
+                    # the first time, these read every [memory] record (seconds on a
+                    # large trace): the table now, its extra columns when they are ready
+                    self.app.call_from_thread(self._apply, table, order, state, keep, NO_EXTRAS)
+                    keep = None  # the cursor is placed; the second apply keeps it where the user is
+                extras = self._extras_of(table)
         self.app.call_from_thread(self._apply, table, order, state, keep, extras)
+
+    def _extras_of(self, table: OpTable) -> OpExtras:
+        # each None when the trace lacks [memory] records / shapes of counted ops
+        return OpExtras(memory_columns(self.analysis, table), flops_columns(self.analysis, table))
 
     def _apply(
         self, table: Any, order: np.ndarray, state: OpViewState, keep: str | None, extras: OpExtras = NO_EXTRAS
@@ -317,8 +330,11 @@ class OpsScreen(FilterScreen):
 
     def action_sort(self, step: int) -> None:
         keys: tuple[str, ...] = KERNEL_SORT_KEYS if self.state.mode == "kernels" else OP_SORT_KEYS
-        if self.state.mode == "ops" and self._table is not None and not getattr(self._table, "total_self_device", 0):
-            keys = tuple(k for k in keys if "device" not in k)
+        if self.state.mode == "ops":
+            # the memory / FLOPs columns this trace has, after the times
+            keys = keys[:-1] + tuple(extra_sort_values(*self._extras)) + keys[-1:]
+            if self._table is not None and not getattr(self._table, "total_self_device", 0):
+                keys = tuple(k for k in keys if "device" not in k)
         current = self.state.sort_key or keys[0]
         index = keys.index(current) if current in keys else 0
         self.state.sort_key = keys[(index + step) % len(keys)]

@@ -22,7 +22,13 @@ from trnscope.core.analysis.contracts import (
     Totals,
 )
 from trnscope.core.analysis.optable import OpTable
-from trnscope.core.analysis.ordering import default_op_sort, kernel_table_order, op_table_order, order_ops
+from trnscope.core.analysis.ordering import (
+    default_op_sort,
+    extra_sort_values,
+    kernel_table_order,
+    op_table_order,
+    order_ops,
+)
 from trnscope.core.base.units import us
 from trnscope.core.model.roles import Role
 
@@ -112,16 +118,15 @@ def build_summary(
     trace = analysis.trace
     table = analysis.op_table(group_by, stack_depth, step)
     kernels = analysis.kernel_table(step)
-    order = op_table_order(table, sort)
-    order = order[visible_groups(table, hide)[order]]
-    if limit > 0:
-        order = order[:limit]
+    from trnscope.core.analysis.flops import flops_columns
     from trnscope.core.analysis.memory import memory_columns
 
     memory = memory_columns(analysis, table)
-    from trnscope.core.analysis.flops import flops_columns
-
     flops = flops_columns(analysis, table)
+    order = op_table_order(table, sort, extra=extra_sort_values(memory, flops))
+    order = order[visible_groups(table, hide)[order]]
+    if limit > 0:
+        order = order[:limit]
 
     def flop_count(g: int) -> int | None:
         return int(flops.flops[g]) if flops is not None and flops.counted[g] else None
@@ -296,6 +301,23 @@ def _neuron_link_warnings(analysis: Analysis) -> list[str]:
     return out
 
 
+_SUMMED_OPTIONAL = (
+    "cpu_memory_bytes",
+    "self_cpu_memory_bytes",
+    "device_memory_bytes",
+    "self_device_memory_bytes",
+    "flops",
+)
+_EXTRA_SORT_FIELDS = {  # sort column → OpOut field
+    "flops": "flops",
+    "flops_per_s": "flops_per_s",
+    "cpu_memory": "cpu_memory_bytes",
+    "self_cpu_memory": "self_cpu_memory_bytes",
+    "device_memory": "device_memory_bytes",
+    "self_device_memory": "self_device_memory_bytes",
+}
+
+
 def merge_summaries(summaries: list[SummaryOut], source: str, sort: str | None = None, limit: int = 0) -> SummaryOut:
     """One summary for several traces (ranks, variants): rows with the same key summed."""
     ops: dict[tuple[str, str, str, str], OpOut] = {}
@@ -311,6 +333,14 @@ def merge_summaries(summaries: list[SummaryOut], source: str, sort: str | None =
             mine.cpu_total_us = round(mine.cpu_total_us + op.cpu_total_us, 3)
             mine.self_device_us = round(mine.self_device_us + op.self_device_us, 3)
             mine.device_total_us = round(mine.device_total_us + op.device_total_us, 3)
+            for field in _SUMMED_OPTIONAL:  # bytes and FLOPs add up; absent stays absent
+                value = getattr(op, field)
+                if value is not None:
+                    setattr(mine, field, (getattr(mine, field) or 0) + value)
+            # FLOP/s only when every part had one: FLOPs over the merged time
+            complete = mine.flops_per_s is not None and op.flops_per_s is not None
+            seconds = (mine.device_total_us or mine.cpu_total_us) / 1e6
+            mine.flops_per_s = round(mine.flops / seconds, 1) if complete and mine.flops and seconds > 0 else None
     kernels: dict[str, KernelOut] = {}
     for summary in summaries:
         for k in summary.kernels:
@@ -324,8 +354,17 @@ def merge_summaries(summaries: list[SummaryOut], source: str, sort: str | None =
             mine_k.max_us = max(mine_k.max_us, k.max_us)
     has_device = any(s.totals.self_device_us for s in summaries)
     merged = list(ops.values())
+
+    def optional(field: str) -> np.ndarray | None:
+        values = [getattr(op, field) for op in merged]
+        if all(v is None for v in values):
+            return None
+        return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+
+    extra = {name: values for name, field in _EXTRA_SORT_FIELDS.items() if (values := optional(field)) is not None}
     order = order_ops(
         sort or default_op_sort(has_device),
+        extra=extra,
         names=[op.name for op in merged],
         calls=np.array([op.calls for op in merged], dtype=np.float64),
         self_cpu=np.array([op.self_cpu_us for op in merged], dtype=np.float64),
