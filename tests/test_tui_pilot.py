@@ -681,3 +681,26 @@ async def test_sort_cycles_through_the_flops_and_memory_columns() -> None:
         assert ops._table.name[shown[0]] == "aten::addmm"  # 8.03 GFLOP: the most
         values = [int(columns.flops[g]) for g in shown]
         assert values == sorted(values, reverse=True)
+
+
+@requires_corpus
+async def test_unknown_flops_are_a_warning_the_status_line_counts(capsys) -> None:
+    """The 2021 trace's conv2d calls have no Concrete Inputs: the warning `summary`
+    prints is in the warnings screen and the status line's count too."""
+    import json
+
+    from trnscope.cli.main import main
+
+    trace = CORPUS / "kineto_resnet50_2021.json.gz"
+    assert main(["summary", str(trace), "--format", "json"]) == 0
+    printed = json.loads(capsys.readouterr().out)["warnings"]
+    assert any("FLOPs unknown for" in w for w in printed)
+    app = TrnscopeApp([str(trace)])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_loaded(pilot)
+        ops = app.screen
+        assert isinstance(ops, OpsScreen)
+        assert f"⚠ {len(printed)}" in str(ops.query_one("#status").render())
+        await press(pilot, "w")
+        assert isinstance(app.screen, WarningsScreen)
+        assert app.screen.text.count("⚠") == len(printed) and "FLOPs unknown for" in app.screen.text

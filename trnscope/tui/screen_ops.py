@@ -243,6 +243,8 @@ class OpsScreen(FilterScreen):
             keep_index = matches[0] if matches else None
         view.set_model(model, keep_index)
         self._show_viewinfo(len(order), len(table))
+        if extras is not NO_EXTRAS:
+            self._show_status()  # what computing them found (unknown FLOPs) counts as a warning
 
     def _selected_name(self) -> str | None:
         if self._table is None:

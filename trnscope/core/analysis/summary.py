@@ -177,14 +177,6 @@ def build_summary(
     ]
     report = analysis.link_report
     warnings = analysis_warnings(analysis, extra_warnings)
-    from trnscope.core.analysis.flops import flops_of_trace
-
-    per_row = flops_of_trace(analysis)
-    if per_row is not None and per_row.unknown_rows:
-        warnings.append(
-            f"FLOPs unknown for {per_row.unknown_rows:,} aten::conv2d calls: the trace has no "
-            '"Concrete Inputs" (stride, padding, dilation, groups); their rows show no FLOPs'
-        )
     return SummaryOut(
         source=trace.source,
         device_kind=trace.device_kind,
@@ -217,8 +209,22 @@ def build_summary(
 
 
 def analysis_warnings(analysis: Analysis, extra: list[str] | None = None) -> list[str]:
-    """Everything a reader of this analysis should know was lost, coerced or not linked."""
-    return [*analysis.trace.warnings, *(extra or []), *link_warnings(analysis)]
+    """Everything a reader of this analysis should know was lost, coerced or not linked
+    (what is derived on demand — FLOPs — once it has been computed: the status line
+    asks on the UI thread and must not compute it)."""
+    return [*analysis.trace.warnings, *(extra or []), *link_warnings(analysis), *_flops_warnings(analysis)]
+
+
+def _flops_warnings(analysis: Analysis) -> list[str]:
+    from trnscope.core.analysis.flops import flops_known, flops_of_trace
+
+    per_row = flops_of_trace(analysis) if flops_known(analysis) else None
+    if per_row is None or not per_row.unknown_rows:
+        return []
+    return [
+        f"FLOPs unknown for {per_row.unknown_rows:,} aten::conv2d calls: the trace has no "
+        '"Concrete Inputs" (stride, padding, dilation, groups); their rows show no FLOPs'
+    ]
 
 
 def link_warnings(analysis: Analysis) -> list[str]:
