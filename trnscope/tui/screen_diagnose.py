@@ -131,7 +131,11 @@ class DiagnoseScreen(ExplorerScreen):
         view.set_model(TableModel(columns, len(order), cells))
         view.focus()
         self.query_one("#dg-detail", Static).update(
-            Text(f"{len(order):,} steps, {self.view.replace('steps', '').strip() or 'in time order'}", style="dim")
+            Text(
+                f"{len(order):,} steps, {'slowest first' if self.view == 'slowest steps' else 'in time order'}"
+                " · ⏎ opens the timeline on one",
+                style="dim",
+            )
         )
 
     def action_view(self) -> None:

@@ -105,7 +105,8 @@ def _add_flops(op_hop: Hop, dur_ns: int, device_us: float) -> None:
     flops = flops_of(op_hop.name, dims, concrete if isinstance(concrete, list) else None)
     added: dict[str, Any] = {}
     if flops == UNKNOWN:
-        added["FLOPs"] = "unknown (no Concrete Inputs in the trace)"
+        why = "no Concrete Inputs in the trace" if not isinstance(concrete, list) else "implausible sizes"
+        added["FLOPs"] = f"unknown ({why})"
     else:
         added["FLOPs"] = flops
         seconds = device_us / 1e6 if device_us > 0 else max(dur_ns, 0) / 1e9
