@@ -119,3 +119,32 @@ def test_discovery_skips_entries_it_cannot_read(capsys, tmp_path: Path) -> None:
     (tmp_path / "dangling.json").symlink_to(tmp_path / "nowhere.json")
     assert main(["summary", str(tmp_path), "--format", "json", "--no-cache"]) == 0
     assert json.loads(capsys.readouterr().out)["ops"][0]["name"] == "a"
+
+
+def test_memory_records_with_values_of_any_type(tmp_path: Path) -> None:
+    """A [memory] record's bytes or device type of another type, or past int64, counts
+    as missing — never an exception, never a wrapped number."""
+    from trnscope.core.analysis.memory import memory_of
+
+    def record(ts: int, args: str) -> str:
+        return (
+            '{"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, '
+            f'"ts": {ts}, "args": {args}}}'
+        )
+
+    body = ",".join(
+        [
+            _op("aten::empty", ts=0, dur=100),
+            record(10, '{"Bytes": 64, "Device Type": 0}'),
+            record(20, '{"Bytes": "64", "Device Type": 0}'),
+            record(30, f'{{"Bytes": {2**70}, "Device Type": 0}}'),
+            record(40, '{"Bytes": true, "Device Type": 0}'),
+            record(50, '{"Bytes": 32, "Device Type": 1.5}'),
+            record(60, '{"Bytes": 16, "Device Type": 0, "extra": [1, {"deep": null}]}'),
+        ]
+    )
+    analysis = Analysis(load_path(_file(tmp_path, "[" + body + "]"), use_cache=False))
+    memory = memory_of(analysis)
+    assert memory is not None and memory.records == 6
+    row = int(analysis.op_table().instances(analysis.op_table().find("aten::empty"))[0])
+    assert memory.cpu[row] == 64 + 16  # the two well-formed CPU records

@@ -22,7 +22,7 @@ import numpy as np
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.optable import OpTable
 from trnscope.core.analysis.table_cache import PerTableCache
-from trnscope.core.formats.kineto.lazyargs import event_args
+from trnscope.core.formats.kineto.lazyargs import raw_args_of_rows
 from trnscope.core.model.roles import Role
 
 MEMORY_EVENT = "[memory]"
@@ -45,6 +45,39 @@ class MemoryColumns(msgspec.Struct):
     self_cpu: np.ndarray
     device: np.ndarray
     self_device: np.ndarray
+
+
+class _MemoryArgs(msgspec.Struct):
+    """The two keys of a [memory] record's args that matter (the rest is skipped)."""
+
+    size: int | None = msgspec.field(default=None, name="Bytes")
+    device_type: int | None = msgspec.field(default=None, name="Device Type")
+
+
+_MEMORY_ARGS = msgspec.json.Decoder(_MemoryArgs)
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _int64_or_none(value: object) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and _INT64[0] <= value <= _INT64[1]:
+        return value
+    return None
+
+
+def _bytes_and_device(raw: msgspec.Raw) -> tuple[int | None, int | None]:
+    """Bytes and device type of one record; a value of another type (or past int64)
+    counts as missing."""
+    try:
+        args = _MEMORY_ARGS.decode(raw)
+        return _int64_or_none(args.size), _int64_or_none(args.device_type)
+    except (msgspec.ValidationError, msgspec.DecodeError):  # a value of another type: read leniently
+        try:
+            loose = msgspec.json.decode(raw)
+        except (msgspec.DecodeError, RecursionError):
+            return None, None
+        if not isinstance(loose, dict):
+            return None, None
+        return _int64_or_none(loose.get("Bytes")), _int64_or_none(loose.get("Device Type"))
 
 
 def has_memory_records(analysis: Analysis) -> bool:
@@ -83,13 +116,14 @@ def memory_per_row(analysis: Analysis) -> MemoryPerRow | None:
     records = np.flatnonzero(ev.name == name_id)
     size = np.zeros(records.size, dtype=np.int64)
     kind = np.full(records.size, -1, dtype=np.int64)
-    for k, row in enumerate(records.tolist()):
-        args = event_args(trace, row)
-        value, device = args.get("Bytes"), args.get("Device Type")
-        if isinstance(value, int) and not isinstance(value, bool):
-            size[k] = value
-        if isinstance(device, int) and not isinstance(device, bool):
-            kind[k] = device
+    for k, raw in enumerate(raw_args_of_rows(trace, records)):
+        if raw is None:
+            continue
+        record_bytes, record_device = _bytes_and_device(raw)
+        if record_bytes is not None:
+            size[k] = record_bytes
+        if record_device is not None:
+            kind[k] = record_device
     is_cpu = np.isin(kind, list(_CPU_TYPES))
     is_device = np.isin(kind, list(_DEVICE_TYPES))
     order = np.argsort(ev.ts[records], kind="stable")
