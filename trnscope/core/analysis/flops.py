@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -29,7 +30,7 @@ import numpy as np
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.optable import OpTable
 from trnscope.core.analysis.table_cache import PerTableCache
-from trnscope.core.formats.kineto.lazyargs import event_args
+from trnscope.core.formats.kineto.lazyargs import raw_args_of_rows
 from trnscope.core.model.roles import Role
 
 CONV2D = "aten::conv2d"
@@ -151,6 +152,24 @@ _computed: weakref.WeakKeyDictionary[Analysis, FlopsPerRow | None] = weakref.Wea
 _lock = threading.Lock()
 
 
+class _ConcreteArgs(msgspec.Struct):
+    concrete: Any = msgspec.field(default=None, name="Concrete Inputs")
+
+
+_CONCRETE_ARGS = msgspec.json.Decoder(_ConcreteArgs)
+
+
+def _concrete_inputs(raw: msgspec.Raw | None) -> list[object] | None:
+    """conv2d's "Concrete Inputs" (None when absent or not a list)."""
+    if raw is None:
+        return None
+    try:
+        value = _CONCRETE_ARGS.decode(raw).concrete
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    return value if isinstance(value, list) else None
+
+
 def flops_known(analysis: Analysis) -> bool:
     """``flops_of_trace`` is already computed (see ``memory.memory_known``)."""
     with _lock:
@@ -197,10 +216,9 @@ def flops_per_row(analysis: Analysis) -> FlopsPerRow | None:
     convs = rows[ev.name[rows] == conv_id]
     unknown = 0
     if convs.size:
-        order = np.argsort(trace.source_index[convs], kind="stable") if trace.source_index is not None else None
         seen: dict[tuple[int, str], int] = {}
-        for row in (convs[order] if order is not None else convs).tolist():
-            concrete = event_args(trace, row).get("Concrete Inputs")
+        for row, raw in zip(convs.tolist(), raw_args_of_rows(trace, convs)):
+            concrete = _concrete_inputs(raw)
             key = (int(ev.dims[row]), msgspec.json.encode(concrete).decode() if isinstance(concrete, list) else "")
             if key not in seen:
                 dims = msgspec.json.decode(trace.shapes[key[0]])
