@@ -268,6 +268,13 @@ async def test_timeline_and_diagnosis_panes() -> None:
         lane = timeline.lane
         await press(pilot, "j")
         assert timeline.lane == lane + 1
+        engines = sum(lane.kind == "engine" for lane in timeline.lanes)
+        assert engines == 5  # NC0's engines, under its lane
+        count = len(timeline.lanes)
+        await press(pilot, "e")
+        assert len(timeline.lanes) == count - engines and all(lane.kind != "engine" for lane in timeline.lanes)
+        await press(pilot, "e")
+        assert len(timeline.lanes) == count
         await press(pilot, "k", "n")
         await settle(pilot)
         assert timeline.nested and timeline.lanes

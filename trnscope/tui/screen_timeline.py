@@ -39,6 +39,7 @@ class TimelineScreen(ExplorerScreen):
         ),
         Binding("right_square_bracket", "step(1)", "Step+", key_display="]", show=False, tooltip="next ProfilerStep"),
         Binding("n", "nested", "Nesting", show=False, tooltip="host ops: top level only ↔ one lane per depth"),
+        Binding("e", "engines", "Engines", show=False, tooltip="NeuronCore engine lanes shown ↔ hidden"),
     ]
 
     def __init__(
@@ -56,8 +57,10 @@ class TimelineScreen(ExplorerScreen):
         self.analysis = analysis
         self.highlight = np.asarray(highlight if highlight is not None else [], dtype=np.int64)
         self.title_text = title
-        self.lanes: list[Lane] = []
+        self.lanes: list[Lane] = []  # the lanes drawn (engine lanes left out when hidden)
         self.marks: list[Union | None] = []
+        self._built: list[tuple[Lane, Union | None]] = []  # every lane with its marks
+        self.show_engines = True
         self.nested = False
         self.t0, self.t1 = window if window is not None and window[1] > window[0] else (0, 0)
         self.cursor = 0  # cell
@@ -87,7 +90,9 @@ class TimelineScreen(ExplorerScreen):
         self.app.call_from_thread(self._ready, lanes, marks)
 
     def _ready(self, lanes: list[Lane], marks: list[Union | None]) -> None:
-        self.lanes, self.marks = lanes, marks
+        self._built = list(zip(lanes, marks))
+        self._choose_lanes()
+        lanes, marks = self.lanes, self.marks
         if self.t1 <= self.t0:
             self.t0, self.t1 = extent(lanes)
             if self.highlight.size:  # open on the highlighted work, with some context
@@ -239,3 +244,24 @@ class TimelineScreen(ExplorerScreen):
     def action_nested(self) -> None:
         self.nested = not self.nested
         self._build()
+
+    def _choose_lanes(self) -> None:
+        chosen = [(lane, mark) for lane, mark in self._built if self.show_engines or lane.kind != "engine"]
+        self.lanes = [lane for lane, _ in chosen]
+        self.marks = [mark for _, mark in chosen]
+
+    def action_engines(self) -> None:
+        if not any(lane.kind == "engine" for lane, _ in self._built):
+            self.notify("no engine lanes: this trace has no Neuron device profile")
+            return
+        selected = self.lanes[self.lane].label if self.lanes else ""
+        self.show_engines = not self.show_engines
+        self._choose_lanes()
+        labels = [lane.label for lane in self.lanes]
+        # stay on the selected lane; an engine lane hidden: on its NeuronCore
+        self.lane = (
+            labels.index(selected)
+            if selected in labels
+            else next((i for i, label in enumerate(labels) if selected.startswith(label + " ")), 0)
+        )
+        self.refresh_view()
