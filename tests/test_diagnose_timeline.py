@@ -366,6 +366,9 @@ async def test_diagnosis_pane_steps_open_the_timeline_on_a_step() -> None:
         slowest = pane.doc.steps[pane.step_order[0]].step
         step = next(s for s in pane.analysis.steps() if s.name == slowest)
         assert (timeline.t0, timeline.t1) == (step.start, step.end) and timeline.title_text == slowest
+        lanes = len(timeline.lanes)
+        await press(pilot, "e")  # a CUDA trace has no engine lanes: said, nothing hidden
+        assert len(timeline.lanes) == lanes and timeline.show_engines
         steps = pane.analysis.steps()
         position = steps.index(step)
         if position + 1 < len(steps):

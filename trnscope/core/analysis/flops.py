@@ -20,8 +20,6 @@ has no count; a group's FLOP/s is shown only when every instance has one.
 
 from __future__ import annotations
 
-import threading
-import weakref
 from typing import Any
 
 import msgspec
@@ -29,7 +27,7 @@ import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.optable import OpTable
-from trnscope.core.analysis.table_cache import PerTableCache
+from trnscope.core.analysis.table_cache import PerAnalysisCache, PerTableCache
 from trnscope.core.formats.kineto.lazyargs import raw_args_of_rows
 from trnscope.core.model.roles import Role
 
@@ -148,10 +146,6 @@ def flops_of(name: str, dims: list[object], concrete: list[object] | None = None
     return flops if -1 <= flops <= MAX_FLOPS else UNKNOWN
 
 
-_computed: weakref.WeakKeyDictionary[Analysis, FlopsPerRow | None] = weakref.WeakKeyDictionary()
-_lock = threading.Lock()
-
-
 class _ConcreteArgs(msgspec.Struct):
     concrete: Any = msgspec.field(default=None, name="Concrete Inputs")
 
@@ -170,21 +164,17 @@ def _concrete_inputs(raw: msgspec.Raw | None) -> list[object] | None:
     return value if isinstance(value, list) else None
 
 
+_per_analysis: PerAnalysisCache[FlopsPerRow | None] = PerAnalysisCache()
+
+
 def flops_known(analysis: Analysis) -> bool:
     """``flops_of_trace`` is already computed (see ``memory.memory_known``)."""
-    with _lock:
-        return analysis in _computed
+    return _per_analysis.known(analysis)
 
 
 def flops_of_trace(analysis: Analysis) -> FlopsPerRow | None:
     """``flops_per_row`` once per analysis (the TUI asks on every table rebuild)."""
-    with _lock:
-        if analysis in _computed:
-            return _computed[analysis]
-    result = flops_per_row(analysis)
-    with _lock:
-        _computed[analysis] = result
-    return result
+    return _per_analysis.get(analysis, flops_per_row)
 
 
 def flops_per_row(analysis: Analysis) -> FlopsPerRow | None:

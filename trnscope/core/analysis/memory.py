@@ -13,15 +13,12 @@ The trace keeps the bytes in each record's ``args``; they are read lazily (only 
 
 from __future__ import annotations
 
-import threading
-import weakref
-
 import msgspec
 import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.optable import OpTable
-from trnscope.core.analysis.table_cache import PerTableCache
+from trnscope.core.analysis.table_cache import PerAnalysisCache, PerTableCache
 from trnscope.core.formats.kineto.lazyargs import raw_args_of_rows
 from trnscope.core.model.roles import Role
 
@@ -85,26 +82,18 @@ def has_memory_records(analysis: Analysis) -> bool:
     return MEMORY_EVENT in names
 
 
-_computed: weakref.WeakKeyDictionary[Analysis, MemoryPerRow | None] = weakref.WeakKeyDictionary()
-_lock = threading.Lock()
+_per_analysis: PerAnalysisCache[MemoryPerRow | None] = PerAnalysisCache()
 
 
 def memory_known(analysis: Analysis) -> bool:
     """``memory_of`` is already computed (reading every record's bytes takes seconds
     on a large trace: a screen shows its table first and the columns after)."""
-    with _lock:
-        return analysis in _computed
+    return _per_analysis.known(analysis)
 
 
 def memory_of(analysis: Analysis) -> MemoryPerRow | None:
     """``memory_per_row`` once per analysis (the TUI asks on every table rebuild)."""
-    with _lock:
-        if analysis in _computed:
-            return _computed[analysis]
-    result = memory_per_row(analysis)
-    with _lock:
-        _computed[analysis] = result
-    return result
+    return _per_analysis.get(analysis, memory_per_row)
 
 
 def memory_per_row(analysis: Analysis) -> MemoryPerRow | None:

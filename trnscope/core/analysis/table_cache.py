@@ -1,8 +1,9 @@
-"""Results derived from one op table of one analysis, computed once.
+"""Results derived from one analysis, or one op table of it, computed once.
 
 The TUI asks for an op table's extra columns (memory, FLOPs) on every sort and filter
 keystroke, and the analysis keeps its tables, so the same table object comes back:
-its columns are kept beside it for as long as the analysis lives.
+its columns — and the per-row figures they are summed from — are kept for as long as
+the analysis lives.
 """
 
 from __future__ import annotations
@@ -16,6 +17,26 @@ from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.optable import OpTable
 
 T = TypeVar("T")
+
+
+class PerAnalysisCache(Generic[T]):
+    def __init__(self) -> None:
+        self._results: weakref.WeakKeyDictionary[Analysis, T] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def known(self, analysis: Analysis) -> bool:
+        """Already computed (a screen that must not wait shows what it has without it)."""
+        with self._lock:
+            return analysis in self._results
+
+    def get(self, analysis: Analysis, compute: Callable[[Analysis], T]) -> T:
+        with self._lock:
+            if analysis in self._results:
+                return self._results[analysis]
+        result = compute(analysis)
+        with self._lock:
+            self._results[analysis] = result
+        return result
 
 
 class PerTableCache(Generic[T]):
