@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trnscope.core.link.nesting import nest, nest_with_stack
+from trnscope.core.link.nesting import nearest_earlier_reaching, nest, nest_with_stack
 
 
 def _assert_same(ts: np.ndarray, end: np.ndarray, thread: np.ndarray, rows: np.ndarray) -> None:
@@ -137,3 +137,22 @@ def test_duplicate_folding_matches_pytorch(spec: list[tuple[int, int]]) -> None:
     want_parent, want_merged = _pytorch_remove_dup_nodes(parent, names)
     assert got_parent.tolist() == want_parent
     assert got_merged.tolist() == want_merged
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(-5, 40), st.integers(-5, 40)), min_size=0, max_size=80))
+def test_nearest_earlier_reaching_is_the_plain_scan(pairs: list[tuple[int, int]]) -> None:
+    values = np.array([v for v, _ in pairs], dtype=np.int64)
+    reach = np.array([r for _, r in pairs], dtype=np.int64)
+    expected = [max((j for j in range(i) if values[j] >= reach[i]), default=-1) for i in range(len(pairs))]
+    np.testing.assert_array_equal(nearest_earlier_reaching(values, reach), np.array(expected, dtype=np.int64))
+
+
+def test_a_thread_that_overlaps_partly_everywhere() -> None:
+    """One long thread of staggered, partly overlapping events (the whole thread is one
+    broken segment): still exactly the stack's answer."""
+    rng = np.random.default_rng(11)
+    ts = np.sort(rng.integers(0, 10**6, 20_000))
+    end = ts + rng.integers(0, 5_000, ts.size)
+    thread = np.zeros(ts.size, dtype=np.int32)
+    _assert_same(ts, end, thread, np.arange(ts.size))

@@ -42,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, description="Terminal trace explorer for PyTorch profiles (Trainium, CUDA, ROCm, MTIA, CPU)."
     )
-    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("open", help="explore one or more profiles in the terminal UI")
@@ -160,6 +160,18 @@ def _parser() -> argparse.ArgumentParser:
         "--host", default="localhost", help="address to listen on (default localhost; any other is warned about)"
     )
     return parser
+
+
+class _VersionAction(argparse.Action):
+    """``--version``, read from the package metadata only when asked (importing
+    ``importlib.metadata`` costs every other command ~20 ms)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="show the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        sys.stdout.write(f"{PROG} {_version()}\n")
+        parser.exit()
 
 
 def _version() -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import errno
-import hashlib
 import mmap
 import os
 import stat
@@ -105,7 +104,7 @@ def open_plain(
 class _GzipCacheEntry(msgspec.Struct):
     plain_bytes: int
     damage: str
-    digest: str  # blake2b of the decompressed bytes: the copy is checked before use
+    crc32: int  # of the decompressed bytes: the copy is checked before use
 
 
 def max_inflate_ratio() -> float:
@@ -126,12 +125,12 @@ def _inflate_limit(size: int) -> int:
     return max(_INFLATE_FLOOR, int(size * max_inflate_ratio()))
 
 
-def _digest_of(path: Path) -> str:
-    digest = hashlib.blake2b(digest_size=16)
+def _crc_of(path: Path) -> int:
+    crc = 0
     with open(path, "rb") as fh:
         while block := fh.read(_READ_BLOCK):
-            digest.update(block)
-    return digest.hexdigest()
+            crc = zlib.crc32(block, crc)
+    return crc
 
 
 _PRIVATE_COPIES: list[Path] = []  # --no-cache copies of this process, removed at exit
@@ -154,22 +153,26 @@ def _open_gzip(
         meta = folder / f"{key}.meta"
         entry = _read_entry(meta) if reuse else None
         usable = entry is not None and target.exists() and target.stat().st_size == entry.plain_bytes
-        if usable and entry is not None and _digest_of(target) == entry.digest:  # an edited copy is not used
+        if usable and entry is not None and _crc_of(target) == entry.crc32:  # an edited copy is not used
             touch(target)
             return _map_cached(path, target, size, entry.damage)
         temp = folder / f".{key}.{os.getpid()}.tmp"
         try:
-            digest = hashlib.blake2b(digest_size=16)
+            crc = 0
             with open(temp, "wb") as out:
+                if reuse:
 
-                def write(data: bytes) -> None:
-                    out.write(data)
-                    digest.update(data)
+                    def write(data: bytes) -> None:
+                        nonlocal crc
+                        out.write(data)
+                        crc = zlib.crc32(data, crc)
 
+                else:  # a private copy, removed at exit: nothing will check it
+                    write = out.write
                 damage = _inflate(path, size, write, progress, cancelled)
             os.replace(temp, target)
             if reuse:
-                entry = _GzipCacheEntry(target.stat().st_size, damage, digest.hexdigest())
+                entry = _GzipCacheEntry(target.stat().st_size, damage, crc)
                 meta.write_bytes(msgspec.json.encode(entry))
                 enforce_cap(keep=target)
             else:

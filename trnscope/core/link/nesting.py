@@ -16,9 +16,18 @@ loop only for the stretches of a thread where it is needed:
   tree that passes both checks can only come from a laminar family, so the answer is
   then exactly the stack algorithm's.
 * Where the check fails (events that overlap partly, or zero-length events at a
-  parent's very end), the stack loop runs again, but only over the *segments* that hold
-  a failure: a segment starts wherever an event starts after everything before it on
-  its thread has ended, and there the stack is empty in both methods.
+  parent's very end), the *segments* that hold a failure are nested again by a second
+  whole-array method that is exact on any input (a segment starts wherever an event
+  starts after everything before it on its thread has ended, and there the stack is
+  empty in both methods).  It rests on one property of the stack: its ends never
+  increase from bottom to top, so an event pops exactly the entries that end before
+  its *reach* (its end, or its end + 1 ns when it has zero length: the loop pops
+  ``top <= start`` then), and the entry left on top — its parent — is the nearest
+  earlier event of the segment that ends at or after that reach.  (An entry popped in
+  between by some event k would have needed k to end later still, making k the nearer
+  answer.)  "Nearest earlier position whose value reaches q" is answered for every
+  event at once by climbing and descending a max segment tree (O(n log n), no loop
+  per event), and depth is the parent's depth + 1 by pointer jumping.
 """
 
 from __future__ import annotations
@@ -157,9 +166,87 @@ def _redo_with_stack(
     segment = np.cumsum(opens) - 1
     bad_segments = segment[broken]
     redo = np.flatnonzero(np.isin(segment, bad_segments))
-    local_parent, local_depth = _stack_sorted(start[redo], stop[redo], segment[redo])
+    local_parent, local_depth = _nest_any_sorted(start[redo], stop[redo], segment[redo])
     parent[redo] = np.where(local_parent >= 0, redo[np.maximum(local_parent, 0)], -1)
     depth[redo] = local_depth
+
+
+def _nest_any_sorted(start: np.ndarray, stop: np.ndarray, group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The stack loop's answer for events sorted by (group, start, -stop), on any
+    overlaps, without the loop: each event's parent is the nearest earlier event of its
+    group that ends at or after its reach (module docstring)."""
+    n = start.size
+    reach = stop + (stop == start)
+    first_of_group = np.empty(n, dtype=bool)
+    first_of_group[0] = True
+    np.not_equal(group[1:], group[:-1], out=first_of_group[1:])
+    group_first = np.maximum.accumulate(np.where(first_of_group, np.arange(n), 0))
+    parent = nearest_earlier_reaching(stop, reach)
+    parent[parent < group_first] = -1
+    return parent, _depth_from_parents(parent)
+
+
+def nearest_earlier_reaching(values: np.ndarray, reach: np.ndarray) -> np.ndarray:
+    """For each position i, the largest j < i with ``values[j] >= reach[i]``, else -1.
+
+    A max segment tree over ``values``; every query climbs from leaf i - 1, checking
+    the left sibling of each node on its way up (the subtrees it checks cover the
+    positions before i, nearest first), and once a sibling holds a large enough value
+    descends into it, always to the right child when that one does.  Queries move
+    together, one tree level per step: O(n log n) work in whole-array operations."""
+    n = values.size
+    answer = np.full(n, -1, dtype=np.int64)
+    if n < 2:
+        return answer
+    size = 1 << (n - 1).bit_length()
+    tree = np.full(2 * size, np.iinfo(np.int64).min, dtype=np.int64)
+    tree[size : size + n] = values
+    level = size
+    while level > 1:
+        half = level // 2
+        np.maximum(tree[level : 2 * level : 2], tree[level + 1 : 2 * level : 2], out=tree[half:level])
+        level = half
+    query = np.arange(1, n, dtype=np.int64)
+    node = query - 1 + size
+    want = reach[1:]
+    at_leaf = tree[node] >= want
+    answer[query[at_leaf]] = query[at_leaf] - 1
+    keep = ~at_leaf
+    query, node, want = query[keep], node[keep], want[keep]
+    down_query: list[np.ndarray] = []
+    down_node: list[np.ndarray] = []
+    while query.size:
+        sibling_holds = ((node & 1) == 1) & (tree[node - 1] >= want)
+        down_query.append(query[sibling_holds])
+        down_node.append(node[sibling_holds] - 1)
+        node = node >> 1
+        keep = ~sibling_holds & (node > 1)
+        query, node, want = query[keep], node[keep], want[keep]
+    query = np.concatenate(down_query) if down_query else np.empty(0, dtype=np.int64)
+    node = np.concatenate(down_node) if down_node else np.empty(0, dtype=np.int64)
+    want = reach[query]
+    while query.size:
+        inner = node < size
+        if not inner.any():
+            break
+        right = 2 * node[inner] + 1
+        node[inner] = np.where(tree[right] >= want[inner], right, right - 1)
+    answer[query] = node - size
+    return answer
+
+
+def _depth_from_parents(parent: np.ndarray) -> np.ndarray:
+    """Number of ancestors of each node (parents point to earlier positions), by
+    pointer jumping: O(n log depth)."""
+    depth = (parent >= 0).astype(np.int64)  # edges from each node up to ``up``
+    up = parent.copy()
+    live = np.flatnonzero(up >= 0)
+    while live.size:
+        above = up[live]
+        depth[live] += depth[above]
+        up[live] = up[above]
+        live = live[up[live] >= 0]
+    return depth.astype(np.int32)
 
 
 def _stack_sorted(start: np.ndarray, stop: np.ndarray, group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -104,7 +104,8 @@ class ChunkColumns(msgspec.Struct):
     threads: list[tuple[Any, Any]]
     shapes: list[str]
     stacks: list[str]
-    meta: list[tuple[int, str, str | None, str | None, Any]]  # (row, name, value, labels, sort)
+    # (row, name, value, labels, sort, pid, tid): the last metadata event of each kind
+    meta: list[tuple[int, str, str | None, str | None, Any, Any, Any]]
     bad_values: int = 0  # fields with a wrong type that were coerced or dropped
 
 
@@ -302,11 +303,18 @@ def columns_from_events(events: list[RawEvent], text_ids: Interner) -> ChunkColu
         flow_id[flow_rows] = _fast_ids(events, _get_id, int(flow_rows.size), text_ids, is_flow.tolist())
         flow_bind_end[flow_rows] = binds_end[flow_rows]
 
-    meta: list[tuple[int, str, str | None, str | None, Any]] = []
-    for i in np.flatnonzero(ph == PH_META).tolist():
-        event = events[i]
-        a = event.args
-        meta.append((i, event.name or "", a.name, a.labels, a.sort_index))
+    meta: list[tuple[int, str, str | None, str | None, Any, Any, Any]] = []
+    meta_rows = np.flatnonzero(ph == PH_META)
+    if meta_rows.size:
+        # Some files repeat the same process and thread names hundreds of thousands of
+        # times (one MTIA trace: 310,000 of them for 17 threads); the last of each kind
+        # (name, category, thread) is the one that counts, as in the Chrome viewer.
+        backwards = kind_col[meta_rows][::-1]
+        _, last_backwards = np.unique(backwards, return_index=True)
+        for i in np.sort(meta_rows[::-1][last_backwards]).tolist():
+            event = events[i]
+            a = event.args
+            meta.append((i, event.name or "", a.name, a.labels, a.sort_index, event.pid, event.tid))
 
     return ChunkColumns(
         ph=ph,

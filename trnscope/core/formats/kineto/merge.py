@@ -37,7 +37,7 @@ class MergedColumns(msgspec.Struct):
     stacks: list[str]
     raw_threads: list[tuple[Any, Any]]
     chunks: list[ChunkRef]
-    meta: list[tuple[int, str, str | None, str | None, Any]]
+    meta: list[tuple[int, str, str | None, str | None, Any, Any, Any]]  # see ChunkColumns.meta
     invalid: int
     skipped: int
     bad_values: int
@@ -72,7 +72,7 @@ def merge_ranges(results: list[RangeResult], skip_cats: frozenset[str]) -> Merge
     touch every byte twice."""
     names, cats, shapes, stacks, threads = Interner(), Interner(), Interner(), Interner(), Interner()
     chunks: list[ChunkRef] = []
-    meta: list[tuple[int, str, str | None, str | None, Any]] = []
+    meta: list[tuple[int, str, str | None, str | None, Any, Any, Any]] = []
     invalid = skipped = bad = 0
     kept_rows: list[np.ndarray | None] = []  # per chunk: the rows kept, None for all
     total = 0
@@ -132,8 +132,8 @@ def merge_ranges(results: list[RangeResult], skip_cats: frozenset[str]) -> Merge
                 source_index[out] = rows + original
             bad += c.bad_values
             chunks.append(ChunkRef(chunk.start, chunk.end, original, n, chunk.repaired))
-            for row, name, value, labels, sort in c.meta:
-                meta.append((original + row, name, value, labels, sort))
+            for row, *entry in c.meta:
+                meta.append((original + row, *entry))
             original += n
             position += count
     return MergedColumns(
@@ -201,17 +201,15 @@ def thread_table(merged: MergedColumns, columns: EventColumns) -> tuple[list[Thr
     )
     infos = [ThreadInfo(pid=pid, tid=tid) for pid, tid in canonical.values_in_order()]
     thread = raw_to_canonical[columns.thread] if len(columns) else columns.thread
-    meta_by_row = {row: (name, value, labels, sort) for row, name, value, labels, sort in merged.meta}
     process_names: dict[str, str] = {}
     process_labels: dict[str, str] = {}
     thread_names: dict[tuple[str, str], str] = {}
     sort_index: dict[tuple[str, str], int] = {}
-    for row in np.flatnonzero(columns.ph == PH_META).tolist():
-        entry = meta_by_row.get(int(merged.source_index[row]))
-        if entry is None:
+    for _row, name, text, labels, sort, pid, tid in merged.meta:  # in file order: the last one counts
+        index = canonical.get((_key(pid), _key(tid)))
+        if index is None:  # its event was dropped (--skip)
             continue
-        name, text, labels, sort = entry
-        info = infos[int(thread[row])]
+        info = infos[index]
         if name == "process_name" and text:
             process_names[info.pid] = text
         elif name == "process_labels" and (labels or text):
