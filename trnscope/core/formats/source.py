@@ -160,16 +160,14 @@ def _open_gzip(
         try:
             crc = 0
             with open(temp, "wb") as out:
-                if reuse:
 
-                    def write(data: bytes) -> None:
-                        nonlocal crc
-                        out.write(data)
-                        crc = zlib.crc32(data, crc)
+                def write_and_check(data: bytes) -> None:
+                    nonlocal crc
+                    out.write(data)
+                    crc = zlib.crc32(data, crc)
 
-                else:  # a private copy, removed at exit: nothing will check it
-                    write = out.write
-                damage = _inflate(path, size, write, progress, cancelled)
+                # a private copy (removed at exit) is never checked: no CRC for it
+                damage = _inflate(path, size, write_and_check if reuse else out.write, progress, cancelled)
             os.replace(temp, target)
             if reuse:
                 entry = _GzipCacheEntry(target.stat().st_size, damage, crc)
