@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 from conftest import CORPUS, requires_corpus
 from trnscope.cli.main import main
 from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.columns import flops_per_second
 from trnscope.core.analysis.flops import MAX_FLOPS, UNKNOWN, conv2d_flops, flops_columns, flops_of, flops_of_trace
+from trnscope.core.analysis.opfigures import figures_of
 from trnscope.core.formats import load_path
 
 
@@ -74,17 +76,18 @@ def test_flops_and_rates_on_a_hand_built_trace(tmp_path: Path) -> None:
     table = analysis.op_table()
     columns = flops_columns(analysis, table)
     assert columns is not None
+    rate = flops_per_second(figures_of(table, flops=columns)).sort_key()  # NaN: no rate
     addmm = table.find("aten::addmm")
     # 2 · (5·16 ÷ 16) · (16·32) per call, two calls; rate over the 2 × 10 µs of kernels
     assert columns.flops[addmm] == 2 * 2 * 5 * 16 * 32
-    assert columns.per_second[addmm] == pytest.approx(2 * 2 * 5 * 16 * 32 / 20e-6)
+    assert rate[addmm] == pytest.approx(2 * 2 * 5 * 16 * 32 / 20e-6)
     conv = table.find("aten::conv2d")
     # H_out = (17 + 2 − 2 − 1) // 2 + 1 = 9, W_out = (19 + 2 − 2 − 1) // 2 + 1 = 10
     assert columns.flops[conv] == 2 * 4 * 9 * 10 * 3 * 3 * 3 * 8
     assert columns.counted[conv] and not columns.complete[conv]  # one call has no count: no FLOP/s
-    assert columns.per_second[conv] != columns.per_second[conv]  # NaN
+    assert rate[conv] != rate[conv]  # NaN
     add = table.find("aten::add")
-    assert columns.flops[add] == 80 and columns.per_second[add] == pytest.approx(80 / 5e-6)
+    assert columns.flops[add] == 80 and rate[add] == pytest.approx(80 / 5e-6)
     assert not columns.counted[table.find("aten::add_")]  # PyTorch does not count in-place add_
     per_row = flops_of_trace(analysis)
     assert per_row is not None and per_row.unknown_rows == 1 and per_row.counted_rows == 4
@@ -123,7 +126,7 @@ def test_the_cases_pytorch_gives_zero_or_nothing() -> None:
 def test_flops_in_summary_text_json_and_csv(tmp_path: Path, capsys, monkeypatch) -> None:
     path = _hand_built(tmp_path)
     monkeypatch.setenv("COLUMNS", "220")
-    assert main(["summary", str(path), "--format", "json", "--no-cache"]) == 0
+    assert main(["summary", str(path), "--format", "json", "--no-cache", "--with", "flops"]) == 0
     doc = json.loads(capsys.readouterr().out)
     ops = {op["name"]: op for op in doc["ops"]}
     assert ops["aten::addmm"]["flops"] == 10240 and ops["aten::addmm"]["flops_per_s"] == pytest.approx(5.12e8)
@@ -133,7 +136,7 @@ def test_flops_in_summary_text_json_and_csv(tmp_path: Path, capsys, monkeypatch)
     assert main(["summary", str(path), "--no-cache"]) == 0
     text = capsys.readouterr().out
     assert "FLOPs" in text and "FLOP/s" in text and "10.2k" in text and "512M" in text
-    assert main(["summary", str(path), "--format", "csv", "--no-cache"]) == 0
+    assert main(["summary", str(path), "--format", "csv", "--no-cache", "--with", "flops"]) == 0
     rows = capsys.readouterr().out.splitlines()
     assert rows[0].endswith("flops,flops_per_s")
     assert any(r.startswith("aten::addmm,") and r.endswith(",10240,512000000.0") for r in rows)
@@ -144,7 +147,9 @@ def test_flops_on_the_corpus(capsys, monkeypatch) -> None:
     """Traces with shapes get counts; a trace without shapes has none (columns hidden);
     the 2021 trace's conv2d calls lack Concrete Inputs and are reported, not guessed."""
     monkeypatch.setenv("COLUMNS", "250")
-    assert main(["summary", str(CORPUS / "tracelens_h100_bert_small.json.gz"), "--format", "json"]) == 0
+    assert (
+        main(["summary", str(CORPUS / "tracelens_h100_bert_small.json.gz"), "--format", "json", "--with", "flops"]) == 0
+    )
     ops = {op["name"]: op for op in json.loads(capsys.readouterr().out)["ops"]}
     addmm = ops["aten::addmm"]
     assert addmm["flops"] > 1e9 and addmm["flops_per_s"] == pytest.approx(
@@ -152,7 +157,7 @@ def test_flops_on_the_corpus(capsys, monkeypatch) -> None:
     )
     assert main(["summary", str(CORPUS / "hta_cpu_only.json.gz")]) == 0
     assert "FLOP" not in capsys.readouterr().out
-    assert main(["summary", str(CORPUS / "kineto_resnet50_2021.json.gz"), "--format", "json"]) == 0
+    assert main(["summary", str(CORPUS / "kineto_resnet50_2021.json.gz"), "--format", "json", "--with", "flops"]) == 0
     doc = json.loads(capsys.readouterr().out)
     conv = next(op for op in doc["ops"] if op["name"] == "aten::conv2d")
     assert conv["flops"] is None
@@ -203,7 +208,7 @@ def test_hostile_sizes_give_no_count_never_an_error(tmp_path: Path) -> None:
     assert columns.flops[conv] == 0 and columns.flops[mul] == 0
     assert not columns.complete[conv]  # the absurd convolution has no count
     assert int(columns.flops[table.find("aten::add")]) == 4 << 50
-    assert main(["summary", str(path), "--format", "json", "--no-cache"]) == 0
+    assert main(["summary", str(path), "--format", "json", "--no-cache", "--with", "flops"]) == 0
 
 
 def test_sums_past_int64_stay_exact(tmp_path: Path) -> None:
@@ -214,10 +219,11 @@ def test_sums_past_int64_stay_exact(tmp_path: Path) -> None:
     table = analysis.op_table()
     columns = flops_columns(analysis, table)
     assert columns is not None
+    rate = flops_per_second(figures_of(table, flops=columns)).sort_key()  # NaN: no rate
     add = table.find("aten::add")
     assert int(columns.flops[add]) == 2100 << 52 > 2**63  # past int64, summed as Python integers
-    assert columns.per_second[add] == pytest.approx((2100 << 52) / 10.5e-3)
-    assert main(["summary", str(path), "--format", "json", "--no-cache"]) == 0
+    assert rate[add] == pytest.approx((2100 << 52) / 10.5e-3)
+    assert main(["summary", str(path), "--format", "json", "--no-cache", "--with", "flops"]) == 0
 
 
 _VALUES = st.recursive(
@@ -242,10 +248,12 @@ def test_sort_by_flops_and_memory_like_key_averages_sort_by(tmp_path: Path, caps
     """``--sort flops`` / ``flops_per_s`` (key_averages' sort_by="flops"): largest first,
     ops without a count last; a trace without counts says so (exit 2)."""
     path = _hand_built(tmp_path)
-    assert main(["summary", str(path), "--format", "json", "--no-cache", "--sort", "flops"]) == 0
+    assert main(["summary", str(path), "--format", "json", "--no-cache", "--with", "flops", "--sort", "flops"]) == 0
     names = [op["name"] for op in json.loads(capsys.readouterr().out)["ops"]]
     assert names[:3] == ["aten::conv2d", "aten::addmm", "aten::add"]  # 155,520 > 10,240 > 80
-    assert main(["summary", str(path), "--format", "json", "--no-cache", "--sort", "flops_per_s"]) == 0
+    assert (
+        main(["summary", str(path), "--format", "json", "--no-cache", "--with", "flops", "--sort", "flops_per_s"]) == 0
+    )
     rates = [op["flops_per_s"] for op in json.loads(capsys.readouterr().out)["ops"]]
     known = [r for r in rates if r is not None]
     assert known == sorted(known, reverse=True) and rates[: len(known)] == known  # none-valued last
@@ -259,7 +267,7 @@ def test_merged_summaries_add_flops_and_memory(tmp_path: Path, capsys) -> None:
     trace = _hand_built(tmp_path).read_bytes()
     (folder / "rank0.json").write_bytes(trace)
     (folder / "rank1.json").write_bytes(trace)
-    assert main(["summary", str(folder), "--merge", "--format", "json", "--no-cache"]) == 0
+    assert main(["summary", str(folder), "--merge", "--format", "json", "--no-cache", "--with", "flops"]) == 0
     ops = {op["name"]: op for op in json.loads(capsys.readouterr().out)["ops"]}
     assert ops["aten::addmm"]["flops"] == 2 * 10240
     assert ops["aten::addmm"]["flops_per_s"] == pytest.approx(2 * 10240 / 40e-6)  # over the 4 × 10 µs kernels

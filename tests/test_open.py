@@ -61,3 +61,29 @@ def test_prefer_small_pages_is_seen_by_worker_setup() -> None:
         assert small_pages_preferred() and not getter()
     finally:
         setter(previous)
+
+
+def test_a_cached_reopen_reads_no_args_for_memory_and_flops(isolated_cache, monkeypatch, capsys) -> None:
+    """The [memory] records' bytes and the FLOPs per op are read from args once: the
+    first open's deferred work stores them in the index cache, and a reopen that asks
+    for them gets them from there (the args reader is not called at all)."""
+    import json
+
+    from conftest import CORPUS
+    from trnscope.cli.main import main
+    from trnscope.core.analysis import flops, memory
+
+    trace = CORPUS / "tracelens_h100_bert_small.json.gz"
+    if not trace.exists():
+        pytest.skip("the corpus lives beside the checkout")
+    assert main(["summary", str(trace), "--format", "json", "--with", "all"]) == 0
+    first = json.loads(capsys.readouterr().out)
+
+    def no_args(*_args, **_kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("args read again on a cached reopen")
+
+    monkeypatch.setattr(memory, "raw_args_of_rows", no_args)
+    monkeypatch.setattr(flops, "raw_args_of_rows", no_args)
+    assert main(["summary", str(trace), "--format", "json", "--with", "all"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["ops"] == first["ops"] and again["extras"] == {"memory": "computed", "flops": "computed"}

@@ -692,7 +692,7 @@ async def test_unknown_flops_are_a_warning_the_status_line_counts(capsys) -> Non
     from trnscope.cli.main import main
 
     trace = CORPUS / "kineto_resnet50_2021.json.gz"
-    assert main(["summary", str(trace), "--format", "json"]) == 0
+    assert main(["summary", str(trace), "--format", "json", "--with", "flops"]) == 0
     printed = json.loads(capsys.readouterr().out)["warnings"]
     assert any("FLOPs unknown for" in w for w in printed)
     app = TrnscopeApp([str(trace)])

@@ -13,9 +13,14 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
+from trnscope.core.analysis.columns import SORT_KEYS
 from trnscope.core.base.errors import Terminated, TrnscopeError
 from trnscope.core.base.text import safe_text
+
+if TYPE_CHECKING:
+    from trnscope.core.analysis.contracts import SummaryOut
 
 PROG = "trnscope"
 
@@ -62,8 +67,16 @@ def _parser() -> argparse.ArgumentParser:
         "--sort",
         default=None,
         metavar="COLUMN",
-        help="self_cpu, cpu_total, cpu_avg, self_device, device_total, device_avg, calls, name; where the trace "
-        "has them: flops, flops_per_s, cpu_memory, self_cpu_memory, device_memory, self_device_memory",
+        help=f"one of {', '.join(SORT_KEYS)} (memory and FLOPs columns where the trace has them)",
+    )
+    p.add_argument(
+        "--with",
+        dest="extras",
+        action="append",
+        default=[],
+        metavar="EXTRAS",
+        help="figures computed only when asked: memory (reads every [memory] record), flops (every op's shapes), "
+        "or all; the text table computes those its width shows",
     )
     p.add_argument(
         "--limit", type=int, default=None, metavar="N", help="rows to print (table default 30; csv/json default all)"
@@ -183,33 +196,64 @@ def _version() -> str:
         return "0"
 
 
+def _extras_asked(args: argparse.Namespace) -> set[str]:
+    """``--with`` (comma-separated, repeatable) plus what ``--sort`` needs."""
+    from trnscope.core.analysis.columns import COLUMNS_BY_KEY, EXTRAS
+
+    asked = {item.strip() for value in args.extras for item in value.split(",") if item.strip()}
+    if "all" in asked:
+        asked = (asked - {"all"}) | set(EXTRAS.values())
+    unknown = asked - set(EXTRAS.values())
+    if unknown:
+        raise TrnscopeError(f"--with: unknown {sorted(unknown)[0]!r}; choose from {', '.join(EXTRAS.values())}, all")
+    column = COLUMNS_BY_KEY.get(args.sort or "")
+    if column is not None and column.extra:
+        asked.add(column.extra)
+    return asked
+
+
 def cmd_summary(args: argparse.Namespace) -> int:
-    from trnscope.cli.render_summary import render_csv, render_json, render_table
+    from trnscope.cli.render_summary import extras_that_fit, render_csv, render_json, render_table
     from trnscope.cli.sources import open_sources
     from trnscope.cli.width import output_width
-    from trnscope.core.analysis.summary import build_summary, merge_summaries
+    from trnscope.core.analysis.ordering import check_sort_key
+    from trnscope.core.analysis.summary import merge_summary_figures, summary_document, summary_figures
     from trnscope.core.opening.sources import Mode
 
+    if args.sort is not None:
+        try:
+            check_sort_key(args.sort)
+        except ValueError as error:
+            raise TrnscopeError(str(error)) from None
+    asked = _extras_asked(args)
     opened = open_sources(args, [args.path], Mode.ALL if args.merge else Mode.ONE)
     analyses = opened.analyses
     limit = args.limit if args.limit is not None else (30 if args.format == "table" else 0)
-    try:
-        summaries = [
-            build_summary(
+    hide = tuple(h for item in args.hide for h in item.split(",") if h)
+    width = output_width()
+
+    def summary_with(extras: set[str]) -> SummaryOut:
+        parts = [
+            summary_figures(
                 a,
                 group_by=args.group_by,
-                sort=args.sort,
-                limit=0 if len(analyses) > 1 else limit,
                 stack_depth=args.stack_depth,
                 step=a.step_index(args.step) if args.step >= 0 else -1,
-                hide=tuple(h for item in args.hide for h in item.split(",") if h),
+                extras=frozenset(extras),
                 extra_warnings=opened.notes,
             )
             for a in analyses
         ]
-        summary = (
-            merge_summaries(summaries, args.path, sort=args.sort, limit=limit) if len(summaries) > 1 else summaries[0]
-        )
+        figures = merge_summary_figures(parts, args.path) if len(parts) > 1 else parts[0]
+        return summary_document(figures, sort=args.sort, limit=limit, hide=hide)
+
+    try:
+        summary = summary_with(asked)
+        if args.format == "table" and args.table != "kernels":
+            # memory and FLOPs cost a read of every record: only for the columns this width shows
+            more = extras_that_fit(summary, width)
+            if more:
+                summary = summary_with(asked | more)
     except (ValueError, IndexError) as error:
         raise TrnscopeError(str(error)) from None
     if args.format == "json":
@@ -221,7 +265,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
         for warning in summary.warnings:
             sys.stderr.write(f"warning: {safe_text(warning)}\n")
     else:
-        sys.stdout.write(render_table(summary, width=output_width(), which=args.table))
+        sys.stdout.write(render_table(summary, width=width, which=args.table))
     sys.stdout.flush()
     opened.finish()
     return 0

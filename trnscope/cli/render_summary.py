@@ -3,22 +3,34 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
 
 from trnscope.cli.textout import csv_writer, text_console
-from trnscope.core.analysis.contracts import SummaryOut, encode
+from trnscope.core.analysis.columns import OP_COLUMNS, Needs, OpColumn, Unit
+from trnscope.core.analysis.contracts import OpOut, SummaryOut, encode
 from trnscope.core.base.text import safe_text
-from trnscope.core.base.units import fit_si, fmt_bytes, fmt_percent, fmt_time_ns
+from trnscope.core.base.units import fit_si, fmt_bytes, fmt_time_ns
 
 
 def render_json(summary: SummaryOut) -> str:
     return encode(summary)
 
 
+def _csv_value(unit: Unit, value: Any) -> Any:
+    if value is None:
+        return ""
+    if unit is Unit.PERCENT:
+        return round(float(value), 4)
+    return value
+
+
 def render_csv(summary: SummaryOut, which: str = "ops", terminal: bool = False) -> str:
-    """CSV; ``terminal``: the cells are sanitised (a file or pipe gets the exact text)."""
+    """CSV with a column per catalogue column (memory and FLOPs cells are empty unless
+    computed: ``--with``); ``terminal``: the cells are sanitised (a file or pipe gets
+    the exact text)."""
     out = io.StringIO()
     writer = csv_writer(out, terminal)
     if which == "kernels":
@@ -28,43 +40,101 @@ def render_csv(summary: SummaryOut, which: str = "ops", terminal: bool = False) 
                 [k.name, k.calls, k.total_us, round(k.total_us / max(k.calls, 1), 3), k.min_us, k.max_us, k.op]
             )
         return out.getvalue()
-    writer.writerow(
-        [
-            "name",
-            "input_shapes",
-            "stack",
-            "kind",
-            "calls",
-            "self_cpu_us",
-            "cpu_total_us",
-            "cpu_avg_us",
-            "self_device_us",
-            "device_total_us",
-            "device_avg_us",
-            "flops",
-            "flops_per_s",
-        ]
-    )
+    writer.writerow(["name", "input_shapes", "stack", "kind", *(c.field for c in OP_COLUMNS)])
     for op in summary.ops:
-        calls = max(op.calls, 1)
         writer.writerow(
             [
                 op.name,
                 "" if op.input_shapes is None else msgspec.json.encode(op.input_shapes).decode(),
                 "" if op.stack is None else " ; ".join(op.stack),
                 op.kind,
-                op.calls,
-                op.self_cpu_us,
-                op.cpu_total_us,
-                round(op.cpu_total_us / calls, 3),
-                op.self_device_us,
-                op.device_total_us,
-                round(op.device_total_us / calls, 3),
-                "" if op.flops is None else op.flops,
-                "" if op.flops_per_s is None else op.flops_per_s,
+                *(_csv_value(c.unit, getattr(op, c.field)) for c in OP_COLUMNS),
             ]
         )
     return out.getvalue()
+
+
+def _op_text_columns(summary: SummaryOut) -> list[tuple[str, list[str], int, int]]:
+    """(header, cells, minimum width, priority) of the op table's text columns."""
+    ops = summary.ops
+    texts = [("Name", [op.name for op in ops], _NAME_MIN, 100)]
+    if summary.group_by == "shape":
+        shapes = [
+            "" if op.input_shapes is None else msgspec.json.encode(op.input_shapes).decode().replace(",", ", ")
+            for op in ops
+        ]
+        texts.append(("Input Shapes", shapes, 12, 95))  # grouped by shape: the shapes are the point
+    if summary.group_by == "stack":
+        texts.append(("Stack", [" ← ".join(op.stack or []) for op in ops], 14, 95))
+    return texts
+
+
+def _has(summary: SummaryOut, needs: Needs) -> bool:
+    """Whether the summary carries a column that needs ``needs``."""
+    if needs is Needs.NOTHING:
+        return True
+    if needs is Needs.DEVICE:
+        return summary.totals.self_device_us > 0
+    if needs is Needs.MEMORY:
+        return summary.extras.get("memory") == "computed" and any(op.cpu_memory_bytes is not None for op in summary.ops)
+    if needs is Needs.DEVICE_MEMORY:
+        return summary.extras.get("memory") == "computed" and any(op.device_memory_bytes for op in summary.ops)
+    return summary.extras.get("flops") == "computed" and any(op.flops is not None for op in summary.ops)
+
+
+def table_columns(summary: SummaryOut) -> list[OpColumn]:
+    """The catalogue's columns this summary has values for, in catalogue order."""
+    return [column for column in OP_COLUMNS if _has(summary, column.needs)]
+
+
+def _not_computed(summary: SummaryOut) -> list[str]:
+    return [name for name, state in summary.extras.items() if state == "not computed"]
+
+
+def _not_computed_headers(summary: SummaryOut) -> list[str]:
+    """The headers of the columns the trace has but that were not computed."""
+    missing = set(_not_computed(summary))
+    return [
+        column.header(summary.device_label)
+        for column in OP_COLUMNS
+        if column.extra in missing and column.needs is not Needs.DEVICE_MEMORY
+    ]
+
+
+_TEXT_FORMAT: dict[Unit, Callable[[Any], str]] = {
+    Unit.NS: lambda v: fmt_time_ns(v * 1000),  # the JSON figure is in µs
+    Unit.COUNT: lambda v: f"{v:,}",
+    Unit.BYTES: fmt_bytes,
+    Unit.FLOPS: lambda v: fit_si(v, 8),
+    Unit.RATE: lambda v: fit_si(v, 8),
+    Unit.PERCENT: lambda v: f"{v:.2f}%",
+}
+
+
+def _text_cell(column: OpColumn, op: OpOut) -> str:
+    value = getattr(op, column.field)
+    return "" if value is None else _TEXT_FORMAT[column.unit](value)
+
+
+# the widest cell each unit can need: how much room a column not computed yet would take
+_WIDEST = {Unit.NS: 10, Unit.COUNT: 7, Unit.BYTES: 10, Unit.FLOPS: 8, Unit.RATE: 8, Unit.PERCENT: 7}
+
+
+def extras_that_fit(summary: SummaryOut, width: int) -> set[str]:
+    """Of the extra figures the trace has but ``summary`` lacks, those whose columns
+    the text table would show at ``width``: only these are worth computing."""
+    candidates = set(_not_computed(summary))
+    if not candidates:
+        return set()
+    numbers = [_NumberColumn(c.header(summary.device_label), c.priority, ["0"]) for c in table_columns(summary)]
+    planned = {}
+    for column in OP_COLUMNS:
+        if column.extra in candidates and column.needs is not Needs.DEVICE_MEMORY:
+            header = column.header(summary.device_label)
+            planned[header] = column.extra
+            numbers.append(_NumberColumn(header, column.priority, ["0" * _WIDEST[column.unit]]))
+    _texts, kept, _gone = _layout(width, _op_text_columns(summary), numbers)
+    return {planned[c.header] for c in kept if c.header in planned}
 
 
 class _NumberColumn:
@@ -165,62 +235,13 @@ def render_table(summary: SummaryOut, width: int | None = None, which: str = "bo
         ops = summary.ops
         total_cpu = summary.totals.self_cpu_us
         total_dev = summary.totals.self_device_us
-        calls = [max(op.calls, 1) for op in ops]
-        texts = [("Name", [op.name for op in ops], _NAME_MIN, 100)]
-        if summary.group_by == "shape":
-            texts.append(
-                (
-                    "Input Shapes",
-                    [
-                        ""
-                        if op.input_shapes is None
-                        else msgspec.json.encode(op.input_shapes).decode().replace(",", ", ")
-                        for op in ops
-                    ],
-                    12,
-                    95,  # grouped by shape: the shapes are the point
-                )
-            )
-        if summary.group_by == "stack":
-            texts.append(("Stack", [" ← ".join(op.stack or []) for op in ops], 14, 95))
+        texts = _op_text_columns(summary)
         numbers = [
-            _NumberColumn("Calls", 90, [f"{op.calls:,}" for op in ops]),
-            _NumberColumn("Self CPU %", 40, [fmt_percent(op.self_cpu_us, total_cpu) for op in ops]),
-            _NumberColumn("Self CPU", 80, [fmt_time_ns(op.self_cpu_us * 1000) for op in ops]),
-            _NumberColumn("CPU total", 70, [fmt_time_ns(op.cpu_total_us * 1000) for op in ops]),
-            _NumberColumn("CPU avg", 20, [fmt_time_ns(op.cpu_total_us * 1000 / c) for op, c in zip(ops, calls)]),
+            _NumberColumn(column.header(device), column.priority, [_text_cell(column, op) for op in ops])
+            for column in table_columns(summary)
         ]
-        if has_device:
-            base = summary.totals.device_share_base_us or total_dev
-            numbers += [
-                _NumberColumn(f"Self {device} %", 30, [fmt_percent(op.self_device_us, base) for op in ops]),
-                _NumberColumn(f"Self {device}", 85, [fmt_time_ns(op.self_device_us * 1000) for op in ops]),
-                _NumberColumn(f"{device} total", 75, [fmt_time_ns(op.device_total_us * 1000) for op in ops]),
-                _NumberColumn(
-                    f"{device} avg", 10, [fmt_time_ns(op.device_total_us * 1000 / c) for op, c in zip(ops, calls)]
-                ),
-            ]
-        if ops and ops[0].cpu_memory_bytes is not None:  # the trace has [memory] records
-            numbers += [
-                _NumberColumn("CPU Mem", 15, [fmt_bytes(op.cpu_memory_bytes or 0) for op in ops]),
-                _NumberColumn("Self CPU Mem", 14, [fmt_bytes(op.self_cpu_memory_bytes or 0) for op in ops]),
-            ]
-            if any(op.device_memory_bytes for op in ops):
-                numbers += [
-                    _NumberColumn(f"{device} Mem", 13, [fmt_bytes(op.device_memory_bytes or 0) for op in ops]),
-                    _NumberColumn(
-                        f"Self {device} Mem", 12, [fmt_bytes(op.self_device_memory_bytes or 0) for op in ops]
-                    ),
-                ]
-        if any(op.flops is not None for op in ops):  # the trace has shapes of ops PyTorch counts
-            numbers += [
-                _NumberColumn("FLOPs", 16, [fit_si(op.flops, 8) if op.flops is not None else "" for op in ops]),
-                _NumberColumn(
-                    "FLOP/s", 15, [fit_si(op.flops_per_s, 8) if op.flops_per_s is not None else "" for op in ops]
-                ),
-            ]
         kept_texts, kept, gone = _layout(width, texts, numbers)
-        hidden += gone
+        hidden += gone + _not_computed_headers(summary)
         _print_columns(console, title, kept_texts, kept, len(ops))
         console.print(f"Self CPU time total: {fmt_time_ns(total_cpu * 1000)}")
         if has_device:
@@ -244,7 +265,11 @@ def render_table(summary: SummaryOut, width: int | None = None, which: str = "bo
         hidden += [h for h in gone if h not in hidden]
         _print_columns(console, "Device events (kernels, copies)", kept_texts, kept, len(kernels))
     if hidden:
-        console.print(f"(hidden at {width} columns: {', '.join(hidden)}; set COLUMNS or use --format csv)")
+        console.print(
+            f"(hidden at {width} columns: {', '.join(hidden)}; set COLUMNS, or --format csv"
+            + (f" with --with {','.join(_not_computed(summary))}" if _not_computed(summary) else "")
+            + ")"
+        )
     if summary.link and summary.link.device_events:
         link = summary.link
         reasons = [

@@ -17,20 +17,13 @@ from rich.text import Text
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.chain_model import Chain
+from trnscope.core.analysis.columns import COLUMNS_BY_KEY, NAME_SORT, OP_COLUMNS, SORT_KEYS, Unit, Values, has_what
 from trnscope.core.analysis.compare import CompareRow, Comparison
-from trnscope.core.analysis.flops import FlopsColumns
-from trnscope.core.analysis.memory import MemoryColumns
+from trnscope.core.analysis.opfigures import FlopFigures, MemoryFigures, OpFigures, figures_of
 from trnscope.core.analysis.optable import KernelTable, OpTable
-from trnscope.core.analysis.ordering import (
-    EXTRA_SORT_COLUMNS,
-    KERNEL_SORT_COLUMNS,
-    default_op_sort_of,
-    extra_sort_values,
-    kernel_table_order,
-    op_table_order,
-)
+from trnscope.core.analysis.ordering import KERNEL_SORT_COLUMNS, default_op_sort, kernel_table_order, order_figures
 from trnscope.core.base.text import user_pattern
-from trnscope.core.base.units import fit_count, fit_si, fit_time_short, fmt_bytes, fmt_ratio
+from trnscope.core.base.units import fit_bytes, fit_count, fit_si, fit_time_short, fmt_ratio
 from trnscope.core.model.roles import Role
 from trnscope.tui.vtable import Column, TableModel
 
@@ -55,10 +48,6 @@ def bar(fraction: float, width: int) -> str:
     return text.ljust(width)
 
 
-def _pct(part: float, whole: float) -> str:
-    return f"{100.0 * part / whole:5.1f}%" if whole else ""
-
-
 @dataclass
 class OpViewState:
     mode: str = "ops"  # "ops" | "kernels"
@@ -72,12 +61,26 @@ class OpViewState:
     columns: dict[str, bool] = field(default_factory=dict)  # the column chooser's overrides: key → shown
 
 
-OP_SORT_KEYS = ("self_device", "device_total", "self_cpu", "cpu_total", "calls", "cpu_avg", "device_avg", "name")
 KERNEL_SORT_KEYS = KERNEL_SORT_COLUMNS
 
 
 def compile_filter(text: str) -> re.Pattern[str] | None:
     return user_pattern(text)
+
+
+def op_figures(table: OpTable, extras: OpExtras | None = None) -> OpFigures:
+    memory, flops = extras if extras is not None else NO_EXTRAS
+    return figures_of(table, memory, flops)
+
+
+def default_sort_of(table: OpTable) -> str:
+    return default_op_sort(op_figures(table).has_device_time)
+
+
+def op_sort_keys(table: OpTable, extras: OpExtras | None = None) -> list[str]:
+    """What ``s`` cycles through: the columns this table has, left to right, then the name."""
+    figures = op_figures(table, extras)
+    return [c.key for c in OP_COLUMNS if c.sortable and has_what(figures, c.needs)] + [NAME_SORT]
 
 
 def op_order(table: OpTable, state: OpViewState, extras: OpExtras | None = None) -> np.ndarray:
@@ -97,11 +100,12 @@ def op_order(table: OpTable, state: OpViewState, extras: OpExtras | None = None)
             else [f"{n} {s}{t}" for n, s, t in zip(table.name, table.shape, table.stack)]
         )
         mask &= np.fromiter((pattern.search(t) is not None for t in texts), dtype=bool, count=len(table))
-    extra = extra_sort_values(*extras) if extras is not None else {}
-    key = state.sort_key or default_op_sort_of(table)
-    if key in EXTRA_SORT_COLUMNS and key not in extra:
-        key = default_op_sort_of(table)
-    order = op_table_order(table, key, state.descending, extra=extra)
+    figures = op_figures(table, extras)
+    key = state.sort_key or default_op_sort(figures.has_device_time)
+    column = COLUMNS_BY_KEY.get(key)
+    if key not in SORT_KEYS or (column is not None and column.extra and not has_what(figures, column.needs)):
+        key = default_op_sort(figures.has_device_time)
+    order = order_figures(figures, key, state.descending)
     return order[mask[order]]
 
 
@@ -119,87 +123,62 @@ def kernel_order(table: KernelTable, state: OpViewState) -> np.ndarray:
     return order[mask[order]]
 
 
-def fit_bytes(count: int, width: int) -> str:
-    """``fmt_bytes`` where it fits, else fewer decimals: never a cut number."""
-    text = fmt_bytes(count)
-    if len(text) <= width:
-        return text
-    value, unit = text.rsplit(" ", 1)
-    for decimals in (1, 0):
-        shorter = f"{float(value):.{decimals}f}{unit}"
-        if len(shorter) <= width:
-            return shorter
-    return f"{float(value):.0f}{unit}"
-
-
 class OpExtras(NamedTuple):
     """Columns the trace has only sometimes: memory ([memory] records) and FLOPs
     (input shapes of ops PyTorch counts)."""
 
-    memory: MemoryColumns | None = None
-    flops: FlopsColumns | None = None
+    memory: MemoryFigures | None = None
+    flops: FlopFigures | None = None
 
 
 NO_EXTRAS = OpExtras()
 
 
 def op_columns(table: OpTable, width: int, extras: OpExtras = NO_EXTRAS) -> list[tuple[str, Column, bool]]:
-    """Every column the op table can show, in order, and whether the width shows it by
-    default (breakpoints: the share bar from 96 columns, averages and shares of the
-    total from 130).  The column chooser overrides either way."""
-    device = table.device_label
-    has_device = table.total_self_device > 0 or bool(table.device_total.any())
+    """Every column the op table can show (the catalogue's columns this table has), in
+    order, and whether the width shows it by default (the share bar from 96 columns,
+    the catalogue's "wide" columns from 130).  The column chooser overrides either way."""
+    figures = op_figures(table, extras)
     wide = width >= 130
     out: list[tuple[str, Column, bool]] = []
     if table.group_by == "shape":
         out.append(("shape", Column("shape", "Input shapes", 18 if wide else 12, "left"), True))
     if table.group_by == "stack":
         out.append(("stack", Column("stack", "Stack", 30 if wide else 14, "left"), True))
-    out += [
-        ("calls", Column("calls", "Calls", 7), True),
-        ("self_cpu", Column("self_cpu", "Self CPU", 9), True),
-        ("self_cpu_pct", Column("self_cpu_pct", "CPU %", 6), wide),
-        ("cpu_total", Column("cpu_total", "CPU tot", 8), True),
-        ("cpu_avg", Column("cpu_avg", "CPU avg", 8), wide),
-    ]
-    if has_device:
-        out += [
-            ("self_device", Column("self_device", f"Self {device[:4]}", 10), True),
-            ("self_device_pct", Column("self_device_pct", f"{device[:4]} %", 6), wide),
-            ("device_total", Column("device_total", f"{device[:4]} tot", 10), True),
-            ("device_avg", Column("device_avg", f"{device[:4]} avg", 9), wide),
-        ]
-    if extras.memory is not None:  # profile_memory=True: key_averages' CPU Mem / Self CPU Mem, from 130 columns
-        out += [
-            ("cpu_memory", Column("cpu_memory", "CPU Mem", 10), wide),
-            ("self_cpu_memory", Column("self_cpu_memory", "Self Mem", 10), wide),
-        ]
-        if bool(extras.memory.device.any() or extras.memory.self_device.any()):  # device allocations: by the chooser
-            out += [
-                ("device_memory", Column("device_memory", f"{device[:4]} Mem", 10), False),
-                ("self_device_memory", Column("self_device_memory", f"S {device[:4]} Mem", 11), False),
-            ]
-    if extras.flops is not None and bool(extras.flops.counted.any()):  # from 130 columns, or by the chooser
-        out += [
-            ("flops", Column("flops", "FLOPs", 7), wide),
-            ("flops_per_s", Column("flops_per_s", "FLOP/s", 7), wide),
-        ]
+    for column in OP_COLUMNS:
+        if has_what(figures, column.needs):
+            shown = column.tui_shown == "always" or (column.tui_shown == "wide" and wide)
+            out.append((column.key, Column(column.key, column.tui_header(table.device_label), column.tui_width), shown))
     out.append(("share", Column("share", "share", 8 if wide else 6, "left"), width >= 96))
     return out
+
+
+def _cell(unit: Unit, values: Values, group: int, width: int) -> str:
+    if not values.has(group):
+        return ""
+    value = values.values[group]
+    if unit is Unit.COUNT:
+        return fit_count(int(value), width)
+    if unit is Unit.NS:
+        return fit_time_short(float(value), width)
+    if unit is Unit.PERCENT:
+        return f"{float(value):5.1f}%"
+    if unit is Unit.BYTES:
+        return fit_bytes(int(value), width)
+    return fit_si(float(value), width)  # FLOPs, FLOP/s
 
 
 def op_model(
     table: OpTable, order: np.ndarray, state: OpViewState, width: int, extras: OpExtras = NO_EXTRAS
 ) -> TableModel:
-    memory, flops = extras
-    has_device = table.total_self_device > 0 or bool(table.device_total.any())
-    total_cpu = max(table.total_self_cpu, 1)
-    total_dev = max(table.device_share_base, table.total_self_device, 1)
-    sort_key = state.sort_key or default_op_sort_of(table)
+    figures = op_figures(table, extras)
+    has_device = figures.has_device_time
+    sort_key = state.sort_key or default_op_sort(has_device)
     columns = [Column("name", "Name", 16, "left", flex=True)]
     for key, column, shown_by_width in op_columns(table, width, extras):
         if state.columns.get(key, shown_by_width):
             columns.append(column)
+    values = {c.key: c.values(figures) for c in OP_COLUMNS if any(c.key == shown.key for shown in columns)}
     share_column = (
         sort_key
         if sort_key in ("self_device", "device_total", "self_cpu", "cpu_total")
@@ -209,7 +188,6 @@ def op_model(
     share_max = max(int(np.max(share_values)) if len(table) else 1, 1)
 
     def cells(g: int) -> list[str | Text]:
-        calls = max(int(table.calls[g]), 1)
         out: list[str | Text] = []
         for column in columns:
             key = column.key
@@ -219,37 +197,6 @@ def op_model(
                 out.append(table.shape[g])
             elif key == "stack":
                 out.append(table.stack[g])
-            elif key == "calls":
-                out.append(fit_count(int(table.calls[g]), column.width))
-            elif key == "self_cpu":
-                out.append(fit_time_short(table.self_cpu[g], column.width))
-            elif key == "self_cpu_pct":
-                out.append(_pct(table.self_cpu[g], total_cpu))
-            elif key == "cpu_total":
-                out.append(fit_time_short(table.cpu_total[g], column.width))
-            elif key == "cpu_avg":
-                out.append(fit_time_short(table.cpu_total[g] / calls, column.width))
-            elif key == "self_device":
-                out.append(fit_time_short(table.self_device[g], column.width) if table.self_device[g] else "")
-            elif key == "self_device_pct":
-                out.append(_pct(table.self_device[g], total_dev) if table.self_device[g] else "")
-            elif key == "device_total":
-                out.append(fit_time_short(table.device_total[g], column.width) if table.device_total[g] else "")
-            elif key == "device_avg":
-                out.append(fit_time_short(table.device_total[g] / calls, column.width) if table.device_total[g] else "")
-            elif key == "cpu_memory" and memory is not None:
-                out.append(fit_bytes(int(memory.cpu[g]), column.width))
-            elif key == "self_cpu_memory" and memory is not None:
-                out.append(fit_bytes(int(memory.self_cpu[g]), column.width))
-            elif key == "device_memory" and memory is not None:
-                out.append(fit_bytes(int(memory.device[g]), column.width))
-            elif key == "self_device_memory" and memory is not None:
-                out.append(fit_bytes(int(memory.self_device[g]), column.width))
-            elif key == "flops" and flops is not None:
-                out.append(fit_si(float(flops.flops[g]), column.width) if flops.counted[g] else "")
-            elif key == "flops_per_s" and flops is not None:
-                rate = float(flops.per_second[g])
-                out.append(fit_si(rate, column.width) if np.isfinite(rate) else "")
             elif key == "share":
                 out.append(
                     Text(
@@ -257,6 +204,8 @@ def op_model(
                         style="green" if share_column.startswith(("self_device", "device")) else "yellow",
                     )
                 )
+            else:
+                out.append(_cell(COLUMNS_BY_KEY[key].unit, values[key], g, column.width))
         return out
 
     return TableModel(columns, len(table), cells, order=order, sort_key=sort_key, sort_descending=state.descending)

@@ -14,11 +14,11 @@ from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.columns import COLUMNS_BY_KEY, sort_title
 from trnscope.core.analysis.compare import compare
 from trnscope.core.analysis.flops import flops_columns, flops_known
 from trnscope.core.analysis.memory import memory_columns, memory_known
 from trnscope.core.analysis.optable import KernelTable, OpTable
-from trnscope.core.analysis.ordering import EXTRA_SORT_COLUMNS, default_op_sort_of, extra_sort_values
 from trnscope.core.base.arrays import unique_inverse
 from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fmt_time_short
@@ -29,39 +29,21 @@ from trnscope.tui.messages import ShowCompare, host
 from trnscope.tui.models import (
     KERNEL_SORT_KEYS,
     NO_EXTRAS,
-    OP_SORT_KEYS,
     OpExtras,
     OpViewState,
+    default_sort_of,
     kernel_model,
     kernel_order,
     op_columns,
     op_model,
     op_order,
+    op_sort_keys,
 )
 from trnscope.tui.status import status_text
 from trnscope.tui.vtable import VirtualTable
 
 GROUPS = ("op", "shape", "stack")
-SORT_TITLES = {
-    "self_device": "Self device",
-    "device_total": "device total",
-    "self_cpu": "Self CPU",
-    "cpu_total": "CPU total",
-    "calls": "calls",
-    "cpu_avg": "CPU avg",
-    "device_avg": "device avg",
-    "name": "name",
-    "flops": "FLOPs",
-    "flops_per_s": "FLOP/s",
-    "cpu_memory": "CPU Mem",
-    "self_cpu_memory": "Self CPU Mem",
-    "device_memory": "device Mem",
-    "self_device_memory": "Self device Mem",
-    "total": "total",
-    "mean": "mean",
-    "max": "max",
-    "min": "min",
-}
+KERNEL_SORT_TITLES = {"total": "total", "calls": "calls", "mean": "mean", "max": "max", "min": "min", "name": "name"}
 
 
 class PickScreen(ModalScreen[int | None]):
@@ -204,7 +186,8 @@ class OpsScreen(FilterScreen):
             extras = NO_EXTRAS
         else:
             table = self.analysis.op_table(state.group_by, step=state.step)
-            if state.sort_key in EXTRA_SORT_COLUMNS:  # sorted by a memory / FLOPs column: those first
+            sorted_by = COLUMNS_BY_KEY.get(state.sort_key)
+            if sorted_by is not None and sorted_by.extra:  # sorted by a memory / FLOPs column: those first
                 extras = self._extras_of(table)
                 order = op_order(table, state, extras)
             else:
@@ -258,13 +241,11 @@ class OpsScreen(FilterScreen):
     def _show_viewinfo(self, shown: int, total: int) -> None:
         s = self.state
         parts = [f"{'device events' if s.mode == 'kernels' else 'ops by ' + s.group_by}"]
-        if s.sort_key:
-            key = s.sort_key
-        elif isinstance(self._table, OpTable):
-            key = default_op_sort_of(self._table)
+        if isinstance(self._table, OpTable):
+            title = sort_title(s.sort_key or default_sort_of(self._table), self._table.device_label)
         else:
-            key = "total"
-        parts.append(f"sort {SORT_TITLES.get(key, key)} {'▼' if s.descending else '▲'}")
+            title = KERNEL_SORT_TITLES.get(s.sort_key or "total", s.sort_key)
+        parts.append(f"sort {title} {'▼' if s.descending else '▲'}")
         if s.filter_text:
             parts.append(f"filter /{safe_text(s.filter_text)}/")
         steps = self.analysis.steps()
@@ -331,13 +312,10 @@ class OpsScreen(FilterScreen):
         self.clear_filter()
 
     def action_sort(self, step: int) -> None:
-        keys: tuple[str, ...] = KERNEL_SORT_KEYS if self.state.mode == "kernels" else OP_SORT_KEYS
-        if self.state.mode == "ops":
-            # the memory / FLOPs columns this trace has, after the times
-            keys = keys[:-1] + tuple(extra_sort_values(*self._extras)) + keys[-1:]
-            if self._table is not None and not getattr(self._table, "total_self_device", 0):
-                keys = tuple(k for k in keys if "device" not in k)
-        current = self.state.sort_key or keys[0]
+        keys: list[str] = list(KERNEL_SORT_KEYS)
+        if self.state.mode == "ops" and isinstance(self._table, OpTable):
+            keys = op_sort_keys(self._table, self._extras)  # the columns this table has, left to right
+        current = self.state.sort_key or (default_sort_of(self._table) if isinstance(self._table, OpTable) else keys[0])
         index = keys.index(current) if current in keys else 0
         self.state.sort_key = keys[(index + step) % len(keys)]
         self.state.descending = self.state.sort_key != "name"

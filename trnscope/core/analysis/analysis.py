@@ -51,7 +51,6 @@ class Analysis:
         self._kernel_tables: dict[int, KernelTable] = {}
         self._steps: list[Step] | None = None
         self._device_index: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
-        self.extra: dict[str, object] = {}  # readers attach format-specific results here
         self.pending: list[Callable[[], object]] = []  # deferred work, e.g. writing the index cache
 
     def finish(self) -> None:

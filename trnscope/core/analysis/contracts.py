@@ -31,6 +31,9 @@ class Totals(msgspec.Struct):
 
 
 class OpOut(msgspec.Struct):
+    """One op-table row: a field per column of ``trnscope.core.analysis.columns``
+    (which defines each figure), plus the row's key (name, kind, shapes, stack)."""
+
     name: str
     input_shapes: Any
     stack: list[str] | None
@@ -41,16 +44,22 @@ class OpOut(msgspec.Struct):
     device_total_us: float
     kind: str
     # key_averages(profile_memory=True): bytes allocated (+) and freed (−) inside the
-    # op and its children / by itself; null when the trace has no [memory] records
+    # op and its children / by itself; null when the trace has no [memory] records or
+    # they were not asked for (summary --with memory; SummaryOut.extras says which)
     cpu_memory_bytes: int | None = None
     self_cpu_memory_bytes: int | None = None
     device_memory_bytes: int | None = None
     self_device_memory_bytes: int | None = None
     # key_averages(with_flops=True), recomputed from the trace's input shapes by
-    # PyTorch's formula; null for ops it does not count or when the trace has no shapes
+    # PyTorch's formula; null for ops it does not count, when the trace has no shapes,
+    # or when not asked for (summary --with flops)
     flops: int | None = None
     # flops ÷ device total (÷ CPU total without device time); null unless every call has a count
     flops_per_s: float | None = None
+    cpu_avg_us: float = 0.0  # cpu_total_us ÷ calls
+    device_avg_us: float | None = None  # device_total_us ÷ calls; null without device time
+    self_cpu_pct: float | None = None  # share of every row's self CPU time (null when that is 0)
+    self_device_pct: float | None = None  # share of every device row's self device time
 
 
 class KernelOut(msgspec.Struct):
@@ -133,6 +142,9 @@ class SummaryOut(msgspec.Struct):
     neuron: NeuronOut | None = None
     schema_version: int = SCHEMA_VERSION
     step: str = ""  # the ProfilerStep the figures are limited to (--step), else ""
+    # the figures computed only when asked (summary --with memory,flops): per name,
+    # "computed", "not computed" (the trace has them: ask with --with) or "absent"
+    extras: dict[str, str] = {}
 
 
 # -- trnscope chain -----------------------------------------------------------------

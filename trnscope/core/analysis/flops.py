@@ -26,6 +26,7 @@ import msgspec
 import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.opfigures import FlopFigures
 from trnscope.core.analysis.optable import OpTable
 from trnscope.core.analysis.table_cache import PerAnalysisCache, PerTableCache
 from trnscope.core.formats.kineto.lazyargs import raw_args_of_rows
@@ -48,13 +49,6 @@ class FlopsPerRow(msgspec.Struct):
     flops: np.ndarray  # int64 per trace row; 0 for ops PyTorch does not count, UNKNOWN where it cannot be known
     counted_rows: int  # rows of the seven ops with a count (possibly 0)
     unknown_rows: int  # conv2d rows without "Concrete Inputs"
-
-
-class FlopsColumns(msgspec.Struct):
-    flops: np.ndarray  # int64 per op-table group: sum over instances with a count
-    counted: np.ndarray  # bool: the group has a FLOP count (some instance of a counted op)
-    complete: np.ndarray  # bool: every instance has a count (FLOP/s is defined)
-    per_second: np.ndarray  # float64 FLOP/s: flops ÷ device total, or ÷ CPU total without device time; NaN if undefined
 
 
 def _product(dims: list[int]) -> int:
@@ -172,19 +166,36 @@ def flops_known(analysis: Analysis) -> bool:
     return _per_analysis.known(analysis)
 
 
+def seed_flops(analysis: Analysis, per_row: FlopsPerRow | None) -> None:
+    """What an earlier open computed (the index cache)."""
+    _per_analysis.seed(analysis, per_row)
+
+
 def flops_of_trace(analysis: Analysis) -> FlopsPerRow | None:
     """``flops_per_row`` once per analysis (the TUI asks on every table rebuild)."""
     return _per_analysis.get(analysis, flops_per_row)
+
+
+def _counted_rows(analysis: Analysis) -> np.ndarray:
+    """Op rows of the seven ops PyTorch counts that carry input shapes."""
+    trace = analysis.trace
+    ev = trace.events
+    counted_ids = [i for i, name in enumerate(trace.names) if name in COUNTED_OPS]
+    if not counted_ids or not trace.shapes:
+        return np.empty(0, dtype=np.int64)
+    return np.flatnonzero(np.isin(ev.name, counted_ids) & (ev.role == int(Role.OP)) & (ev.dims >= 0))
+
+
+def flops_possible(analysis: Analysis) -> bool:
+    """The trace can give FLOP counts (without computing them: no args are read)."""
+    return bool(_counted_rows(analysis).size)
 
 
 def flops_per_row(analysis: Analysis) -> FlopsPerRow | None:
     """FLOPs of every op instance; None when the trace has no shapes for a counted op."""
     trace = analysis.trace
     ev = trace.events
-    counted_ids = [i for i, name in enumerate(trace.names) if name in COUNTED_OPS]
-    if not counted_ids or not trace.shapes:
-        return None
-    rows = np.flatnonzero(np.isin(ev.name, counted_ids) & (ev.role == int(Role.OP)) & (ev.dims >= 0))
+    rows = _counted_rows(analysis)
     if rows.size == 0:
         return None
     flops = np.zeros(len(ev), dtype=np.int64)
@@ -218,15 +229,15 @@ def flops_per_row(analysis: Analysis) -> FlopsPerRow | None:
     return FlopsPerRow(flops=flops, counted_rows=int(rows.size) - unknown, unknown_rows=unknown)
 
 
-_per_table: PerTableCache[FlopsColumns | None] = PerTableCache()
+_per_table: PerTableCache[FlopFigures | None] = PerTableCache()
 
 
-def flops_columns(analysis: Analysis, table: OpTable) -> FlopsColumns | None:
+def flops_columns(analysis: Analysis, table: OpTable) -> FlopFigures | None:
     """Per op-table group: FLOPs and achieved FLOP/s (once per table)."""
     return _per_table.get(analysis, table, lambda: _flops_columns(analysis, table))
 
 
-def _flops_columns(analysis: Analysis, table: OpTable) -> FlopsColumns | None:
+def _flops_columns(analysis: Analysis, table: OpTable) -> FlopFigures | None:
     per_row = flops_of_trace(analysis)
     if per_row is None:
         return None
@@ -252,7 +263,4 @@ def _flops_columns(analysis: Analysis, table: OpTable) -> FlopsColumns | None:
     counted = (per_group(counted_op & (values != UNKNOWN)) > 0) & ~table.is_device
     unknown = per_group(values == UNKNOWN)
     complete = counted & (unknown == 0)
-    seconds = np.where(table.device_total > 0, table.device_total, table.cpu_total).astype(np.float64) / 1e9
-    with np.errstate(divide="ignore", invalid="ignore"):
-        per_second = np.where(complete & (seconds > 0), flops.astype(np.float64) / seconds, np.nan)
-    return FlopsColumns(flops=np.where(counted, flops, 0), counted=counted, complete=complete, per_second=per_second)
+    return FlopFigures(flops=np.where(counted, flops, 0), counted=counted, complete=complete)

@@ -17,6 +17,7 @@ import msgspec
 import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.opfigures import MemoryFigures
 from trnscope.core.analysis.optable import OpTable
 from trnscope.core.analysis.table_cache import PerAnalysisCache, PerTableCache
 from trnscope.core.formats.kineto.lazyargs import raw_args_of_rows
@@ -35,13 +36,6 @@ class MemoryPerRow(msgspec.Struct):
     unmatched_cpu: int  # records inside no event: the "[memory]" row
     unmatched_device: int
     records: int
-
-
-class MemoryColumns(msgspec.Struct):
-    cpu: np.ndarray  # per op-table group
-    self_cpu: np.ndarray
-    device: np.ndarray
-    self_device: np.ndarray
 
 
 class _MemoryArgs(msgspec.Struct):
@@ -88,7 +82,7 @@ _per_analysis: PerAnalysisCache[MemoryPerRow | None] = PerAnalysisCache()
 def memory_known(analysis: Analysis) -> bool:
     """``memory_of`` is already computed (reading every record's bytes takes seconds
     on a large trace: a screen shows its table first and the columns after)."""
-    return _per_analysis.known(analysis)
+    return _records.known(analysis)
 
 
 def memory_of(analysis: Analysis) -> MemoryPerRow | None:
@@ -96,7 +90,29 @@ def memory_of(analysis: Analysis) -> MemoryPerRow | None:
     return _per_analysis.get(analysis, memory_per_row)
 
 
-def memory_per_row(analysis: Analysis) -> MemoryPerRow | None:
+class MemoryRecords(msgspec.Struct):
+    """What the [memory] records' args hold (the slow part: every record is read);
+    kept in the index cache, so a cached reopen never reads them again."""
+
+    rows: np.ndarray  # int64 trace rows of the records
+    size: np.ndarray  # int64 bytes (+ allocated, − freed; 0 when missing)
+    device_type: np.ndarray  # int64 c10 DeviceType, -1 when missing
+
+
+_records: PerAnalysisCache[MemoryRecords | None] = PerAnalysisCache()
+
+
+def memory_records(analysis: Analysis) -> MemoryRecords | None:
+    """The records' bytes and device types, read once per analysis."""
+    return _records.get(analysis, _read_records)
+
+
+def seed_memory_records(analysis: Analysis, records: MemoryRecords | None) -> None:
+    """What an earlier open read (the index cache)."""
+    _records.seed(analysis, records)
+
+
+def _read_records(analysis: Analysis) -> MemoryRecords | None:
     trace = analysis.trace
     if not has_memory_records(analysis):
         return None
@@ -113,6 +129,16 @@ def memory_per_row(analysis: Analysis) -> MemoryPerRow | None:
             size[k] = record_bytes
         if record_device is not None:
             kind[k] = record_device
+    return MemoryRecords(records, size, kind)
+
+
+def memory_per_row(analysis: Analysis) -> MemoryPerRow | None:
+    read = memory_records(analysis)
+    if read is None:
+        return None
+    trace = analysis.trace
+    ev = trace.events
+    records, size, kind = read.rows, read.size, read.device_type
     is_cpu = np.isin(kind, list(_CPU_TYPES))
     is_device = np.isin(kind, list(_DEVICE_TYPES))
     order = np.argsort(ev.ts[records], kind="stable")
@@ -155,16 +181,16 @@ def memory_per_row(analysis: Analysis) -> MemoryPerRow | None:
     )
 
 
-_per_table: PerTableCache[MemoryColumns | None] = PerTableCache()
+_per_table: PerTableCache[MemoryFigures | None] = PerTableCache()
 
 
-def memory_columns(analysis: Analysis, table: OpTable) -> MemoryColumns | None:
+def memory_columns(analysis: Analysis, table: OpTable) -> MemoryFigures | None:
     """Per op-table group: CPU Mem, Self CPU Mem, device Mem, Self device Mem (once per
     table)."""
     return _per_table.get(analysis, table, lambda: _memory_columns(analysis, table))
 
 
-def _memory_columns(analysis: Analysis, table: OpTable) -> MemoryColumns | None:
+def _memory_columns(analysis: Analysis, table: OpTable) -> MemoryFigures | None:
     per_row = memory_of(analysis)
     if per_row is None:
         return None
@@ -187,4 +213,4 @@ def _memory_columns(analysis: Analysis, table: OpTable) -> MemoryColumns | None:
     for g in own:  # the records inside no event
         out[0][g] = out[1][g] = per_row.unmatched_cpu
         out[2][g] = out[3][g] = per_row.unmatched_device
-    return MemoryColumns(*out)
+    return MemoryFigures(*out)

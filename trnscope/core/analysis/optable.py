@@ -413,6 +413,7 @@ class KernelTable(msgspec.Struct):
     unattributed: np.ndarray  # int64 ns not attributed to any op
     instance_rows: np.ndarray
     instance_offsets: np.ndarray
+    launch_times: list[dict[str, int]] = []  # per kernel: ns launched by each op name (what top_op is the largest of)
 
     def __len__(self) -> int:
         return len(self.name)
@@ -455,10 +456,12 @@ def build_kernel_table(trace: Trace, links: Links, rows_mask: np.ndarray | None 
     pair_op = uniq_pairs % (len(trace.names) + 1) - 1
     best = np.full(groups, -1, dtype=np.int64)
     best_time = np.full(groups, -1.0)
+    launch_times: list[dict[str, int]] = [{} for _ in range(groups)]
     for k, op, t in zip(pair_kernel.tolist(), pair_op.tolist(), pair_time.tolist()):
         if op < 0:
             unattributed[k] += round(t)
             continue
+        launch_times[k][trace.names[op]] = launch_times[k].get(trace.names[op], 0) + round(t)
         if t > best_time[k]:
             best_time[k], best[k] = t, op
     for k in range(groups):
@@ -476,4 +479,5 @@ def build_kernel_table(trace: Trace, links: Links, rows_mask: np.ndarray | None 
         unattributed=unattributed,
         instance_rows=rows[order],
         instance_offsets=offsets,
+        launch_times=launch_times,
     )

@@ -11,6 +11,7 @@ import msgspec
 import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.columns import ALL_EXTRAS, EXTRAS, OP_COLUMNS, Unit
 from trnscope.core.analysis.contracts import (
     KernelOut,
     LinkOut,
@@ -21,14 +22,8 @@ from trnscope.core.analysis.contracts import (
     SummaryOut,
     Totals,
 )
-from trnscope.core.analysis.optable import OpTable
-from trnscope.core.analysis.ordering import (
-    default_op_sort,
-    extra_sort_values,
-    kernel_table_order,
-    op_table_order,
-    order_ops,
-)
+from trnscope.core.analysis.opfigures import OpFigures, figures_of, merge_figures
+from trnscope.core.analysis.ordering import order_figures
 from trnscope.core.base.units import us
 from trnscope.core.model.roles import Role
 
@@ -86,12 +81,12 @@ def neuron_summary(analysis: Analysis) -> NeuronOut | None:
     )
 
 
-def visible_groups(table: OpTable, hide: tuple[str, ...]) -> np.ndarray:
-    mask = np.ones(len(table), dtype=bool)
+def visible_groups(figures: OpFigures, hide: tuple[str, ...]) -> np.ndarray:
+    mask = np.ones(len(figures), dtype=bool)
     for kind in hide:
         if kind not in HIDE_KINDS:
             raise ValueError(f"unknown kind to hide {kind!r}; choose from {', '.join(HIDE_KINDS)}")
-        mask &= ~np.isin(table.role, HIDE_KINDS[kind])
+        mask &= ~np.isin(figures.role, HIDE_KINDS[kind])
     return mask
 
 
@@ -104,97 +99,91 @@ def _shapes(text: str) -> Any:
         return text
 
 
-def build_summary(
+class KernelFigures(msgspec.Struct):
+    """The kernel table's figures per device-event name, exact (ns)."""
+
+    name: list[str]
+    calls: list[int]
+    total: list[int]
+    minimum: list[int]
+    maximum: list[int]
+    launch_times: list[dict[str, int]]  # ns launched by each op name: the top one is "op"
+
+
+class SummaryFigures(msgspec.Struct):
+    """What a summary is made of, before anything is rounded, sorted or cut: small,
+    picklable, and added up exactly over traces (ranks) by ``merge_summary_figures``."""
+
+    source: str
+    label: str
+    device_kind: str
+    device_name: str
+    synthetic: bool
+    events: int
+    wall_ns: int
+    ops: OpFigures
+    kernels: KernelFigures
+    link: LinkOut
+    warnings: list[str]
+    extras: dict[str, str]
+    step: str = ""
+    neuron: NeuronOut | None = None
+    merged: list[str] = []
+
+
+def extras_available(analysis: Analysis) -> dict[str, bool]:
+    """Which extra figures the trace can give (cheap: no record is read)."""
+    from trnscope.core.analysis.flops import flops_possible
+    from trnscope.core.analysis.memory import has_memory_records
+
+    return {"memory": has_memory_records(analysis), "flops": flops_possible(analysis)}
+
+
+def summary_figures(
     analysis: Analysis,
     *,
     group_by: str = "op",
-    sort: str | None = None,
-    limit: int = 0,
     stack_depth: int = 5,
     step: int = -1,
-    hide: tuple[str, ...] = (),
+    extras: frozenset[str] | set[str] = ALL_EXTRAS,
     extra_warnings: list[str] | None = None,
-) -> SummaryOut:
-    trace = analysis.trace
-    table = analysis.op_table(group_by, stack_depth, step)
-    kernels = analysis.kernel_table(step)
+) -> SummaryFigures:
+    """The figures of one trace; the memory and FLOPs columns only when in ``extras``
+    (each reads every [memory] record or shape the trace holds)."""
     from trnscope.core.analysis.flops import flops_columns
     from trnscope.core.analysis.memory import memory_columns
 
-    memory = memory_columns(analysis, table)
-    flops = flops_columns(analysis, table)
-    order = op_table_order(table, sort, extra=extra_sort_values(memory, flops))
-    order = order[visible_groups(table, hide)[order]]
-    if limit > 0:
-        order = order[:limit]
-
-    def flop_count(g: int) -> int | None:
-        return int(flops.flops[g]) if flops is not None and flops.counted[g] else None
-
-    def flop_rate(g: int) -> float | None:
-        if flops is None or not np.isfinite(flops.per_second[g]):
-            return None
-        return round(float(flops.per_second[g]), 1)
-
-    def mem(column: str, g: int) -> int | None:
-        return int(getattr(memory, column)[g]) if memory is not None else None
-
-    ops = [
-        OpOut(
-            name=table.name[g],
-            input_shapes=_shapes(table.shape[g]) if table.group_by == "shape" else None,
-            stack=table.stack[g].split(" ← ")
-            if table.group_by == "stack" and table.stack[g]
-            else ([] if table.group_by == "stack" else None),
-            calls=int(table.calls[g]),
-            self_cpu_us=us(table.self_cpu[g]),
-            cpu_total_us=us(table.cpu_total[g]),
-            self_device_us=us(table.self_device[g]),
-            device_total_us=us(table.device_total[g]),
-            kind=table.kind(g),
-            cpu_memory_bytes=mem("cpu", g),
-            self_cpu_memory_bytes=mem("self_cpu", g),
-            device_memory_bytes=mem("device", g),
-            self_device_memory_bytes=mem("self_device", g),
-            flops=flop_count(g),
-            flops_per_s=flop_rate(g),
-        )
-        for g in order.tolist()
-    ]
-    korder = kernel_table_order(kernels)
-    if limit > 0:
-        korder = korder[:limit]
-    kernel_rows = [
-        KernelOut(
-            name=kernels.name[k],
-            calls=int(kernels.calls[k]),
-            total_us=us(kernels.total[k]),
-            min_us=us(kernels.minimum[k]),
-            max_us=us(kernels.maximum[k]),
-            op=kernels.top_op[k],
-        )
-        for k in korder.tolist()
-    ]
+    unknown = set(extras) - set(EXTRAS.values())
+    if unknown:
+        raise ValueError(f"unknown extra {sorted(unknown)[0]!r}; choose from {', '.join(EXTRAS.values())}")
+    trace = analysis.trace
+    table = analysis.op_table(group_by, stack_depth, step)
+    kernels = analysis.kernel_table(step)
+    memory = memory_columns(analysis, table) if "memory" in extras else None
+    flops = flops_columns(analysis, table) if "flops" in extras else None
+    available = extras_available(analysis)
+    state = {
+        name: ("computed" if name in extras else "not computed") if available[name] else "absent"
+        for name in EXTRAS.values()
+    }
     report = analysis.link_report
-    warnings = analysis_warnings(analysis, extra_warnings)
-    return SummaryOut(
+    return SummaryFigures(
         source=trace.source,
-        device_kind=trace.device_kind,
-        totals=Totals(
-            us(table.total_self_cpu), us(table.total_self_device), us(analysis.wall_ns), us(table.device_share_base)
-        ),
-        ops=ops,
-        kernels=kernel_rows,
-        link_coverage=round(report.coverage, 6),
-        warnings=warnings,
         label=trace.label,
+        device_kind=trace.device_kind,
         device_name=trace.device_name,
         synthetic=trace.synthetic,
-        group_by=table.group_by,
         events=len(trace.events),
-        device_label=table.device_label,
-        neuron=neuron_summary(analysis),
-        step=analysis.steps()[step].name if step >= 0 else "",
+        wall_ns=analysis.wall_ns,
+        ops=figures_of(table, memory, flops),
+        kernels=KernelFigures(
+            name=kernels.name,
+            calls=kernels.calls.tolist(),
+            total=kernels.total.tolist(),
+            minimum=kernels.minimum.tolist(),
+            maximum=kernels.maximum.tolist(),
+            launch_times=kernels.launch_times,
+        ),
         link=LinkOut(
             report.device_events,
             report.linked,
@@ -205,7 +194,160 @@ def build_summary(
             report.outside_ops,
             report.unresolved,
         ),
+        warnings=analysis_warnings(analysis, extra_warnings),
+        extras=state,
+        step=analysis.steps()[step].name if step >= 0 else "",
+        neuron=neuron_summary(analysis),
     )
+
+
+def merge_summary_figures(parts: list[SummaryFigures], source: str) -> SummaryFigures:
+    """Several traces' figures added up exactly (every total of a merge is a sum, wall
+    time included); rows with the same key become one."""
+    kernel_slots: dict[str, int] = {}
+    calls: list[int] = []
+    total: list[int] = []
+    minimum: list[int] = []
+    maximum: list[int] = []
+    launch_times: list[dict[str, int]] = []
+    for part in parts:
+        k = part.kernels
+        for i, name in enumerate(k.name):
+            slot = kernel_slots.get(name)
+            if slot is None:
+                kernel_slots[name] = len(calls)
+                calls.append(k.calls[i])
+                total.append(k.total[i])
+                minimum.append(k.minimum[i])
+                maximum.append(k.maximum[i])
+                launch_times.append(dict(k.launch_times[i]) if i < len(k.launch_times) else {})
+                continue
+            calls[slot] += k.calls[i]
+            total[slot] += k.total[i]
+            minimum[slot] = min(minimum[slot], k.minimum[i])
+            maximum[slot] = max(maximum[slot], k.maximum[i])
+            for op, ns in (k.launch_times[i] if i < len(k.launch_times) else {}).items():
+                launch_times[slot][op] = launch_times[slot].get(op, 0) + ns
+    first = parts[0]
+    states = {name: [p.extras.get(name, "absent") for p in parts] for name in EXTRAS.values()}
+    return SummaryFigures(
+        source=source,
+        label=f"{len(parts)} traces merged",
+        device_kind=first.device_kind,
+        device_name=first.device_name,
+        synthetic=any(p.synthetic for p in parts),
+        events=sum(p.events for p in parts),
+        wall_ns=sum(p.wall_ns for p in parts),
+        ops=merge_figures([p.ops for p in parts]),
+        kernels=KernelFigures(list(kernel_slots), calls, total, minimum, maximum, launch_times),
+        link=LinkOut(*[sum(getattr(p.link, f) for p in parts) for f in LinkOut.__struct_fields__]),
+        warnings=[f"{p.label}: {w}" for p in parts for w in p.warnings],
+        extras={
+            name: "computed" if "computed" in found else ("not computed" if "not computed" in found else "absent")
+            for name, found in states.items()
+        },
+        step=first.step if all(p.step == first.step for p in parts) else "",
+        merged=[p.label for p in parts],
+    )
+
+
+def _json_value(unit: Unit, value: Any) -> Any:
+    if unit is Unit.NS:
+        return us(value)
+    if unit is Unit.RATE:
+        return round(float(value), 1)
+    if unit is Unit.PERCENT:
+        return round(float(value), 4)
+    return int(value)
+
+
+_ALWAYS_NUMBER = frozenset({"calls", "self_cpu_us", "cpu_total_us", "self_device_us", "device_total_us", "cpu_avg_us"})
+
+
+def op_documents(figures: OpFigures, order: np.ndarray) -> list[OpOut]:
+    """The rows ``order`` picks, one ``OpOut`` each, a field per catalogue column."""
+    rows = order.tolist()
+    fields: dict[str, list[Any]] = {}
+    for column in OP_COLUMNS:
+        values = column.values(figures)
+        always = column.field in _ALWAYS_NUMBER  # a plain figure: 0 rather than null
+        fields[column.field] = [
+            _json_value(column.unit, values.values[g]) if always or values.has(g) else None for g in rows
+        ]
+    by_stack = figures.group_by == "stack"
+    return [
+        OpOut(
+            name=figures.name[g],
+            input_shapes=_shapes(figures.shape[g]) if figures.group_by == "shape" else None,
+            stack=(figures.stack[g].split(" ← ") if figures.stack[g] else []) if by_stack else None,
+            kind=figures.kind(g),
+            **{field: values[i] for field, values in fields.items()},
+        )
+        for i, g in enumerate(rows)
+    ]
+
+
+def summary_document(
+    figures: SummaryFigures, *, sort: str | None = None, limit: int = 0, hide: tuple[str, ...] = ()
+) -> SummaryOut:
+    """The ``summary`` JSON contract from the figures: rows sorted, filtered and cut to
+    ``limit``; every time rounded to the nanosecond here, once."""
+    ops = figures.ops
+    order = order_figures(ops, sort)
+    order = order[visible_groups(ops, hide)[order]]
+    if limit > 0:
+        order = order[:limit]
+    k = figures.kernels
+    korder = sorted(range(len(k.name)), key=lambda i: -k.total[i])  # as kernel_table_order's default
+    if limit > 0:
+        korder = korder[:limit]
+    kernel_rows = []
+    for i in korder:
+        launched = k.launch_times[i] if i < len(k.launch_times) else {}
+        top = max(launched.items(), key=lambda item: item[1])[0] if launched else ""
+        kernel_rows.append(KernelOut(k.name[i], k.calls[i], us(k.total[i]), us(k.minimum[i]), us(k.maximum[i]), top))
+    link = figures.link
+    return SummaryOut(
+        source=figures.source,
+        device_kind=figures.device_kind,
+        totals=Totals(
+            us(ops.total_self_cpu), us(ops.total_self_device), us(figures.wall_ns), us(ops.device_share_base)
+        ),
+        ops=op_documents(ops, order),
+        kernels=kernel_rows,
+        link_coverage=round(link.linked / link.device_events, 6) if link.device_events else 1.0,
+        warnings=figures.warnings,
+        label=figures.label,
+        device_name=figures.device_name,
+        synthetic=figures.synthetic,
+        group_by=ops.group_by,
+        events=figures.events,
+        link=link,
+        device_label=ops.device_label,
+        merged=figures.merged,
+        neuron=figures.neuron,
+        step=figures.step,
+        extras=figures.extras,
+    )
+
+
+def build_summary(
+    analysis: Analysis,
+    *,
+    group_by: str = "op",
+    sort: str | None = None,
+    limit: int = 0,
+    stack_depth: int = 5,
+    step: int = -1,
+    hide: tuple[str, ...] = (),
+    extra_warnings: list[str] | None = None,
+    extras: frozenset[str] | set[str] = ALL_EXTRAS,
+) -> SummaryOut:
+    """One trace's summary (``summary_figures`` then ``summary_document``)."""
+    figures = summary_figures(
+        analysis, group_by=group_by, stack_depth=stack_depth, step=step, extras=extras, extra_warnings=extra_warnings
+    )
+    return summary_document(figures, sort=sort, limit=limit, hide=hide)
 
 
 def analysis_warnings(analysis: Analysis, extra: list[str] | None = None) -> list[str]:
@@ -305,106 +447,3 @@ def _neuron_link_warnings(analysis: Analysis) -> list[str]:
             parts.append(f"{len(details)} by {method}" + (f" (worst: {worst})" if worst else ""))
         out.append("device profiles placed on the host clock: " + "; ".join(parts))
     return out
-
-
-_SUMMED_OPTIONAL = (
-    "cpu_memory_bytes",
-    "self_cpu_memory_bytes",
-    "device_memory_bytes",
-    "self_device_memory_bytes",
-    "flops",
-)
-_EXTRA_SORT_FIELDS = {  # sort column → OpOut field
-    "flops": "flops",
-    "flops_per_s": "flops_per_s",
-    "cpu_memory": "cpu_memory_bytes",
-    "self_cpu_memory": "self_cpu_memory_bytes",
-    "device_memory": "device_memory_bytes",
-    "self_device_memory": "self_device_memory_bytes",
-}
-
-
-def merge_summaries(summaries: list[SummaryOut], source: str, sort: str | None = None, limit: int = 0) -> SummaryOut:
-    """One summary for several traces (ranks, variants): rows with the same key summed."""
-    ops: dict[tuple[str, str, str, str], OpOut] = {}
-    for summary in summaries:
-        for op in summary.ops:
-            key = (op.name, op.kind, msgspec.json.encode(op.input_shapes).decode(), " ; ".join(op.stack or []))
-            mine = ops.get(key)
-            if mine is None:
-                ops[key] = msgspec.structs.replace(op)
-                continue
-            mine.calls += op.calls
-            mine.self_cpu_us = round(mine.self_cpu_us + op.self_cpu_us, 3)
-            mine.cpu_total_us = round(mine.cpu_total_us + op.cpu_total_us, 3)
-            mine.self_device_us = round(mine.self_device_us + op.self_device_us, 3)
-            mine.device_total_us = round(mine.device_total_us + op.device_total_us, 3)
-            for field in _SUMMED_OPTIONAL:  # bytes and FLOPs add up; absent stays absent
-                value = getattr(op, field)
-                if value is not None:
-                    setattr(mine, field, (getattr(mine, field) or 0) + value)
-            # FLOP/s only when every part had one: FLOPs over the merged time
-            complete = mine.flops_per_s is not None and op.flops_per_s is not None
-            seconds = (mine.device_total_us or mine.cpu_total_us) / 1e6
-            mine.flops_per_s = round(mine.flops / seconds, 1) if complete and mine.flops and seconds > 0 else None
-    kernels: dict[str, KernelOut] = {}
-    for summary in summaries:
-        for k in summary.kernels:
-            mine_k = kernels.get(k.name)
-            if mine_k is None:
-                kernels[k.name] = msgspec.structs.replace(k)
-                continue
-            mine_k.calls += k.calls
-            mine_k.total_us = round(mine_k.total_us + k.total_us, 3)
-            mine_k.min_us = min(mine_k.min_us, k.min_us)
-            mine_k.max_us = max(mine_k.max_us, k.max_us)
-    has_device = any(s.totals.self_device_us for s in summaries)
-    merged = list(ops.values())
-
-    def optional(field: str) -> np.ndarray | None:
-        values = [getattr(op, field) for op in merged]
-        if all(v is None for v in values):
-            return None
-        return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
-
-    extra = {name: values for name, field in _EXTRA_SORT_FIELDS.items() if (values := optional(field)) is not None}
-    order = order_ops(
-        sort or default_op_sort(has_device),
-        extra=extra,
-        names=[op.name for op in merged],
-        calls=np.array([op.calls for op in merged], dtype=np.float64),
-        self_cpu=np.array([op.self_cpu_us for op in merged], dtype=np.float64),
-        cpu_total=np.array([op.cpu_total_us for op in merged], dtype=np.float64),
-        self_device=np.array([op.self_device_us for op in merged], dtype=np.float64),
-        device_total=np.array([op.device_total_us for op in merged], dtype=np.float64),
-    )
-    rows = [merged[i] for i in order.tolist()]
-    kernel_rows = sorted(kernels.values(), key=lambda k: -k.total_us)  # as kernel_table_order's default
-    if limit > 0:
-        rows, kernel_rows = rows[:limit], kernel_rows[:limit]
-    links = [s.link for s in summaries if s.link is not None]
-    linked = sum(link.linked for link in links)
-    device_events = sum(link.device_events for link in links)
-    first = summaries[0]
-    return SummaryOut(
-        source=source,
-        device_kind=first.device_kind,
-        totals=Totals(
-            round(sum(s.totals.self_cpu_us for s in summaries), 3),
-            round(sum(s.totals.self_device_us for s in summaries), 3),
-            round(sum(s.totals.wall_us for s in summaries), 3),  # every total of a merge is a sum
-            round(sum(s.totals.device_share_base_us for s in summaries), 3),
-        ),
-        ops=rows,
-        kernels=kernel_rows,
-        link_coverage=round(linked / device_events, 6) if device_events else 1.0,
-        warnings=[f"{s.label}: {w}" for s in summaries for w in s.warnings],
-        label=f"{len(summaries)} traces merged",
-        device_name=first.device_name,
-        synthetic=any(s.synthetic for s in summaries),
-        group_by=first.group_by,
-        events=sum(s.events for s in summaries),
-        link=LinkOut(*[sum(getattr(link, f) for link in links) for f in LinkOut.__struct_fields__]) if links else None,
-        device_label=first.device_label,
-        merged=[s.label for s in summaries],
-    )

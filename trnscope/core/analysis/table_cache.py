@@ -29,6 +29,11 @@ class PerAnalysisCache(Generic[T]):
         with self._lock:
             return analysis in self._results
 
+    def seed(self, analysis: Analysis, value: T) -> None:
+        """A result known without computing it (read back from the index cache)."""
+        with self._lock:
+            self._results[analysis] = value
+
     def get(self, analysis: Analysis, compute: Callable[[Analysis], T]) -> T:
         with self._lock:
             if analysis in self._results:

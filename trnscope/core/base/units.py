@@ -92,6 +92,19 @@ def fmt_bytes(count: int) -> str:
     return f"{count} b"
 
 
+def fit_bytes(count: int, width: int) -> str:
+    """``fmt_bytes`` where it fits, else fewer decimals: never a cut number."""
+    text = fmt_bytes(count)
+    if len(text) <= width:
+        return text
+    value, unit = text.rsplit(" ", 1)
+    for decimals in (1, 0):
+        shorter = f"{float(value):.{decimals}f}{unit}"
+        if len(shorter) <= width:
+            return shorter
+    return f"{float(value):.0f}{unit}"
+
+
 def fmt_percent(part: float, whole: float) -> str:
     if whole == 0:
         return "NaN"

@@ -118,7 +118,7 @@ def max_inflate_ratio() -> float:
 
 DEFAULT_INFLATE_RATIO = 100.0
 _INFLATE_FLOOR = 16 << 20  # tiny files may always inflate this far
-_MAX_STEP = 64 << 20  # most output one decompress call may return (bounds memory)
+_MAX_STEP = 1 << 20  # most output one decompress call returns: bounds the memory a gzip file needs here
 
 
 def _inflate_limit(size: int) -> int:

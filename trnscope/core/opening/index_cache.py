@@ -23,13 +23,16 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.flops import FlopsPerRow, flops_of_trace
+from trnscope.core.analysis.memory import MemoryRecords, memory_records
 from trnscope.core.analysis.optable import EventTimes
 from trnscope.core.base.cachedir import enforce_cap, fingerprint, touch, writable_dir
 from trnscope.core.link.linker import LinkReport, Links, forward_links
 from trnscope.core.model.trace import EventColumns, Trace
 
 MAGIC = b"TRNSCOPE-INDEX\x00\x02"
-FORMAT_VERSION = 8  # 8: the header under its own CRC; fingerprint with ctime and sampled blocks
+FORMAT_VERSION = 9  # 9: the [memory] records' bytes and FLOPs per row (read from args once)
 _ALIGN = 64
 _LINK_ARRAYS = (
     "in_tree",
@@ -61,6 +64,15 @@ CachedTraceFields = msgspec.defstruct(
 )
 
 
+class ExtrasHeader(msgspec.Struct, frozen=True):
+    """Which figures read from ``args`` the file holds (arrays ``memory.*``, ``flops.*``)."""
+
+    memory: bool = False  # the [memory] records' bytes (False: the trace has none)
+    flops: bool = False  # FLOPs per op row (False: the trace has no shapes of a counted op)
+    flops_counted_rows: int = 0
+    flops_unknown_rows: int = 0
+
+
 class CacheHeader(msgspec.Struct):
     version: int
     key: str
@@ -69,7 +81,17 @@ class CacheHeader(msgspec.Struct):
     arrays: list[ArraySpec]
     trace: msgspec.Raw  # CachedTraceFields, msgpack: decoded with that type on load
     link_report: LinkReport
-    extra: dict[str, Any] = {}
+    extras: ExtrasHeader = ExtrasHeader()
+
+
+class Cached(msgspec.Struct):
+    """What a cache file gives back."""
+
+    trace: Trace
+    links: Links
+    times: EventTimes | None
+    memory: MemoryRecords | None
+    flops: FlopsPerRow | None
 
 
 def cache_key(path: Path, options: dict[str, Any]) -> str:
@@ -83,27 +105,35 @@ def _cache_file(key: str) -> Path | None:
     return folder / (hashlib.blake2b(key.encode(), digest_size=16).hexdigest() + ".idx")
 
 
-def _arrays_of(trace: Trace, links: Links, times: EventTimes | None) -> dict[str, np.ndarray]:
+def _arrays_of(analysis: Analysis) -> tuple[dict[str, np.ndarray], ExtrasHeader]:
+    trace, links = analysis.trace, analysis.links
     arrays = {f"events.{f}": getattr(trace.events, f) for f in trace.events.__struct_fields__}
     if trace.source_index is not None:
         arrays["source_index"] = trace.source_index
     forward_links(trace, links)
     for name in _LINK_ARRAYS:
         arrays[f"links.{name}"] = getattr(links, name)
-    if times is not None:
-        for name in EventTimes.__struct_fields__:
-            arrays[f"times.{name}"] = getattr(times, name)
-    return arrays
+    for name in EventTimes.__struct_fields__:
+        arrays[f"times.{name}"] = getattr(analysis.times, name)
+    # What only the args hold is read now, after the first result, so that no later
+    # open (nor a later column of this one) reads every record again.
+    memory = memory_records(analysis)
+    if memory is not None:
+        for name in MemoryRecords.__struct_fields__:
+            arrays[f"memory.{name}"] = getattr(memory, name)
+    flops = flops_of_trace(analysis)
+    if flops is not None:
+        rows = np.flatnonzero(flops.flops != 0)
+        arrays["flops.rows"], arrays["flops.values"] = rows, flops.flops[rows]
+    return arrays, ExtrasHeader(
+        memory=memory is not None,
+        flops=flops is not None,
+        flops_counted_rows=flops.counted_rows if flops is not None else 0,
+        flops_unknown_rows=flops.unknown_rows if flops is not None else 0,
+    )
 
 
-def store(
-    path: Path,
-    options: dict[str, Any],
-    trace: Trace,
-    links: Links,
-    times: EventTimes | None = None,
-    extra: dict[str, Any] | None = None,
-) -> Path | None:
+def store(path: Path, options: dict[str, Any], analysis: Analysis) -> Path | None:
     """Write the cache entry for ``path``; returns where, or None if it could not."""
     key = cache_key(path, options)
     target = _cache_file(key)
@@ -113,7 +143,9 @@ def store(
     blobs: list[bytes | memoryview] = []
     offset = 0
     crc = 0
-    for name, array in _arrays_of(trace, links, times).items():
+    arrays, extras = _arrays_of(analysis)
+    trace, links = analysis.trace, analysis.links
+    for name, array in arrays.items():
         data = np.ascontiguousarray(array)
         raw = data.data.cast("B") if data.size else memoryview(b"")
         pad = (-offset) % _ALIGN
@@ -137,7 +169,7 @@ def store(
             )
         ),
         link_report=links.report,
-        extra=extra or {},
+        extras=extras,
     )
     try:
         head = msgspec.msgpack.encode(header)
@@ -164,7 +196,7 @@ def store(
     return target
 
 
-def load(path: Path, options: dict[str, Any]) -> tuple[Trace, Links, EventTimes | None, dict[str, Any]] | None:
+def load(path: Path, options: dict[str, Any]) -> Cached | None:
     """The cached trace and links for ``path``, or None when absent or not trustworthy."""
     key = cache_key(path, options)
     target = _cache_file(key)
@@ -184,7 +216,7 @@ def load(path: Path, options: dict[str, Any]) -> tuple[Trace, Links, EventTimes 
     return found
 
 
-def _decode(buffer: mmap.mmap, key: str) -> tuple[Trace, Links, EventTimes | None, dict[str, Any]] | None:
+def _decode(buffer: mmap.mmap, key: str) -> Cached | None:
     if buffer[: len(MAGIC)] != MAGIC:
         return None
     head_len, head_crc = struct.unpack_from("<QI", buffer, len(MAGIC))
@@ -219,4 +251,15 @@ def _decode(buffer: mmap.mmap, key: str) -> tuple[Trace, Links, EventTimes | Non
     times = None
     if all(f"times.{name}" in arrays for name in EventTimes.__struct_fields__):
         times = EventTimes(**{name: arrays[f"times.{name}"] for name in EventTimes.__struct_fields__})
-    return trace, links, times, header.extra
+    extras = header.extras
+    memory = (
+        MemoryRecords(**{name: arrays[f"memory.{name}"] for name in MemoryRecords.__struct_fields__})
+        if extras.memory
+        else None
+    )
+    flops = None
+    if extras.flops:
+        per_row = np.zeros(len(events), dtype=np.int64)  # zero pages: only the counted rows are touched
+        per_row[arrays["flops.rows"]] = arrays["flops.values"]
+        flops = FlopsPerRow(per_row, extras.flops_counted_rows, extras.flops_unknown_rows)
+    return Cached(trace, links, times, memory, flops)

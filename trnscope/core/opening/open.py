@@ -7,6 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.flops import seed_flops
+from trnscope.core.analysis.memory import seed_memory_records
 from trnscope.core.formats import SourceRef, load_source
 from trnscope.core.formats.source import Progress
 from trnscope.core.link.linker import forward_links
@@ -29,11 +31,15 @@ def open_analysis(
         started = time.perf_counter()
         cached = index_cache.load(path, options)
         if cached is not None:
-            trace, links, times, _extra = cached
+            trace = cached.trace
             trace.label = source.label
             trace.synthetic = trace.synthetic or source.synthetic
             trace.stats.seconds = time.perf_counter() - started
-            return Analysis(trace, links, times)
+            analysis = Analysis(trace, cached.links, cached.times)
+            # read from args by an earlier open: never again
+            seed_memory_records(analysis, cached.memory)
+            seed_flops(analysis, cached.flops)
+            return analysis
     trace = load_source(source, progress=progress, cancelled=cancelled, skip=skip, use_cache=use_cache, workers=workers)
     analysis = Analysis(trace)
     # After the first table: links only the drill-down needs, ready before it is opened.
@@ -41,5 +47,5 @@ def open_analysis(
     if cacheable:
         # Written after the caller has shown its first result (``Analysis.finish``):
         # the cache speeds up the next open and must not slow down this one.
-        analysis.pending.append(lambda: index_cache.store(path, options, trace, analysis.links, analysis.times))
+        analysis.pending.append(lambda: index_cache.store(path, options, analysis))
     return analysis
