@@ -33,7 +33,7 @@ from trnscope.core.model.roles import Role
 from trnscope.core.model.trace import LoadStats, Trace
 from trnscope.core.model.vocab import PH_INSTANT, PH_X
 
-PARALLEL_MIN_BYTES = 48 << 20
+PARALLEL_MIN_BYTES = 16 << 20
 
 
 SKIPPABLE = {"python": ("python_function",)}

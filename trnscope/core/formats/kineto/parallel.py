@@ -279,11 +279,10 @@ def _parallel_decode(
                 progress("parse", first + sum(values[0::2]), size, sum(values[1::2]))
 
     reporter = threading.Thread(target=report_progress, daemon=True)
-    reporter.start()
     sweep_spills()
     parent = os.getpid() if ctx.get_start_method() == "fork" else _LOADER_PID_UNKNOWN
     executor = ProcessPoolExecutor(
-        max_workers=len(starts),
+        max_workers=len(starts) - 1,
         mp_context=ctx,
         initializer=_init_worker,
         initargs=(slots, small_pages_preferred(), parent),
@@ -292,13 +291,25 @@ def _parallel_decode(
     load_token = secrets.token_hex(4)
     processes: list[Any] = []
     try:
+        # the later ranges in worker processes, the first one here meanwhile: the
+        # process that waits would otherwise leave a core idle
         futures = [
             executor.submit(
                 decode_range_of_file, source.plain_path, start, stop, index, chunk_bytes, os.getpid(), load_token
             )
             for index, (start, stop) in enumerate(zip(starts, stops))
+            if index > 0
         ]
-        results: list[RangeResult] = []
+        reporter.start()  # after the workers are forked: a forked child gets no copy of a running thread
+
+        def own_progress(position: int, events: int) -> None:
+            slots[0], slots[1] = position - first, events
+
+        results: list[RangeResult] = [
+            decode_buffer(source.buffer, starts[0], stops[0], chunk_bytes, progress=own_progress, cancelled=cancelled)
+        ]
+        if cancelled():
+            raise LoadCancelled()
         for future in futures:
             while True:
                 if cancelled():
