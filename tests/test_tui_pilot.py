@@ -296,7 +296,7 @@ async def test_large_trace_loads_without_blocking_the_ui(tmp_path: Path, monkeyp
     from trnscope.testing.synth_kineto import generate
 
     path = tmp_path / "big.pt.trace.json"
-    generate(path, 250_000, seed=1)
+    generate(path, 400_000, seed=1)
     monkeypatch.setattr(kineto, "PARALLEL_MIN_BYTES", 16 << 20)
     loading_threads: list[int] = []
     real_open = open_module.open_analysis
@@ -310,7 +310,7 @@ async def test_large_trace_loads_without_blocking_the_ui(tmp_path: Path, monkeyp
     app = TrnscopeApp([str(path)], use_cache=False)
     async with app.run_test(size=(80, 24)) as pilot:
         ui_thread = threading.get_ident()
-        await pilot.pause(0.2)
+        await pilot.pause(0.02)
         assert isinstance(app.screen, LoadingScreen)
         progress_seen: set[str] = set()
         while isinstance(app.screen, LoadingScreen):
@@ -318,7 +318,7 @@ async def test_large_trace_loads_without_blocking_the_ui(tmp_path: Path, monkeyp
             await pilot.pause(0.02)
         await settle(pilot)
         assert isinstance(app.screen, OpsScreen)
-        assert len(app.screen.analysis.trace.events) > 250_000
+        assert len(app.screen.analysis.trace.events) > 400_000
         assert app.screen.analysis.trace.stats.workers > 1
     assert loading_threads and all(thread != ui_thread for thread in loading_threads)
     # the UI thread was free to redraw the progress while the load ran
