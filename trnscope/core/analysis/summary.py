@@ -251,14 +251,16 @@ def merge_summary_figures(parts: list[SummaryFigures], source: str) -> SummaryFi
     )
 
 
-def _json_value(unit: Unit, value: Any) -> Any:
+def _json_values(unit: Unit, values: np.ndarray) -> list[Any]:
+    """A column's values as JSON numbers: times in µs rounded to the nanosecond, rates
+    to 0.1 FLOP/s, shares to 4 decimals, counts, bytes and FLOPs as exact integers."""
     if unit is Unit.NS:
-        return us(value)
+        return [round(v, 3) for v in (np.asarray(values, dtype=np.float64) / 1000.0).tolist()]
     if unit is Unit.RATE:
-        return round(float(value), 1)
+        return [round(v, 1) for v in np.asarray(values, dtype=np.float64).tolist()]
     if unit is Unit.PERCENT:
-        return round(float(value), 4)
-    return int(value)
+        return [round(v, 4) for v in np.asarray(values, dtype=np.float64).tolist()]
+    return [int(v) for v in values.tolist()]
 
 
 _ALWAYS_NUMBER = frozenset({"calls", "self_cpu_us", "cpu_total_us", "self_device_us", "device_total_us", "cpu_avg_us"})
@@ -270,10 +272,10 @@ def op_documents(figures: OpFigures, order: np.ndarray) -> list[OpOut]:
     fields: dict[str, list[Any]] = {}
     for column in OP_COLUMNS:
         values = column.values(figures)
-        always = column.field in _ALWAYS_NUMBER  # a plain figure: 0 rather than null
-        fields[column.field] = [
-            _json_value(column.unit, values.values[g]) if always or values.has(g) else None for g in rows
-        ]
+        numbers = _json_values(column.unit, np.asarray(values.values)[order])
+        if values.present is not None and column.field not in _ALWAYS_NUMBER:  # a plain figure: 0 rather than null
+            numbers = [n if p else None for n, p in zip(numbers, values.present[order].tolist())]
+        fields[column.field] = numbers
     by_stack = figures.group_by == "stack"
     return [
         OpOut(
