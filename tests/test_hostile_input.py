@@ -12,8 +12,9 @@ import pytest
 from trnscope.cli import main
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.chain import chain_for
+from trnscope.core.base.jsondepth import flatten_deep
 from trnscope.core.formats import load_path
-from trnscope.core.formats.kineto.jsonscan import flatten_deep, top_level_array
+from trnscope.core.formats.kineto.jsonscan import top_level_array
 from trnscope.core.formats.kineto.lazyargs import event_args
 
 

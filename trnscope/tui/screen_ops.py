@@ -39,6 +39,7 @@ from trnscope.tui.models import (
     op_order,
     op_sort_keys,
 )
+from trnscope.tui.safe import plain
 from trnscope.tui.status import status_text
 from trnscope.tui.vtable import VirtualTable
 
@@ -58,8 +59,9 @@ class PickScreen(ModalScreen[int | None]):
         self.current = current
 
     def compose(self) -> ComposeResult:
-        yield Static(self.title_text, id="pick-title")
-        yield OptionList(*[Option(item) for item in self.items], id="pick-list")
+        # labels come from file and folder names: Text, never markup ("[/bold]" stays as typed)
+        yield Static(plain(self.title_text), id="pick-title")
+        yield OptionList(*[Option(plain(item)) for item in self.items], id="pick-list")
 
     def on_mount(self) -> None:
         options = self.query_one(OptionList)
@@ -114,6 +116,8 @@ class OpsScreen(FilterScreen):
         self.ref = ref
         self.state = OpViewState()
         self._table: Any = None
+        self._shown_state: OpViewState | None = None  # the state the shown table was built for
+        self._after_rebuild: list[Any] = []  # actions pressed while a rebuild was on its way
         self._extras = NO_EXTRAS  # memory and FLOPs columns of the shown op table, when the trace has them
 
     def compose(self) -> ComposeResult:
@@ -143,7 +147,7 @@ class OpsScreen(FilterScreen):
         title = ""
         table = self._table
         index = self.query_one(VirtualTable).current_index
-        if self.state.mode == "ops" and table is not None and index >= 0:
+        if isinstance(table, OpTable) and index >= 0:
             rows = table.instances(index)
             highlight = np.concatenate([rows, self.analysis.device_work(rows)])
             title = table.name[index]
@@ -154,8 +158,19 @@ class OpsScreen(FilterScreen):
 
         self.app.push_screen(DiagnoseScreen(self.analysis))
 
+    def _rebuilding(self, action: Any) -> bool:
+        """True (and ``action`` queued to run on the new table) while the table on screen
+        is not yet the one the current state asks for: a key pressed during a rebuild
+        acts on the table it was meant for, never on the one being replaced."""
+        if self._shown_state is not None and self._shown_state.__dict__ == self.state.__dict__:
+            return False
+        self._after_rebuild.append(action)
+        return True
+
     def action_columns(self) -> None:
-        if self.state.mode != "ops" or self._table is None:
+        if self._rebuilding(self.action_columns):
+            return
+        if not isinstance(self._table, OpTable):
             self.notify("the column chooser is for the op table")
             return
         width = self.query_one(VirtualTable).size.width or self.app.size.width
@@ -225,7 +240,11 @@ class OpsScreen(FilterScreen):
             matches = [i for i, n in enumerate(table.name) if n == target]
             keep_index = matches[0] if matches else None
         view.set_model(model, keep_index)
+        self._shown_state = state
         self._show_viewinfo(len(order), len(table))
+        queued, self._after_rebuild = self._after_rebuild, []
+        for action in queued:
+            action()
         if extras is not NO_EXTRAS:
             self._show_status()  # what computing them found (unknown FLOPs) counts as a warning
 
@@ -272,7 +291,7 @@ class OpsScreen(FilterScreen):
     def _detail(self, group: int) -> None:
         table = self._table
         text = Text(no_wrap=True, overflow="ellipsis")
-        if self.state.mode == "kernels":
+        if isinstance(table, KernelTable):
             text.append(safe_text(table.name[group]), style="bold")
             text.append(
                 f"\n{int(table.calls[group]):,} calls · total {fmt_time_short(table.total[group])} · mean {fmt_time_short(table.mean[group])}"
@@ -312,8 +331,10 @@ class OpsScreen(FilterScreen):
         self.clear_filter()
 
     def action_sort(self, step: int) -> None:
+        if self._rebuilding(lambda: self.action_sort(step)):
+            return
         keys: list[str] = list(KERNEL_SORT_KEYS)
-        if self.state.mode == "ops" and isinstance(self._table, OpTable):
+        if isinstance(self._table, OpTable):
             keys = op_sort_keys(self._table, self._extras)  # the columns this table has, left to right
         current = self.state.sort_key or (default_sort_of(self._table) if isinstance(self._table, OpTable) else keys[0])
         index = keys.index(current) if current in keys else 0
@@ -359,7 +380,8 @@ class OpsScreen(FilterScreen):
             return
         from trnscope.tui.screen_drill import DrillScreen
 
-        self.app.push_screen(DrillScreen(self.analysis, self._table, message.index, kind=self.state.mode))
+        kind = "kernels" if isinstance(self._table, KernelTable) else "ops"
+        self.app.push_screen(DrillScreen(self.analysis, self._table, message.index, kind=kind))
 
     # -- variants and compare -----------------------------------------------------
     def _sources(self) -> list[SourceRef]:

@@ -29,6 +29,7 @@ from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.opfigures import FlopFigures
 from trnscope.core.analysis.optable import OpTable
 from trnscope.core.analysis.table_cache import PerAnalysisCache, PerTableCache
+from trnscope.core.base.jsondepth import decode_bounded
 from trnscope.core.formats.kineto.lazyargs import raw_args_of_rows
 from trnscope.core.model.roles import Role
 
@@ -48,7 +49,9 @@ MAX_FLOPS = 1 << 52
 class FlopsPerRow(msgspec.Struct):
     flops: np.ndarray  # int64 per trace row; 0 for ops PyTorch does not count, UNKNOWN where it cannot be known
     counted_rows: int  # rows of the seven ops with a count (possibly 0)
-    unknown_rows: int  # conv2d rows without "Concrete Inputs"
+    unknown_rows: int  # rows of those ops without one (UNKNOWN): the two reasons below
+    without_concrete: int = 0  # conv2d rows without "Concrete Inputs" (traces before about torch 2.1)
+    # the rest: "Input Dims" that are no list of sizes, or sizes whose count is absurd
 
 
 def _product(dims: list[int]) -> int:
@@ -67,10 +70,20 @@ def _int_list(text: object) -> list[int] | None:
     if not isinstance(text, str):
         return None
     try:
-        value = msgspec.json.decode(text)
+        value, _deep = decode_bounded(text)
     except msgspec.DecodeError:
         return None
     return value if _is_size(value) else None
+
+
+def decode_sizes(text: str) -> list[object] | None:
+    """An event's "Input Dims" as decoded JSON: a list (one entry per input), else None
+    (a file may hold any value there, nested to any depth)."""
+    try:
+        value, _deep = decode_bounded(text)
+    except msgspec.DecodeError:
+        return None
+    return value if isinstance(value, list) else None
 
 
 def matmul_flops(name: str, dims: list[object]) -> int:
@@ -126,9 +139,14 @@ def elementwise_flops(dims: list[object]) -> int:
     return _product(first) if isinstance(first, list) and _is_size(first) else 0
 
 
-def flops_of(name: str, dims: list[object], concrete: list[object] | None = None) -> int:
+def flops_of(name: str, dims: object, concrete: list[object] | None = None) -> int:
     """One op instance's FLOPs by PyTorch's formula (0 for ops it does not count;
-    UNKNOWN where the trace lacks what the formula needs or its sizes are absurd)."""
+    UNKNOWN where the trace lacks what the formula needs — "Input Dims" that are no
+    list of inputs — or its sizes are absurd)."""
+    if name not in COUNTED_OPS:
+        return 0
+    if not isinstance(dims, list):
+        return UNKNOWN
     if name in _MATMUL or name in _BATCHED:
         flops = matmul_flops(name, dims)
     elif name in _ELEMENTWISE:
@@ -207,7 +225,7 @@ def flops_per_row(analysis: Analysis) -> FlopsPerRow | None:
         unique, inverse = np.unique(pairs, return_inverse=True)
         values = np.array(
             [
-                flops_of(trace.names[int(p >> 32)], msgspec.json.decode(trace.shapes[int(p & 0xFFFFFFFF)]))
+                flops_of(trace.names[int(p >> 32)], decode_sizes(trace.shapes[int(p & 0xFFFFFFFF)]))
                 for p in unique.tolist()
             ],
             dtype=np.int64,
@@ -215,18 +233,20 @@ def flops_per_row(analysis: Analysis) -> FlopsPerRow | None:
         flops[plain] = values[inverse]
     # conv2d needs its concrete stride/padding/dilation/groups: read lazily, in file order
     convs = rows[ev.name[rows] == conv_id]
-    unknown = 0
+    without_concrete = 0
     if convs.size:
-        seen: dict[tuple[int, str], int] = {}
+        seen: dict[tuple[int, str], tuple[int, bool]] = {}  # → (FLOPs, unknown for want of "Concrete Inputs")
         for row, raw in zip(convs.tolist(), raw_args_of_rows(trace, convs)):
             concrete = _concrete_inputs(raw)
             key = (int(ev.dims[row]), msgspec.json.encode(concrete).decode() if isinstance(concrete, list) else "")
             if key not in seen:
-                dims = msgspec.json.decode(trace.shapes[key[0]])
-                seen[key] = flops_of(CONV2D, dims, concrete if isinstance(concrete, list) else None)
-            flops[row] = seen[key]
-            unknown += seen[key] == UNKNOWN
-    return FlopsPerRow(flops=flops, counted_rows=int(rows.size) - unknown, unknown_rows=unknown)
+                dims = decode_sizes(trace.shapes[key[0]])
+                count = flops_of(CONV2D, dims, concrete)
+                seen[key] = (count, count == UNKNOWN and concrete is None and isinstance(dims, list))
+            flops[row], lacks_concrete = seen[key]
+            without_concrete += lacks_concrete
+    unknown = int(np.count_nonzero(flops[rows] == UNKNOWN))
+    return FlopsPerRow(flops, int(rows.size) - unknown, unknown, without_concrete)
 
 
 _per_table: PerTableCache[FlopFigures | None] = PerTableCache()

@@ -17,6 +17,7 @@ import msgspec
 import numpy as np
 
 from trnscope.core.base.arrays import group_order, unique_inverse
+from trnscope.core.base.jsondepth import decode_bounded
 from trnscope.core.link.linker import MEMORY_EVENT_NAMES, Links
 from trnscope.core.model.roles import Role, group_name
 from trnscope.core.model.trace import Trace
@@ -302,7 +303,7 @@ def _tensor_lists_as_empty(text: str) -> str:
     if "[[[" not in compact and ",[[" not in compact:  # no argument is a list of shapes
         return text
     try:
-        dims = msgspec.json.decode(text)
+        dims, _deep = decode_bounded(text)
     except msgspec.DecodeError:
         return text
     if not isinstance(dims, list):

@@ -24,6 +24,7 @@ from trnscope.core.analysis.contracts import (
 )
 from trnscope.core.analysis.opfigures import OpFigures, figures_of, merge_figures
 from trnscope.core.analysis.ordering import order_figures
+from trnscope.core.base.jsondepth import decode_bounded
 from trnscope.core.base.units import us
 from trnscope.core.model.roles import Role
 
@@ -94,7 +95,7 @@ def _shapes(text: str) -> Any:
     if not text:
         return None
     try:
-        return msgspec.json.decode(text)
+        return decode_bounded(text)[0]
     except msgspec.DecodeError:
         return text
 
@@ -365,10 +366,19 @@ def _flops_warnings(analysis: Analysis) -> list[str]:
     per_row = flops_of_trace(analysis) if flops_known(analysis) else None
     if per_row is None or not per_row.unknown_rows:
         return []
-    return [
-        f"FLOPs unknown for {per_row.unknown_rows:,} aten::conv2d calls: the trace has no "
-        '"Concrete Inputs" (stride, padding, dilation, groups); their rows show no FLOPs'
-    ]
+    out = []
+    if per_row.without_concrete:
+        out.append(
+            f"FLOPs unknown for {per_row.without_concrete:,} aten::conv2d calls: the trace has no "
+            '"Concrete Inputs" (stride, padding, dilation, groups); their rows show no FLOPs'
+        )
+    others = per_row.unknown_rows - per_row.without_concrete
+    if others:
+        out.append(
+            f'FLOPs unknown for {others:,} calls of ops PyTorch counts: their "Input Dims" are not sizes '
+            "(not a list of inputs, or sizes past any real tensor); their rows show no FLOPs"
+        )
+    return out
 
 
 def link_warnings(analysis: Analysis) -> list[str]:

@@ -71,6 +71,7 @@ class ExtrasHeader(msgspec.Struct, frozen=True):
     flops: bool = False  # FLOPs per op row (False: the trace has no shapes of a counted op)
     flops_counted_rows: int = 0
     flops_unknown_rows: int = 0
+    flops_without_concrete: int = 0
 
 
 class CacheHeader(msgspec.Struct):
@@ -130,6 +131,7 @@ def _arrays_of(analysis: Analysis) -> tuple[dict[str, np.ndarray], ExtrasHeader]
         flops=flops is not None,
         flops_counted_rows=flops.counted_rows if flops is not None else 0,
         flops_unknown_rows=flops.unknown_rows if flops is not None else 0,
+        flops_without_concrete=flops.without_concrete if flops is not None else 0,
     )
 
 
@@ -261,5 +263,7 @@ def _decode(buffer: mmap.mmap, key: str) -> Cached | None:
     if extras.flops:
         per_row = np.zeros(len(events), dtype=np.int64)  # zero pages: only the counted rows are touched
         per_row[arrays["flops.rows"]] = arrays["flops.values"]
-        flops = FlopsPerRow(per_row, extras.flops_counted_rows, extras.flops_unknown_rows)
+        flops = FlopsPerRow(
+            per_row, extras.flops_counted_rows, extras.flops_unknown_rows, extras.flops_without_concrete
+        )
     return Cached(trace, links, times, memory, flops)

@@ -7,6 +7,8 @@ from typing import Any
 
 import msgspec
 
+from trnscope.core.base.jsondepth import MAX_DEPTH, decode_bounded
+
 
 class TraceHeader(msgspec.Struct):
     """The top-level keys outside ``traceEvents`` that readers act on."""
@@ -21,23 +23,36 @@ class TraceHeader(msgspec.Struct):
 
 
 def decode_header(buf: Any, kind: str, array_open: int, array_end: int) -> tuple[TraceHeader, dict[str, Any], str]:
+    """The keys outside the events array: the ones readers use (typed) and all of them
+    (``metadata``); values nested past ``MAX_DEPTH`` are dropped, and the third item says so."""
     if kind != "object":
         return TraceHeader(), {}, ""
     tail = bytes(buf[array_end + 1 :]) if array_end >= 0 else b"}"
     text = bytes(buf[:array_open]) + b"[]" + tail
     try:
-        header = msgspec.json.decode(text, type=TraceHeader)
-        everything = msgspec.json.decode(text)
+        header, everything, flattened = _decode_both(text)
     except msgspec.DecodeError as error:
         if array_end >= 0:
             try:
-                text = bytes(buf[:array_open]) + b"[]}"
-                return msgspec.json.decode(text, type=TraceHeader), msgspec.json.decode(text), ""
+                header, everything, flattened = _decode_both(bytes(buf[:array_open]) + b"[]}")
+                return header, everything, _deep_note(flattened)
             except msgspec.DecodeError:
                 pass
         return TraceHeader(), {}, f"top-level metadata unreadable ({error})"
+    return header, everything, _deep_note(flattened)
+
+
+def _decode_both(text: bytes) -> tuple[TraceHeader, dict[str, Any], bool]:
+    header, deep_header = decode_bounded(text, TraceHeader)
+    everything, deep_rest = decode_bounded(text)
+    if not isinstance(everything, dict):
+        everything = {}
     everything.pop("traceEvents", None)
-    return header, everything if isinstance(everything, dict) else {}, ""
+    return header, everything, deep_header or deep_rest
+
+
+def _deep_note(flattened: bool) -> str:
+    return f"top-level values nested deeper than {MAX_DEPTH} levels were dropped" if flattened else ""
 
 
 def detect_device_kind(cats: list[str], names: list[str], header: TraceHeader, metadata: dict[str, Any]) -> str:

@@ -24,6 +24,7 @@ from typing import Any
 
 import msgspec
 
+from trnscope.core.base.jsondepth import flatten_deep
 from trnscope.core.formats.kineto.events import ANY_DECODER, EVENT_LIST_DECODER, RawEvent, coerce_event
 
 BOUNDARY = re.compile(rb"\}\s*,\s*\{")
@@ -94,7 +95,7 @@ def _entries_end(buf: Any, after: int, close: int) -> int:
     index = close - 1
     while index > after and buf[index : index + 1] in (b" ", b"\n", b"\r", b"\t"):
         index -= 1
-    if buf[index : index + 1] == b"}":
+    if buf[index : index + 1] in (b"}", b"]"):  # an event, or a list standing where one should (skipped later)
         return index + 1
     brace = buf.rfind(b"}", max(after, close - _TAIL_WINDOW), close)
     if brace >= 0 and _SCALAR_TAIL.match(bytes(buf[brace + 1 : index + 1])):
@@ -228,49 +229,22 @@ class Decoded(msgspec.Struct):
     flattened: bool  # values nested deeper than MAX_DEPTH were dropped
 
 
-# Deeper than this, a value inside an event is dropped (replaced by null) rather than
-# decoded: msgspec, like any recursive parser, stops at some depth, and no field the
-# tables read is nested this deep.
-MAX_DEPTH = 64
-_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
-
-
-def flatten_deep(data: bytes | bytearray, max_depth: int = MAX_DEPTH) -> bytes:
-    """``data`` with every array or object that opens deeper than ``max_depth``
-    replaced by ``null`` (strings are skipped whole, so brackets inside them do not count)."""
-    out = bytearray()
-    depth = 0
-    kept_to = 0
-    skip_from = -1
-    for token in _TOKEN.finditer(data):
-        char = token.group()[:1]
-        if char in (b"[", b"{"):
-            depth += 1
-            if depth == max_depth + 1 and skip_from < 0:
-                skip_from = token.start()
-        elif char in (b"]", b"}"):
-            if depth == max_depth + 1 and skip_from >= 0:
-                out += data[kept_to:skip_from]
-                out += b"null"
-                kept_to = token.end()
-                skip_from = -1
-            depth -= 1
-    out += data[kept_to:]
-    return bytes(out)
-
-
 def _decode_any_depth(data: bytes | bytearray) -> tuple[list[RawEvent], bool, bool]:
     """(events, lenient, flattened)."""
     try:
         return _decode(data), False, False
     except msgspec.ValidationError:
-        return _decode_lenient(data), True, False
-    except RecursionError:
-        shallow = flatten_deep(data)
         try:
-            return _decode(shallow), False, True
-        except msgspec.ValidationError:
-            return _decode_lenient(shallow), True, True
+            return _decode_lenient(data), True, False
+        except RecursionError:  # an element that is no event, nested past the bound
+            pass
+    except RecursionError:
+        pass
+    shallow = flatten_deep(data)
+    try:
+        return _decode(shallow), False, True
+    except msgspec.ValidationError:
+        return _decode_lenient(shallow), True, True
 
 
 def decode_range(buf: Any, start: int, end: int) -> Decoded:

@@ -17,8 +17,9 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from trnscope.core.base.jsondepth import flatten_deep
 from trnscope.core.formats.kineto.events import ANY_DECODER, ARGS_LIST_DECODER
-from trnscope.core.formats.kineto.jsonscan import flatten_deep, framed
+from trnscope.core.formats.kineto.jsonscan import framed
 from trnscope.core.model.trace import Trace
 
 _CACHE_SIZE = 4

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from trnscope.core.base.errors import InputError
+from trnscope.core.base.jsondepth import MAX_DEPTH
 from trnscope.core.formats.kineto import jsonscan
 from trnscope.core.formats.kineto.decode import CHUNK_BYTES, RangeResult, decode_sequentially
 from trnscope.core.formats.kineto.header import decode_header, detect_device_kind
@@ -140,7 +141,7 @@ def load_kineto(
         warnings.append("some event fields had unexpected JSON types and were converted or ignored")
     if flattened_chunks:
         warnings.append(
-            f"values nested deeper than {jsonscan.MAX_DEPTH} levels (in event args) were dropped "
+            f"values nested deeper than {MAX_DEPTH} levels (events or their args) were dropped "
             f"in {flattened_chunks:,} chunk(s); the events themselves were kept"
         )
     if repaired_chunks:
