@@ -4,7 +4,9 @@ chain N deep, which duplicate folding collapses) and events far apart in time.
     python bench/worst_case.py [--events N]
 
 Prints seconds for file → op table, in-process, no cache.  The goal (issue 11): 200,000
-identical events in under 2 s on the 2-core machine.
+identical events in under 2 s on the 2-core machine.  Then one op on each of 25k / 50k /
+100k threads: summary, diagnose and the text timeline (issue 23: diagnose and timeline
+within a few times the summary).
 """
 
 from __future__ import annotations
@@ -30,9 +32,39 @@ def _time(path: Path) -> tuple[float, int]:
     return time.perf_counter() - started, len(table)
 
 
+def _many_threads(folder: Path, threads: int) -> Path:
+    """One op on each of ``threads`` threads (and one kernel on as many streams)."""
+    path = folder / f"threads_{threads}.json"
+    events = []
+    for k in range(threads):
+        events.append({"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": k, "ts": k, "dur": 5})
+        events.append({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 1000 + k, "ts": k + 1, "dur": 2})
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+def _time_many_threads(path: Path) -> dict[str, float]:
+    from trnscope.core.analysis.diagnose import diagnose
+    from trnscope.core.analysis.timeline import build_lanes, extent, render_text
+
+    started = time.perf_counter()
+    analysis = Analysis(load_path(path, use_cache=False))
+    analysis.op_table()
+    summary = time.perf_counter() - started
+    started = time.perf_counter()
+    diagnose(analysis)
+    diagnosed = time.perf_counter() - started
+    started = time.perf_counter()
+    lanes = build_lanes(analysis)
+    render_text(analysis, lanes, *extent(lanes), 120)
+    drawn = time.perf_counter() - started
+    return {"summary": summary, "diagnose": diagnosed, "timeline": drawn}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--events", type=int, default=200_000)
+    parser.add_argument("--threads", type=int, nargs="*", default=[25_000, 50_000, 100_000])
     args = parser.parse_args()
     prefer_small_pages()
     with tempfile.TemporaryDirectory() as folder:
@@ -45,6 +77,14 @@ def main() -> int:
         for label, path in (("identical events, one thread", same), ("events up to 4.4e15 us apart", far)):
             seconds, groups = _time(path)
             print(f"{label:32s} {args.events:>9,} events  {seconds:6.2f} s  ({groups} op rows)")
+        # diagnose and the timeline group events by thread once: a trace with one op on
+        # each of 100,000 threads costs a few times the summary, not threads × events
+        for threads in args.threads:
+            times = _time_many_threads(_many_threads(Path(folder), threads))
+            print(
+                f"one op on each of {threads:>7,} threads  summary {times['summary']:5.2f} s  "
+                f"diagnose {times['diagnose']:5.2f} s  timeline {times['timeline']:5.2f} s"
+            )
     return 0
 
 

@@ -527,7 +527,7 @@ def test_memory_columns_only_where_the_trace_has_memory_records(capsys, monkeypa
     ("args", "message"),
     [
         (["--from", "3ms", "--to", "2ms"], "--to must be after --from"),
-        (["--width", "30"], "--width must be at least 40"),
+        (["--width", "30"], "--width must be between 40 and 4,000"),
         (["--step", "99"], "no ProfilerStep#99"),
         (["--from", "soon"], "not a time: 'soon'"),
     ],

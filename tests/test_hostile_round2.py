@@ -178,3 +178,88 @@ def test_any_value_in_any_args_field(tmp_path: Path, values: dict[str, object], 
         chain_for_row(analysis, row, 0, 1)
     build_lanes(analysis, nested=True)
     diagnose(analysis)
+
+
+# -- many threads: grouped once, drawn together, same answer as lane by lane ------
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 5), st.integers(0, 1000), st.integers(0, 300)), max_size=60),
+    st.integers(1, 40),
+    st.integers(0, 200),
+)
+def test_unions_and_cells_of_many_lanes_equal_one_lane_at_a_time(spans, cells: int, shift: int) -> None:  # type: ignore[no-untyped-def]
+    import numpy as np
+
+    from trnscope.core.analysis.intervals import Union, coverage_grid, unions_of_groups
+
+    group = np.array([g for g, _, _ in spans], dtype=np.int64)
+    start = np.array([s for _, s, _ in spans], dtype=np.int64)
+    end = start + np.array([d for _, _, d in spans], dtype=np.int64)
+    together = unions_of_groups(group, start, end, 6)
+    edges = np.linspace(shift, shift + 900, cells + 1).round().astype(np.int64)
+    grid = coverage_grid(together, edges)
+    for g in range(6):
+        alone = Union(start[group == g], end[group == g])
+        assert together[g].start.tolist() == alone.start.tolist()
+        assert together[g].end.tolist() == alone.end.tolist()
+        assert together[g].prefix.tolist() == alone.prefix.tolist()
+        expected = np.diff(alone.covered_before(edges)) if len(alone) else np.zeros(cells)
+        assert grid[g].tolist() == expected.astype(float).tolist()
+
+
+def test_many_threads_draw_and_diagnose(tmp_path: Path, capsys) -> None:
+    """One op on each of 3,000 threads: every lane is drawn, and the busy time adds up."""
+    events = []
+    for k in range(3000):
+        events.append({"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": k, "ts": k, "dur": 5})
+    path = tmp_path / "threads.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    assert main(["timeline", str(path), "--width", "100", "--no-cache"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 + 3000 and all("│" in line for line in lines[2:])
+    assert all(line.split("│")[1].strip() for line in lines[2:])  # every lane shows its op
+    assert main(["diagnose", str(path), "--format", "json", "--no-cache"]) == 0
+    steps = json.loads(capsys.readouterr().out)["steps"]
+    assert steps and steps[0]["host_busy_us"] > 0
+
+
+# -- timeline bounds and widths -----------------------------------------------------
+
+SAMPLE = Path(__file__).resolve().parent.parent / "sample_traces" / "trn_synthetic_rmsnorm_session"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--to", "9" * 29 + "s"], "time out of range"),
+        (["--from", "9" * 400], "time out of range"),
+        (["--to", "9223372036854775807ns"], "time out of range"),
+        (["--width", "0"], "--width must be between 40 and 4,000"),
+        (["--width", "10000000"], "--width must be between 40 and 4,000"),
+        (["--from", "100s"], "--from 100s is past the end of the trace"),
+        (["--to", "-5ms"], "--to -5ms is before the start of the trace"),
+        (["--from", "nan"], "not a time"),
+        (["--from", "1e999ms"], "not a time"),
+    ],
+)
+def test_timeline_bounds_out_of_range_are_one_line(capsys, args: list[str], message: str) -> None:
+    assert main(["timeline", str(SAMPLE), *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_window_reaching_past_the_trace_is_clamped_and_said(capsys) -> None:
+    assert main(["timeline", str(SAMPLE), "--from", "-1ms", "--to", "1ms", "--width", "80"]) == 0
+    out, err = capsys.readouterr()
+    assert "reaches past the trace: showing 0.0us → 1.00ms" in err
+    assert out.splitlines()[0].split("  ")[1].startswith("0.0us → 1.00ms")
+
+
+def test_an_absurd_columns_is_clamped_and_said(capsys, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "99999999999999999999")
+    assert main(["timeline", str(SAMPLE)]) == 0
+    out, err = capsys.readouterr()
+    assert "is outside 40–4,000: laid out for 4,000" in err
+    assert max(len(line) for line in out.splitlines()) <= 4000

@@ -358,9 +358,26 @@ COMMANDS.update(
 )
 
 
+# options whose value may start with "-" (a time before the trace start): argparse
+# would read "--from -1ms" as two options
+_SIGNED_VALUE_OPTIONS = ("--from", "--to")
+
+
+def _join_signed_values(argv: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    pending = False
+    for arg in argv:
+        if pending and arg.startswith("-") and (arg[1:2].isdigit() or arg[1:2] == "."):
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+        pending = arg in _SIGNED_VALUE_OPTIONS
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_join_signed_values(sys.argv[1:] if argv is None else argv))
     if not args.command:
         parser.print_help()
         return 2

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from trnscope.cli.sources import open_sources
-from trnscope.cli.width import output_width
+from trnscope.cli.width import MAX_WIDTH, MIN_WIDTH, output_width
 from trnscope.core.analysis.timeline import build_lanes, extent, parse_time, render_text, select_lanes
 from trnscope.core.base.errors import InputError
 from trnscope.core.base.text import safe_text
@@ -22,7 +22,11 @@ def cmd_timeline(args: argparse.Namespace) -> int:
         raise InputError(
             "no lane matches" + (f" --lanes {args.lanes!r}" if args.lanes else " (the trace has no timed events)")
         )
+    if args.width is not None and not MIN_WIDTH <= args.width <= MAX_WIDTH:
+        raise InputError(f"--width must be between {MIN_WIDTH} and {MAX_WIDTH:,} (it was {args.width:,})")
+    width = args.width or output_width()
     t0, t1 = extent(lanes)
+    first, last = t0, t1
     origin = analysis.trace.span_ns[0]
     if args.step is not None:
         try:
@@ -37,13 +41,25 @@ def cmd_timeline(args: argparse.Namespace) -> int:
             t1 = origin + parse_time(args.time_to)
     except ValueError as error:
         raise InputError(str(error)) from None
-    if t1 <= t0:
+    outside = t0 >= last or t1 <= first
+    if t1 <= t0 and not (outside and (args.time_from is None or args.time_to is None)):
         if args.time_from is not None or args.time_to is not None:
             raise InputError("--to must be after --from")
         t1 = t0 + 1_000  # an instantaneous step: show 1 µs
-    width = args.width or output_width()
-    if width < 40:
-        raise InputError("--width must be at least 40")
+    if outside:
+        if t0 >= last:
+            raise InputError(
+                f"--from {safe_text(args.time_from)} is past the end of the trace ({fmt_time_short(last - origin)})"
+            )
+        raise InputError(
+            f"--to {safe_text(args.time_to)} is before the start of the trace ({fmt_time_short(first - origin)})"
+        )
+    if t0 < first or t1 > last:  # clamped to the trace, and said so
+        sys.stderr.write(
+            f"trnscope: the window {fmt_time_short(t0 - origin)} → {fmt_time_short(t1 - origin)} reaches past the "
+            f"trace: showing {fmt_time_short(max(t0, first) - origin)} → {fmt_time_short(min(t1, last) - origin)}\n"
+        )
+        t0, t1 = max(t0, first), min(t1, last)
     label_width = min(24, max(16, width // 5))
     cells = width - label_width - 1
     header = (

@@ -28,6 +28,7 @@ import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.intervals import Union
+from trnscope.core.base.arrays import split_by
 from trnscope.core.base.units import fmt_time_ns, us
 from trnscope.core.model.roles import Role, is_profiler_step
 
@@ -88,9 +89,9 @@ def device_lanes(analysis: Analysis) -> dict[str, np.ndarray]:
     trace = analysis.trace
     ev = trace.events
     rows = np.flatnonzero(np.isin(ev.role, _DEVICE_WORK) & (ev.dur >= 0))
-    out: dict[str, list[int]] = {}
-    for thread in np.unique(ev.thread[rows]).tolist():
-        info = trace.threads[int(thread)]
+    out: dict[str, list[np.ndarray]] = {}
+    for thread, mine in split_by(ev.thread[rows], rows).items():
+        info = trace.threads[thread]
         if info.pid == "NeuronCore":
             name = f"NeuronCore {info.tid.removeprefix('NC')}"
         elif trace.device_kind == "neuron":
@@ -98,10 +99,10 @@ def device_lanes(analysis: Analysis) -> dict[str, np.ndarray]:
         else:
             kind = {"cuda": "GPU", "rocm": "GPU", "mtia": "MTIA", "xpu": "XPU"}.get(trace.device_kind, "device")
             name = f"{kind} {info.pid}"
-        out.setdefault(name, []).extend(rows[ev.thread[rows] == thread].tolist())
+        out.setdefault(name, []).append(mine)
     lanes = {}
     for name, chosen in sorted(out.items()):
-        picked = np.array(chosen, dtype=np.int64)
+        picked = np.concatenate(chosen)
         lanes[name] = picked[np.argsort(ev.ts[picked], kind="stable")]
     return lanes
 
@@ -208,11 +209,10 @@ class _ByThread:
         ev = analysis.trace.events
         self.ev = ev
         self.rows: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
-        for thread in np.unique(ev.thread[rows]).tolist():
-            mine = rows[ev.thread[rows] == thread]
+        for thread, mine in split_by(ev.thread[rows], rows).items():
             mine = mine[np.argsort(ev.ts[mine], kind="stable")]
             longest = int(np.maximum(ev.dur[mine], 0).max()) if mine.size else 0
-            self.rows[int(thread)] = (ev.ts[mine], mine, longest)
+            self.rows[thread] = (ev.ts[mine], mine, longest)
 
     def overlapping(self, thread: int, start: int, end: int) -> np.ndarray:
         if thread not in self.rows:

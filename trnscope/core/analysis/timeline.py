@@ -15,12 +15,14 @@ import msgspec
 import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
-from trnscope.core.analysis.intervals import Union
+from trnscope.core.analysis.intervals import Union, coverage_grid, unions_of_groups
+from trnscope.core.base.arrays import split_by
 from trnscope.core.base.text import safe_text, user_pattern
 from trnscope.core.base.units import fmt_time_short
 from trnscope.core.model.roles import Role
 
 EIGHTHS = " ▁▂▃▄▅▆▇█"
+_GRID_BLOCK = 4096
 _RUNTIME = (int(Role.RUNTIME), int(Role.DRIVER), int(Role.SYSTEM_RUNTIME))
 _DEVICE = (int(Role.KERNEL), int(Role.MEMORY))
 MAX_NESTED = 4
@@ -37,20 +39,28 @@ class Lane(msgspec.Struct):
     max_duration: int = 0
 
 
-def _lane(label: str, kind: str, analysis: Analysis, rows: np.ndarray) -> Lane:
+def _lanes(analysis: Analysis, specs: list[tuple[str, str, np.ndarray]]) -> list[Lane]:
+    """Lanes from (label, kind, rows), built together: one sort and one union pass for
+    every lane (not one per lane: a trace may have 100,000 threads)."""
+    if not specs:
+        return []
     ev = analysis.trace.events
-    rows = rows[np.argsort(ev.ts[rows], kind="stable")]
+    counts = np.array([rows.size for _, _, rows in specs], dtype=np.int64)
+    group = np.repeat(np.arange(len(specs)), counts)
+    rows = np.concatenate([rows for _, _, rows in specs]).astype(np.int64)
+    order = np.lexsort((ev.ts[rows], group))
+    rows = rows[order]
     starts = ev.ts[rows].astype(np.int64)
     ends = starts + np.maximum(ev.dur[rows], 0)
-    return Lane(
-        label,
-        kind,
-        rows,
-        starts,
-        ends,
-        Union(starts, ends),
-        int((ends - starts).max()) if rows.size else 0,
-    )
+    unions = unions_of_groups(group[order], starts, ends, len(specs))
+    bounds = np.r_[0, np.cumsum(counts)].tolist()
+    longest = np.zeros(len(specs), dtype=np.int64)
+    filled = counts > 0
+    longest[filled] = np.maximum.reduceat(ends - starts, np.array(bounds[:-1])[filled])
+    return [
+        Lane(label, kind, rows[lo:hi], starts[lo:hi], ends[lo:hi], union, int(duration))
+        for (label, kind, _), lo, hi, union, duration in zip(specs, bounds[:-1], bounds[1:], unions, longest.tolist())
+    ]
 
 
 def _op_depth(analysis: Analysis, rows: np.ndarray) -> np.ndarray:
@@ -78,8 +88,8 @@ def build_lanes(analysis: Analysis, nested: bool = False) -> list[Lane]:
     ev = trace.events
     links = analysis.links
     timed = ev.dur >= 0
-    lanes: list[Lane] = []
-    devices: list[Lane] = []
+    lanes: list[tuple[str, str, np.ndarray]] = []
+    devices: list[tuple[str, str, np.ndarray]] = []
     ops = np.flatnonzero((ev.role == int(Role.OP)) & links.in_tree & timed)
     depth = _op_depth(analysis, ops) if nested and ops.size else np.zeros(ops.size, np.int64)
     runtime = np.flatnonzero(np.isin(ev.role, _RUNTIME) & timed)
@@ -87,28 +97,34 @@ def build_lanes(analysis: Analysis, nested: bool = False) -> list[Lane]:
     order = sorted(
         range(len(trace.threads)), key=lambda t: (trace.threads[t].is_device, trace.threads[t].sort_index, t)
     )
+    empty = np.empty(0, dtype=np.int64)
+    # each kind of row grouped by thread once (not one scan per thread)
+    device_of = split_by(ev.thread[device], device)
+    ops_of = split_by(ev.thread[ops], np.arange(ops.size))
+    runtime_of = split_by(ev.thread[runtime], runtime)
     for thread in order:
         info = trace.threads[thread]
         if info.is_device:
-            mine = device[ev.thread[device] == thread]
+            mine = device_of.get(thread, empty)
             if mine.size:
-                devices.append(_lane(info.display, "device", analysis, mine))
+                devices.append((info.display, "device", mine))
             continue
-        mine = ops[ev.thread[ops] == thread]
+        positions = ops_of.get(thread, empty)
+        mine = ops[positions]
         if mine.size:
             if nested:
-                levels = depth[ev.thread[ops] == thread]
+                levels = depth[positions]
                 for level in range(min(int(levels.max()) + 1, MAX_NESTED)):
                     chosen = mine[levels == level] if level < MAX_NESTED - 1 else mine[levels >= level]
                     if chosen.size:
-                        lanes.append(_lane(f"{info.display} ·{level}", "host", analysis, chosen))
+                        lanes.append((f"{info.display} ·{level}", "host", chosen))
             else:
-                lanes.append(_lane(info.display, "host", analysis, mine))
-        calls = runtime[ev.thread[runtime] == thread]
+                lanes.append((info.display, "host", mine))
+        calls = runtime_of.get(thread, empty)
         if calls.size:
             label = info.display if not mine.size else f"{info.display} rt"
-            lanes.append(_lane(label, "runtime", analysis, calls))
-    return lanes + _with_engine_lanes(analysis, devices)
+            lanes.append((label, "runtime", calls))
+    return _lanes(analysis, lanes) + _with_engine_lanes(analysis, _lanes(analysis, devices))
 
 
 def _with_engine_lanes(analysis: Analysis, devices: list[Lane]) -> list[Lane]:
@@ -178,9 +194,17 @@ def extent(lanes: list[Lane]) -> tuple[int, int]:
     return t0, max(t1, t0 + 1_000)
 
 
-def coverage(lane: Lane, t0: int, t1: int, cells: int, only: Union | None = None) -> np.ndarray:
-    """Busy share of each of ``cells`` equal slices of [t0, t1) (0..1)."""
-    edges = np.linspace(t0, t1, cells + 1).round().astype(np.int64)
+def cell_edges(t0: int, t1: int, cells: int) -> np.ndarray:
+    """The ``cells + 1`` boundaries of equal slices of [t0, t1)."""
+    return np.linspace(t0, t1, cells + 1).round().astype(np.int64)
+
+
+def coverage(
+    lane: Lane, t0: int, t1: int, cells: int, only: Union | None = None, edges: np.ndarray | None = None
+) -> np.ndarray:
+    """Busy share of each of ``cells`` equal slices of [t0, t1) (0..1); ``edges``: the
+    slices' boundaries when the caller draws many lanes over the same window."""
+    edges = cell_edges(t0, t1, cells) if edges is None else edges
     union = only if only is not None else lane.union
     if not len(union):
         return np.zeros(cells)
@@ -188,11 +212,21 @@ def coverage(lane: Lane, t0: int, t1: int, cells: int, only: Union | None = None
     return covered / np.maximum(np.diff(edges), 1)
 
 
+_GLYPH_OF_LEVEL = {level: char for level, char in enumerate(EIGHTHS)}
+
+
 def glyphs(share: np.ndarray) -> str:
     """Eighth blocks; any activity at all shows at least ▁ (a 10 ns kernel in a 1 ms
     cell must not vanish)."""
-    level = np.ceil(np.clip(share, 0, 1) * 8).astype(np.int64)
-    return "".join(EIGHTHS[int(k)] for k in level)
+    return glyph_rows(share.reshape(1, -1))[0]
+
+
+def glyph_rows(shares: np.ndarray) -> list[str]:
+    """``glyphs`` of each row of a (lanes × cells) array, in one conversion."""
+    lanes, cells = shares.shape
+    level = np.ceil(np.clip(shares, 0, 1) * 8).astype(np.uint8)
+    text = level.tobytes().decode("latin-1").translate(_GLYPH_OF_LEVEL)
+    return [text[k * cells : (k + 1) * cells] for k in range(lanes)]
 
 
 def under(lane: Lane, t: int) -> int:
@@ -225,14 +259,24 @@ def lane_label(label: str, width: int) -> str:
     return label[: width - 1 - tail] + "…" + label[len(label) - tail :]
 
 
+# As at load (``kineto.events.MAX_ABS_US``): about 142 years either way, in ns
+MAX_ABS_TIME_NS = 4_500_000_000_000_000_000
+
+
 def parse_time(text: str) -> int:
-    """``1.5ms`` / ``200us`` / ``3s`` / ``1500`` (µs) → ns."""
-    match = re.fullmatch(r"\s*(-?[\d.]+)\s*(ns|us|µs|ms|s)?\s*", text)
+    """``1.5ms`` / ``200us`` / ``3s`` / ``1500`` (µs) → ns; a time no trace can hold is
+    refused (ValueError) rather than overflowing later."""
+    match = re.fullmatch(r"\s*(-?\d*\.?\d+|-?\d+\.)\s*(ns|us|µs|ms|s)?\s*", text)
     if not match:
         raise ValueError(f"not a time: {text!r} (use e.g. 1.5ms, 200us, 3s)")
-    value = float(match.group(1))
     scale = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000, None: 1_000}[match.group(2)]
-    return int(value * scale)
+    digits = match.group(1)
+    if len(digits) > 24:
+        raise ValueError(f"time out of range: {text[:40]!r}{'…' if len(text) > 40 else ''}")
+    value = float(digits) * scale
+    if not abs(value) <= MAX_ABS_TIME_NS:
+        raise ValueError(f"time out of range: {text!r} (at most ±{MAX_ABS_TIME_NS // 10**9:,} s)")
+    return int(value)
 
 
 def render_text(
@@ -248,7 +292,12 @@ def render_text(
     cells = max(width - label_width - 1, 8)
     origin = analysis.trace.span_ns[0]
     lines = [" " * (label_width + 1) + axis(t0, t1, cells, origin)]
-    for lane in lanes:
-        label = lane_label(safe_text(lane.label), label_width)  # thread names come from the file
-        lines.append(f"{label:<{label_width}}│" + glyphs(coverage(lane, t0, t1, cells)))
+    edges = cell_edges(t0, t1, cells)
+    widths = np.maximum(np.diff(edges), 1)
+    for first in range(0, len(lanes), _GRID_BLOCK):  # bounded memory: lanes × cells per block
+        block = lanes[first : first + _GRID_BLOCK]
+        rows = glyph_rows(coverage_grid([lane.union for lane in block], edges) / widths)
+        for lane, row in zip(block, rows):
+            label = lane_label(safe_text(lane.label), label_width)  # thread names come from the file
+            lines.append(f"{label:<{label_width}}│{row}")
     return lines

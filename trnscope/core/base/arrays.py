@@ -7,6 +7,8 @@ is an order of magnitude faster than either."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 # a lookup table this many times the number of rows is still cheaper than a sort
@@ -99,4 +101,39 @@ def grouped_union(group: np.ndarray, start: np.ndarray, end: np.ndarray, groups:
     before[1:] = reached[:-1]
     added = np.maximum(e2 - np.maximum(s2, before), 0)
     np.add.at(out, g, added)
+    return out
+
+
+def split_by(keys: np.ndarray, rows: np.ndarray) -> dict[int, np.ndarray]:
+    """``rows`` grouped by their key (``keys[i]`` belongs to ``rows[i]``), each group in
+    its original order: one sort for all groups, not one scan of every row per group
+    (a trace may hold 100,000 threads)."""
+    if rows.size == 0:
+        return {}
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    bounds = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
+    starts = np.r_[0, bounds]
+    ends = np.r_[bounds, ordered.size]
+    grouped = rows[order]
+    return {int(ordered[s]): grouped[s:e] for s, e in zip(starts.tolist(), ends.tolist())}
+
+
+def running_max_per_group(values: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Running maximum of ``values`` that restarts at each new group (groups are
+    contiguous and ascending)."""
+    if group[-1] == group[0]:
+        return np.maximum.accumulate(values)
+    # Lift each group above every earlier one so a single running maximum restarts.
+    low = int(values[values > np.iinfo(np.int64).min].min()) if (values > np.iinfo(np.int64).min).any() else 0
+    high = int(values.max())
+    span = high - low + 2
+    if (int(group[-1]) + 1) * span < 2**62:
+        clipped = np.maximum(values, low - 1) - (low - 1)
+        lifted = clipped + group.astype(np.int64) * span
+        return np.maximum.accumulate(lifted) - group.astype(np.int64) * span + (low - 1)
+    out = np.empty_like(values)
+    bounds = [*np.flatnonzero(np.r_[True, group[1:] != group[:-1]]).tolist(), values.size]
+    for lo, hi in itertools.pairwise(bounds):
+        out[lo:hi] = np.maximum.accumulate(values[lo:hi])
     return out

@@ -32,10 +32,11 @@ loop only for the stretches of a thread where it is needed:
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 
 import numpy as np
+
+from trnscope.core.base.arrays import running_max_per_group
 
 
 def nest(ts: np.ndarray, end: np.ndarray, thread: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -161,7 +162,7 @@ def _redo_with_stack(
     previous_stop[1:] = stop[:-1]
     previous_stop[np.r_[True, group[1:] != group[:-1]]] = np.iinfo(np.int64).min
     # latest end so far in the thread (reset where a thread begins)
-    latest = _running_max_per_group(previous_stop, group)
+    latest = running_max_per_group(previous_stop, group)
     opens = (start >= latest) | np.r_[True, group[1:] != group[:-1]]
     segment = np.cumsum(opens) - 1
     bad_segments = segment[broken]
@@ -274,23 +275,3 @@ def _stack_sorted(start: np.ndarray, stop: np.ndarray, group: np.ndarray) -> tup
         stack_end.append(finish)
         stack_pos.append(k)
     return np.array(parent, dtype=np.int64), np.array(depth, dtype=np.int32)
-
-
-def _running_max_per_group(values: np.ndarray, group: np.ndarray) -> np.ndarray:
-    """Running maximum of ``values`` that restarts at each new group (groups are
-    contiguous and ascending)."""
-    if group[-1] == group[0]:
-        return np.maximum.accumulate(values)
-    # Lift each group above every earlier one so a single running maximum restarts.
-    low = int(values[values > np.iinfo(np.int64).min].min()) if (values > np.iinfo(np.int64).min).any() else 0
-    high = int(values.max())
-    span = high - low + 2
-    if (int(group[-1]) + 1) * span < 2**62:
-        clipped = np.maximum(values, low - 1) - (low - 1)
-        lifted = clipped + group.astype(np.int64) * span
-        return np.maximum.accumulate(lifted) - group.astype(np.int64) * span + (low - 1)
-    out = np.empty_like(values)
-    bounds = [*np.flatnonzero(np.r_[True, group[1:] != group[:-1]]).tolist(), values.size]
-    for lo, hi in itertools.pairwise(bounds):
-        out[lo:hi] = np.maximum.accumulate(values[lo:hi])
-    return out

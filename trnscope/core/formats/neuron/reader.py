@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from trnscope.core.base.arrays import split_by
 from trnscope.core.base.errors import InputError
 from trnscope.core.formats.neuron import device as device_mod
 from trnscope.core.formats.neuron.data import AlignmentStats, NeuronData
@@ -534,8 +535,7 @@ def _framework_roles(system: SystemEvents, framework: np.ndarray) -> np.ndarray:
     if not runtime_flows:
         return roles
     position = {int(row): k for k, row in enumerate(framework.tolist())}
-    for thread in np.unique(system.thread[framework]).tolist():
-        rows = framework[system.thread[framework] == thread]
+    for rows in split_by(system.thread[framework], framework).values():
         rows = rows[np.lexsort((-system.duration[rows], system.start[rows]))]
         open_ends: list[int] = []  # ends of the events enclosing the current one
         for row in rows.tolist():
