@@ -232,7 +232,7 @@ def test_timeline_text_fits_and_has_no_escape_codes(width: int, capsys) -> None:
     lines = out.splitlines()
     assert all(len(line) <= width for line in lines) and "\x1b" not in out
     assert any(line.startswith("NC0") for line in lines) and "ProfilerStep" not in lines[0]
-    assert main(["timeline", str(sample), "--lanes", "^NC0$", "--from", "2ms", "--to", "3ms", "--width", "80"]) == 0
+    assert main(["timeline", str(sample), "--lanes", "^NC0$", "--from", "1ms", "--to", "1.5ms", "--width", "80"]) == 0
     lanes = capsys.readouterr().out.splitlines()[2:]
     assert len(lanes) == 1 and lanes[0].startswith("NC0")
     assert main(["timeline", str(sample), "--lanes", "nothing-matches"]) == 2

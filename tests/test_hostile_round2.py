@@ -263,3 +263,47 @@ def test_an_absurd_columns_is_clamped_and_said(capsys, monkeypatch) -> None:
     out, err = capsys.readouterr()
     assert "is outside 40–4,000: laid out for 4,000" in err
     assert max(len(line) for line in out.splitlines()) <= 4000
+
+
+# -- small leaks: links, numbers as labels, huge names ---------------------------------
+
+
+def test_a_symlink_loop_and_a_dangling_link_say_what_they_are(tmp_path: Path, capsys) -> None:
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    assert main(["summary", str(tmp_path / "a")]) == 2
+    assert "link loop" in capsys.readouterr().err
+    (tmp_path / "c").symlink_to(tmp_path / "nothing")
+    assert main(["summary", str(tmp_path / "c")]) == 2
+    assert "a link to nothing" in capsys.readouterr().err
+
+
+def test_select_by_number_names_the_label_with_that_number(tmp_path: Path, capsys) -> None:
+    event = json.dumps({"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": 1, "dur": 1})
+    for rank in (2, 10, 99, 299):
+        (tmp_path / f"rank{rank}.json").write_text('{"traceEvents": [' + event + "]}")
+    assert main(["summary", str(tmp_path), "--select", "299", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["label"] == "rank299"
+    assert main(["summary", str(tmp_path), "--select", "10", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["label"] == "rank10"
+    assert main(["summary", str(tmp_path), "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["label"] == "rank2"  # in number order: rank2 before rank10
+    assert any("rank10, rank99, rank299" in w for w in document["warnings"])
+
+
+def test_diagnose_text_caps_a_huge_op_name(tmp_path: Path, capsys) -> None:
+    name = "x" * 2_000_000
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": 1, "tid": 1, "ts": 1, "dur": 90},
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5, "dur": 1},
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 95, "dur": 1},
+    ]
+    path = tmp_path / "huge.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    assert main(["diagnose", str(path), "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    assert len(out) < 20_000 and "characters)…" in out
+    assert main(["diagnose", str(path), "--no-cache", "--format", "json"]) == 0
+    assert name in capsys.readouterr().out  # JSON keeps it whole

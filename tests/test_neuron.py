@@ -384,3 +384,33 @@ def test_compare_counts_device_launches_not_kernel_names(session) -> None:
     # the host dispatch of the region: the ops' start → their first own runtime call
     regions = {r.key: r for r in comparison.regions}
     assert regions["rmsnorm"].values[0].dispatch_ns > regions["rmsnorm"].values[1].dispatch_ns > 0
+
+
+def test_a_cut_cached_export_says_corrupt_not_unconverted(
+    tmp_path: Path, monkeypatch, capsys, isolated_cache: Path
+) -> None:
+    write_raw_only(tmp_path / "raw")
+    _standin_explorer(tmp_path / "bin")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("STANDIN_LOG", str(tmp_path / "log.json"))
+    assert main(["neuron-export", str(tmp_path / "raw"), "--yes"]) == 0
+    capsys.readouterr()
+    parts = sorted(isolated_cache.rglob("SystemProfileEvents*.parquet"))
+    assert parts
+    parts[0].write_bytes(parts[0].read_bytes()[:100])  # cut short
+    code = main(["summary", str(tmp_path / "raw"), "--format", "json"])
+    out, err = capsys.readouterr()
+    text = out + err
+    assert "corrupt" in text and "export again" in text and "not converted yet" not in text
+    assert code in (0, 2)
+
+
+def test_export_progress_never_reaches_a_file(tmp_path: Path, monkeypatch, capsys, isolated_cache: Path) -> None:
+    """Redrawn progress (carriage returns, erase-line) is for terminals only."""
+    write_raw_only(tmp_path / "raw")
+    _standin_explorer(tmp_path / "bin")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("STANDIN_LOG", str(tmp_path / "log.json"))
+    assert main(["neuron-export", str(tmp_path / "raw"), "--yes"]) == 0
+    out, err = capsys.readouterr()
+    assert "\r" not in out + err and "\x1b" not in out + err

@@ -203,12 +203,12 @@ write_exports_for(out, pid=5000, seed=0, steps=3)""",
     )
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     files = session_files(pid_dir)
-    target = run_export(files, echo=False)
+    target = run_export(files)
     assert target == export_folder_for(files) and counter.read_text() == "1"
-    assert run_export(files, echo=False) == target and counter.read_text() == "1"  # cached
+    assert run_export(files) == target and counter.read_text() == "1"  # cached
     for part in target.rglob("SystemProfileEvents*.parquet"):
         part.write_bytes(b"truncated")
-    assert run_export(files, echo=False) == target and counter.read_text() == "2"  # redone
+    assert run_export(files) == target and counter.read_text() == "2"  # redone
     analysis = Analysis(load_neuron_profile(pid_dir))
     assert analysis.neuron_data.export_format == "parquet" and analysis.neuron.report.linked > 0
 

@@ -126,3 +126,28 @@ def test_a_stopped_load_removes_its_own_spill_files_only(monkeypatch, tmp_path: 
     assert not mine.exists() and concurrent.exists() and other.exists()
     # the token sits after the pid, so sweep_spills still finds the owner of a killed load
     assert parallel._spill_prefix(123, "t").split("-")[2] == "123"
+
+
+def test_worker_results_live_in_memory_files_a_sigkill_cannot_leak(big_trace: Path) -> None:
+    """Results travel in anonymous memory files (memfd) the kernel frees with their last
+    holder: a load killed at any moment leaves nothing in /dev/shm, even before any
+    later load sweeps it."""
+    child = subprocess.Popen([sys.executable, "-c", LOAD, str(big_trace)], cwd=str(REPO), stdout=subprocess.PIPE)
+    assert child.stdout is not None and child.stdout.readline().strip() == b"ready"
+    prefix = f"{SPILL_PREFIX}{child.pid}-"
+    seen_named, seen_memory = False, False
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        seen_named |= any(n.startswith(prefix) for n in os.listdir("/dev/shm"))
+        try:
+            links = [os.readlink(p) for p in Path(f"/proc/{child.pid}/fd").iterdir()]
+        except OSError:
+            links = []
+        seen_memory |= any("memfd:trnscope-range" in link for link in links)
+        time.sleep(0.01)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    assert seen_memory, "the load made no memory file for its workers"
+    assert not seen_named
+    time.sleep(0.5)
+    assert not [n for n in os.listdir("/dev/shm") if n.startswith(prefix)]

@@ -81,3 +81,58 @@ def test_serve_prints_the_url_and_warns_off_localhost(monkeypatch, capsys) -> No
     assert served and f"http://localhost:{port}/?token={served[0][1]}" in err and "warning" not in err
     serve_module.serve("true", "0.0.0.0", _free_port())
     assert "warning: serving on 0.0.0.0" in capsys.readouterr().err
+
+
+async def test_the_page_uses_the_bundled_font_not_a_font_host() -> None:
+    client, port = await _client()
+    try:
+        page = await client.get("/?token=s3cret", headers={"Host": f"localhost:{port}"})
+        html = await page.text()
+        assert page.status == 200 and "googleapis" not in html and "fonts/RobotoMono" in html
+        font = await client.get("/static/fonts/RobotoMono-VariableFont_wght.ttf", headers={"Host": f"localhost:{port}"})
+        assert font.status == 200
+    finally:
+        await client.close()
+
+
+def test_the_log_is_sanitised_and_never_shows_the_token() -> None:
+    import logging
+
+    from trnscope.tui.serve import _SafeLogRecords
+
+    record = logging.LogRecord(
+        "aiohttp.access",
+        logging.INFO,
+        "x",
+        1,
+        '%s "GET /?token=%s HTTP/1.1" 200 "%s"',
+        ("127.0.0.1", "s3cret", "UA\u202eX\x1b[2J"),
+        None,
+    )
+    assert _SafeLogRecords().filter(record)
+    shown = record.getMessage()
+    assert "s3cret" not in shown and "token=…" in shown
+    assert "\u202e" not in shown and "\x1b" not in shown
+
+
+def test_the_warning_off_localhost_is_one_real_line(monkeypatch, capsys) -> None:
+    import trnscope.tui.serve as serve_module
+
+    monkeypatch.setattr(serve_module.GuardedServer, "serve", lambda self: None)
+    serve_module.serve("true", "0.0.0.0", _free_port())
+    err = capsys.readouterr().err
+    assert "\\x0a" not in err and err.splitlines()[0].startswith("warning: serving on 0.0.0.0")
+
+
+def test_a_privileged_port_says_so(monkeypatch) -> None:
+    import errno as errno_module
+
+    import trnscope.tui.serve as serve_module
+
+    class Refusing(socket.socket):
+        def bind(self, address):  # type: ignore[no-untyped-def]
+            raise PermissionError(errno_module.EACCES, "Permission denied")
+
+    monkeypatch.setattr(serve_module.socket, "socket", Refusing)
+    with pytest.raises(Exception, match="needs privileges"):
+        check_port_free("127.0.0.1", 80)

@@ -642,7 +642,7 @@ async def test_the_table_comes_before_its_slow_extra_columns(monkeypatch) -> Non
         return real(analysis, table)
 
     monkeypatch.setattr(screen_ops, "memory_columns", slow_memory_columns)
-    app = TrnscopeApp([str(H100)])
+    app = TrnscopeApp([str(H100)], use_cache=False)  # a first open: the records are not read yet
     async with app.run_test(size=(140, 30)) as pilot:
         for _ in range(400):  # the table appears while the memory columns are still being read
             await pilot.pause(0.05)

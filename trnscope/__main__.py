@@ -1,5 +1,3 @@
-import sys
+from trnscope.cli.main import run
 
-from trnscope.cli.main import main
-
-sys.exit(main())
+run()

@@ -1,5 +1,5 @@
 """The ``trnscope`` command line: argument parsing and the text/CSV/JSON presenters."""
 
-from trnscope.cli.main import main
+from trnscope.cli.main import main, run
 
-__all__ = ["main"]
+__all__ = ["main", "run"]

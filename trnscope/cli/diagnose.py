@@ -9,11 +9,13 @@ from trnscope.cli.sources import open_sources
 from trnscope.cli.width import output_width
 from trnscope.core.analysis.contracts import encode
 from trnscope.core.analysis.diagnose import DiagnoseOut, diagnose
-from trnscope.core.base.text import safe_text
+from trnscope.core.base.text import safe_text, shorten
 from trnscope.core.base.units import fmt_time_ns
 from trnscope.core.opening.sources import Mode
 
 STEPS_SHOWN = 12  # text output: more steps than this become a summary and the slowest
+NAME_LIMIT = 160  # characters of an op name in text output (JSON has it whole)
+MESSAGE_LIMIT = 1200
 
 
 def _step_lines(doc: DiagnoseOut, all_steps: bool, width: int) -> list[str]:
@@ -60,10 +62,10 @@ def render_diagnosis(doc: DiagnoseOut, width: int, all_steps: bool = False) -> s
     if not doc.findings:
         lines.append("findings: none above their thresholds")
     for i, f in enumerate(doc.findings, 1):
-        where = f"  [{safe_text(f.op)} #{f.instance}]" if f.op else ""
+        where = f"  [{safe_text(shorten(f.op, NAME_LIMIT))} #{f.instance}]" if f.op else ""
         head = f"{i}. {f.severity.upper():<6} {f.kind}: {fmt_time_ns(f.evidence_us * 1000)}{where}"
         lines.append(head)
-        lines += _wrap(safe_text(f.message), width - 3, "   ")
+        lines += _wrap(safe_text(shorten(f.message, MESSAGE_LIMIT)), width - 3, "   ")
     return "\n".join(lines) + "\n"
 
 

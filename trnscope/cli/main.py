@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from trnscope.core.analysis.columns import SORT_KEYS
 from trnscope.core.base.errors import Terminated, TrnscopeError
@@ -375,7 +375,66 @@ def _join_signed_values(argv: Sequence[str]) -> list[str]:
     return out
 
 
+def run() -> None:
+    """The ``trnscope`` console script: ``main``, then exit with its status; signals
+    are ignored from then on, so exit handlers (removing private copies) are not cut
+    short by a second Ctrl+C into a traceback."""
+    code = main()
+    _quiet_signals()
+    sys.exit(code)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; whatever happens, the user sees at most one line of error.
+    (The signal handlers it sets are put back when it returns: it may be embedded.)"""
+    previous = _signal_handlers()
+    try:
+        return _main(argv)
+    except SystemExit:
+        raise
+    except BaseException as error:  # raised while another error was reported or cleaned up
+        _quiet_signals()
+        if os.environ.get("TRNSCOPE_DEBUG") == "1":
+            raise
+        with contextlib.suppress(BaseException):
+            sys.stderr.write(f"{PROG}: {_last_words(error)}\n")
+        return _exit_code_of(error)
+    finally:
+        for number, handler in previous.items():
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(number, handler)
+
+
+def _signal_handlers() -> dict[int, Any]:
+    return {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+
+
+def _quiet_signals() -> None:
+    """While the one line of error is written, no signal cuts it short."""
+    with contextlib.suppress(ValueError, OSError):  # not the main thread (embedded use)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def _last_words(error: BaseException) -> str:
+    if isinstance(error, KeyboardInterrupt):
+        return "interrupted"
+    if isinstance(error, Terminated):
+        return "terminated"
+    if isinstance(error, MemoryError):
+        return "error: out of memory (try --skip python, or a machine with more RAM)"
+    return f"internal error: {type(error).__name__} (set TRNSCOPE_DEBUG=1 for a traceback)"
+
+
+def _exit_code_of(error: BaseException) -> int:
+    if isinstance(error, KeyboardInterrupt):
+        return 130
+    if isinstance(error, Terminated):
+        return 143
+    return 2 if isinstance(error, MemoryError) else 1
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(_join_signed_values(sys.argv[1:] if argv is None else argv))
     if not args.command:
@@ -393,12 +452,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler = COMMANDS[args.command]
         return handler(args)
     except TrnscopeError as error:
+        _quiet_signals()
         sys.stderr.write(f"{PROG}: error: {safe_text(error)}\n")
         return error.exit_code
     except KeyboardInterrupt:
+        _quiet_signals()
         sys.stderr.write(f"{PROG}: interrupted\n")
         return 130
     except Terminated:
+        _quiet_signals()
         sys.stderr.write(f"{PROG}: terminated\n")
         return 143
     except BrokenPipeError:
@@ -410,6 +472,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"{PROG}: error: {safe_text(describe_os_error(error))}\n")
         return 2
     except MemoryError:
+        _quiet_signals()
         sys.stderr.write(f"{PROG}: error: out of memory (try --skip python, or a machine with more RAM)\n")
         return 2
     except Exception as error:  # the last line of defence: users never see a traceback
@@ -434,4 +497,4 @@ def describe_os_error(error: OSError) -> str:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run()

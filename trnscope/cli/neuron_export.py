@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from trnscope.cli.sources import clear_progress_line, export_printer
 from trnscope.core.base.errors import InputError
 from trnscope.core.base.text import safe_text
 from trnscope.core.formats.neuron.discover import find_neuron_sessions, session_files
@@ -27,6 +28,9 @@ def cmd_export(args: argparse.Namespace) -> int:
             answer = input(f"run neuron-explorer on {session}? [y/N] ").strip().lower()
             if answer not in ("y", "yes"):
                 continue
-        out = run_export(files)
+        try:
+            out = run_export(files, progress=export_printer())
+        finally:
+            clear_progress_line()
         print(safe_text(f"{session}: Parquet export in {out}"))
     return 0

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import msgspec
 
 from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.formats.neuron.export import ExportProgress
 from trnscope.core.formats.source import Progress
 from trnscope.core.opening.sources import Mode, OpenOptions, SourcePlan, open_source, plan_sources
 
@@ -43,6 +44,8 @@ def options_from(args: argparse.Namespace) -> OpenOptions:
 
 
 def _progress_printer() -> Progress | None:
+    """Load progress redrawn in place on a terminal; None for a file or pipe (which
+    must get no carriage returns or escape sequences)."""
     if not sys.stderr.isatty():
         return None
     last = [-1]
@@ -57,13 +60,32 @@ def _progress_printer() -> Progress | None:
     return show
 
 
+def export_printer() -> ExportProgress | None:
+    """neuron-explorer's progress on a terminal (None for a file or pipe)."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(seconds: float, written: int) -> None:
+        sys.stderr.write(f"\rneuron-explorer: {seconds:5.1f}s, {written / 1e6:.1f} MB written")
+        sys.stderr.flush()
+
+    return show
+
+
+def clear_progress_line() -> None:
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\033[K")
+
+
 def open_sources(args: argparse.Namespace, paths: Sequence[str], mode: Mode) -> Opened:
     options = options_from(args)
     plan = plan_sources(paths, mode, options.select)
     analyses = []
     for source in plan.sources:
-        progress = _progress_printer()
-        analyses.append(open_source(source, options, progress=progress, echo_export=sys.stderr.isatty()))
-        if progress is not None:
-            sys.stderr.write("\r\033[K")
+        try:
+            analyses.append(
+                open_source(source, options, progress=_progress_printer(), export_progress=export_printer())
+            )
+        finally:
+            clear_progress_line()
     return Opened(analyses, plan)

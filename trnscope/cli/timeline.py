@@ -17,7 +17,8 @@ from trnscope.core.opening.sources import Mode
 def cmd_timeline(args: argparse.Namespace) -> int:
     opened = open_sources(args, [args.path], Mode.ONE)
     analysis = opened.analyses[0]
-    lanes = select_lanes(build_lanes(analysis, nested=args.nested), args.lanes)
+    every_lane = build_lanes(analysis, nested=args.nested)
+    lanes = select_lanes(every_lane, args.lanes)
     if not lanes:
         raise InputError(
             "no lane matches" + (f" --lanes {args.lanes!r}" if args.lanes else " (the trace has no timed events)")
@@ -26,7 +27,7 @@ def cmd_timeline(args: argparse.Namespace) -> int:
         raise InputError(f"--width must be between {MIN_WIDTH} and {MAX_WIDTH:,} (it was {args.width:,})")
     width = args.width or output_width()
     t0, t1 = extent(lanes)
-    first, last = t0, t1
+    first, last = extent(every_lane)  # the trace's bounds, whichever lanes are shown
     origin = analysis.trace.span_ns[0]
     if args.step is not None:
         try:

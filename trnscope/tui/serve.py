@@ -11,12 +11,17 @@ SameSite=Strict cookie).
 
 from __future__ import annotations
 
+import errno
 import hmac
+import logging
+import re
 import secrets
 import socket
 import sys
 from collections.abc import Awaitable, Callable
 
+import aiohttp_jinja2
+import jinja2
 from aiohttp import web
 from textual_serve.server import Server
 
@@ -34,7 +39,8 @@ def allowed_hosts(host: str, port: int) -> frozenset[str]:
 
 
 def check_port_free(host: str, port: int) -> None:
-    """One clear line instead of a traceback when the port is taken."""
+    """One clear line instead of a traceback when the port cannot be had: taken,
+    privileged, or any other reason the system gives."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except OSError as error:
@@ -44,8 +50,40 @@ def check_port_free(host: str, port: int) -> None:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(address)
-        except OSError:
-            raise TrnscopeError(f"port {port} on {host} is busy; choose another with --port") from None
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                reason = "is busy"
+            elif error.errno in (errno.EACCES, errno.EPERM):
+                reason = "needs privileges this user does not have (ports below 1024 usually do)"
+            else:
+                reason = f"cannot be used: {error.strerror or error}"
+            raise TrnscopeError(f"port {port} on {host} {reason}; choose another with --port") from None
+
+
+_TOKEN_IN_URL = re.compile(r"([?&]token=)[^&\s\"']*")
+
+
+class _SafeLogRecords(logging.Filter):
+    """What the server logs — access lines carry the client's User-Agent and the URL —
+    reaches the terminal sanitised, and never with the token."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = _TOKEN_IN_URL.sub(r"\1…", record.getMessage())
+        record.msg, record.args = safe_text(message), ()
+        return True
+
+
+# The page textual-serve renders fetches its font from a public font host; the same
+# font ships in its static folder, so the page uses that instead (no network at run time).
+_REMOTE_FONT = re.compile(r'<link\s+rel="stylesheet"\s+href="https://fonts\.googleapis\.com/[^"]*"\s*/>')
+_LOCAL_FONT = (
+    "<style>@font-face { font-family: 'Roboto Mono'; "
+    "src: url('{{ config.static.url }}fonts/RobotoMono-VariableFont_wght.ttf'); }</style>"
+)
+
+
+def local_page(template: str) -> str:
+    return _REMOTE_FONT.sub(_LOCAL_FONT, template)
 
 
 class GuardedServer(Server):
@@ -80,7 +118,14 @@ class GuardedServer(Server):
     async def _make_app(self) -> web.Application:
         app = await super()._make_app()
         app.middlewares.append(self.guard)
+        page = (self.templates_path / "app_index.html").read_text(encoding="utf-8")
+        aiohttp_jinja2.setup(app, loader=jinja2.DictLoader({"app_index.html": local_page(page)}))
         return app
+
+    def initialize_logging(self) -> None:
+        super().initialize_logging()
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(_SafeLogRecords())
 
     async def on_startup(self, app: web.Application) -> None:  # textual-serve's banner reads markup
         return None
@@ -96,7 +141,7 @@ def serve(command: str, host: str, port: int) -> None:
         raise TrnscopeError(f"--port must be between 1 and 65535, not {port}")
     if host not in ("localhost", "127.0.0.1", "::1"):
         sys.stderr.write(
-            safe_text(f"warning: serving on {host}: anyone who can reach it and has the URL can read the trace\n")
+            safe_text(f"warning: serving on {host}: anyone who can reach it and has the URL can read the trace") + "\n"
         )
     check_port_free(host, port)
     token = secrets.token_urlsafe(24)

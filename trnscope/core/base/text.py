@@ -78,3 +78,27 @@ def user_pattern(text: str) -> re.Pattern[str] | None:
         return re.compile(text, re.IGNORECASE)
     except re.error:
         return re.compile(re.escape(text), re.IGNORECASE)
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key that orders the numbers inside names as numbers: ``rank2`` before
+    ``rank10``, ``pid 99`` before ``pid 299``."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in _DIGITS.split(text) if part)
+
+
+def numbers_in(text: str) -> list[int]:
+    return [int(part) for part in _DIGITS.findall(text)]
+
+
+def shorten(text: str, limit: int = 240) -> str:
+    """``text`` when it fits ``limit`` characters, else its head and tail around a note
+    of how long it was: text output stays readable when a file holds a 10 MB name
+    (JSON keeps the whole text)."""
+    if len(text) <= limit:
+        return text
+    note = f"…({len(text):,} characters)…"
+    keep = max(limit - len(note), 8)
+    return text[: keep - keep // 3] + note + text[len(text) - keep // 3 :]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 import msgspec
 
 from trnscope.core.base.errors import InputError
+from trnscope.core.base.text import natural_key, numbers_in
 from trnscope.core.formats.sniff import looks_like_kineto, looks_like_neuron_json
 from trnscope.core.formats.source import check_readable_file
 from trnscope.core.model.session import SESSION_FILE, SessionManifest, read_manifest
@@ -33,6 +35,8 @@ class ProfileRef(msgspec.Struct):
     notes: list[str] = []
 
     def select(self, label: str | None) -> SourceRef:
+        """The source labelled ``label``; a number names the label that carries that
+        number (``--select 299`` → ``pid 299``, ``rank3``) before it names a position."""
         if not self.sources:
             raise InputError(f"{self.root}: nothing to open")
         if label is None:
@@ -40,6 +44,11 @@ class ProfileRef(msgspec.Struct):
         for source in self.sources:
             if source.label == label:
                 return source
+        if label.strip().isdigit():
+            wanted = int(label)
+            numbered = [s for s in self.sources if numbers_in(s.label)[-1:] == [wanted]]
+            if len(numbered) == 1:
+                return numbered[0]
         for index, source in enumerate(self.sources):
             if label == str(index):
                 return source
@@ -52,7 +61,7 @@ def _trace_files(folder: Path) -> list[Path]:
 
     def walk(directory: Path, depth: int) -> None:
         try:
-            entries = sorted(directory.iterdir())
+            entries = sorted(directory.iterdir(), key=lambda entry: natural_key(entry.name))
         except OSError:
             return
         for entry in entries:
@@ -79,9 +88,23 @@ def _label_for(path: Path, root: Path) -> str:
     return name
 
 
+def _check_exists(path: Path) -> None:
+    """One line that names the real reason a path cannot be opened."""
+    try:
+        path.stat()
+    except FileNotFoundError:
+        dangling = path.is_symlink()
+        raise InputError(f"no such file or directory: {path}" + (" (a link to nothing)" if dangling else "")) from None
+    except PermissionError:
+        raise InputError(f"permission denied: {path}") from None
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise InputError(f"{path}: too many levels of symbolic links (a link loop)") from None
+        raise InputError(f"cannot open {path}: {error.strerror or error}") from None
+
+
 def discover(path: Path) -> ProfileRef:
-    if not path.exists():
-        raise InputError(f"no such file or directory: {path}")
+    _check_exists(path)
     if path.is_dir():
         return _discover_folder(path)
     check_readable_file(path)

@@ -18,7 +18,7 @@ import msgspec
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.base.errors import InputError
 from trnscope.core.formats import ProfileRef, SourceRef, discover
-from trnscope.core.formats.neuron.export import ensure_export
+from trnscope.core.formats.neuron.export import ExportProgress, ensure_export
 from trnscope.core.formats.source import Progress
 from trnscope.core.opening.open import open_analysis
 
@@ -98,11 +98,11 @@ def open_source(
     *,
     progress: Progress | None = None,
     cancelled: Callable[[], bool] | None = None,
-    echo_export: bool = False,
+    export_progress: ExportProgress | None = None,
 ) -> Analysis:
     """One source as an ``Analysis``, through the index cache unless ``use_cache`` is off."""
     if options.export and source.kind == "neuron":
-        ensure_export(Path(source.path), echo=echo_export)
+        ensure_export(Path(source.path), progress=export_progress)
     return open_analysis(
         source,
         progress=progress,

@@ -104,7 +104,7 @@ class SpilledRange(msgspec.Struct):
     """A worker's result with its column arrays in a file: pickling ~100 MB of arrays
     through a pipe costs more than writing them to shared memory and mapping them."""
 
-    path: str
+    path: str  # "" when written into the loading process's memory file for this range
     report: jsonscan.ScanReport
     chunks: list[tuple[int, int, bool, dict[str, Any], list[tuple[str, str, int, int]]]]
 
@@ -137,6 +137,26 @@ def _remove_spills_of_load(loader_pid: int, load_token: str) -> None:
                 os.unlink(os.path.join(folder, name))
 
 
+def _open_result_file(loader_pid: int, load_token: str, memory_fd: int) -> tuple[Any, str] | None:
+    """Where a worker writes its columns: the anonymous memory file the loading process
+    made for it (``memfd``: freed by the kernel with the last process holding it, so a
+    load killed with SIGKILL leaves nothing behind), else a named file in /dev/shm
+    (named after the loading process, so what a killed load leaves is found and
+    removed).  ("" as the path: the memory file.)"""
+    import tempfile
+
+    if memory_fd >= 0:
+        try:
+            return open(f"/proc/{loader_pid}/fd/{memory_fd}", "r+b"), ""
+        except OSError:
+            pass
+    try:
+        handle, path = tempfile.mkstemp(prefix=_spill_prefix(loader_pid, load_token), dir=_spill_folder())
+    except OSError:
+        return None
+    return os.fdopen(handle, "wb"), path
+
+
 def decode_range_of_file(
     plain_path: str,
     start: int,
@@ -145,10 +165,10 @@ def decode_range_of_file(
     chunk_bytes: int,
     loader_pid: int,
     load_token: str,
+    memory_fd: int = -1,
 ) -> RangeResult | SpilledRange:
     """Decode events from ``start`` up to the cut before ``stop`` (runs in a worker)."""
     import mmap
-    import tempfile
 
     with open(plain_path, "rb") as fh:
         buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
@@ -156,14 +176,13 @@ def decode_range_of_file(
         result = decode_buffer(buf, start, stop, chunk_bytes, slot=slot)
     finally:
         buf.close()
-    try:
-        # named after the loading process, so what a killed load leaves is found and removed
-        handle, path = tempfile.mkstemp(prefix=_spill_prefix(loader_pid, load_token), dir=_spill_folder())
-    except OSError:
+    opened = _open_result_file(loader_pid, load_token, memory_fd)
+    if opened is None:
         return result
+    handle, path = opened
     chunks = []
     offset = 0
-    with os.fdopen(handle, "wb") as out:
+    with handle as out:
         for chunk in result.chunks:
             columns = chunk.columns
             specs = []
@@ -179,19 +198,20 @@ def decode_range_of_file(
     return SpilledRange(path, result.report, chunks)
 
 
-def _unspill(result: RangeResult | SpilledRange) -> RangeResult:
+def _unspill(result: RangeResult | SpilledRange, memory_fd: int = -1) -> RangeResult:
     if isinstance(result, RangeResult):
         return result
     import mmap
 
     # Mapped, not read: the worker has already touched these pages, and new memory for a
     # copy would cost more (first use of a page is the dominant cost of memory here).
-    with open(result.path, "rb") as fh:
+    with open(memory_fd, "rb", closefd=False) if not result.path else open(result.path, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         # populated up front: one call instead of a page fault per 4 KiB page
         populate = getattr(mmap, "MAP_POPULATE", 0)
         data = mmap.mmap(fh.fileno(), 0, flags=mmap.MAP_SHARED | populate, prot=mmap.PROT_READ) if size else b""
-    os.unlink(result.path)  # the mapping keeps the pages until it is dropped
+    if result.path:
+        os.unlink(result.path)  # the mapping keeps the pages until it is dropped
     chunks = []
     for start, end, repaired, small, specs in result.chunks:
         arrays = {
@@ -209,9 +229,20 @@ def _discard_unread(futures: list[Any]) -> None:
     for future in futures:
         if future.done() and not future.cancelled() and future.exception() is None:
             result = future.result()
-            if isinstance(result, SpilledRange):
+            if isinstance(result, SpilledRange) and result.path:
                 with contextlib.suppress(OSError):
                     os.unlink(result.path)
+
+
+def _memory_file(index: int) -> int:
+    """An anonymous memory file for a worker's result (-1 where there is none: not Linux)."""
+    create = getattr(os, "memfd_create", None)
+    if create is None or not os.path.isdir("/proc/self/fd"):
+        return -1
+    try:
+        return int(create(f"trnscope-range-{index}"))
+    except OSError:
+        return -1
 
 
 def _pool_context() -> Any:
@@ -288,14 +319,24 @@ def _parallel_decode(
         initargs=(slots, small_pages_preferred(), parent),
     )
     futures = []
+    memory_fds: list[int] = []
     load_token = secrets.token_hex(4)
     processes: list[Any] = []
     try:
         # the later ranges in worker processes, the first one here meanwhile: the
         # process that waits would otherwise leave a core idle
+        memory_fds = [_memory_file(index) for index in range(len(starts))]
         futures = [
             executor.submit(
-                decode_range_of_file, source.plain_path, start, stop, index, chunk_bytes, os.getpid(), load_token
+                decode_range_of_file,
+                source.plain_path,
+                start,
+                stop,
+                index,
+                chunk_bytes,
+                os.getpid(),
+                load_token,
+                memory_fds[index],
             )
             for index, (start, stop) in enumerate(zip(starts, stops))
             if index > 0
@@ -310,12 +351,12 @@ def _parallel_decode(
         ]
         if cancelled():
             raise LoadCancelled()
-        for future in futures:
+        for index, future in enumerate(futures, start=1):
             while True:
                 if cancelled():
                     raise LoadCancelled()
                 try:
-                    results.append(_unspill(future.result(timeout=0.1)))
+                    results.append(_unspill(future.result(timeout=0.1), memory_fds[index]))
                     break
                 except TimeoutError:
                     continue
@@ -329,6 +370,10 @@ def _parallel_decode(
     finally:
         done_event.set()
         executor.shutdown(wait=True, cancel_futures=True)
+        for fd in memory_fds:  # a mapping keeps its pages; the file goes with its last holder
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
         for process in processes:
             process.join(timeout=5)
         _discard_unread(futures)

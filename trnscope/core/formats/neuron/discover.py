@@ -28,6 +28,7 @@ from pathlib import Path
 import msgspec
 
 from trnscope.core.base.fs import is_dir, is_file
+from trnscope.core.base.text import natural_key
 from trnscope.core.formats.sniff import head_bytes
 
 SYNTHETIC_MARKER = "SYNTHETIC.txt"
@@ -300,7 +301,8 @@ def find_neuron_sessions(root: Path) -> list[NeuronSessionRef]:
             return
         try:
             children = sorted(
-                p for p in folder.iterdir() if is_dir(p) and not p.is_symlink() and not p.name.startswith(".")
+                (p for p in folder.iterdir() if is_dir(p) and not p.is_symlink() and not p.name.startswith(".")),
+                key=lambda p: natural_key(p.name),
             )
         except OSError:
             return

@@ -16,9 +16,9 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from trnscope.core.base.cachedir import writable_dir
@@ -78,6 +78,15 @@ def cached_export(files: NeuronFiles) -> Path | None:
     return target if target is not None and _readable(target) else None
 
 
+def corrupt_export(files: NeuronFiles) -> Path | None:
+    """A finished export of this capture in the cache that no longer reads (a Parquet
+    part cut short or damaged): it must be made again, not "converted yet"."""
+    target = export_folder_for(files)
+    if target is None or not (target / DONE_MARKER).is_file():
+        return None
+    return None if _readable_after_run(target) else target
+
+
 def discard_export(target: Path) -> None:
     """Remove a cache entry trnscope wrote (it has our marker or sits in our cache)."""
     base = writable_dir("neuron-export")
@@ -85,7 +94,10 @@ def discard_export(target: Path) -> None:
         shutil.rmtree(target, ignore_errors=True)
 
 
-def run_export(files: NeuronFiles, *, echo: bool = True) -> Path:
+ExportProgress = Callable[[float, int], None]  # (seconds so far, bytes written so far)
+
+
+def run_export(files: NeuronFiles, *, progress: ExportProgress | None = None) -> Path:
     """Run ``neuron-explorer view -d <NEFF folder> --output-format parquet --output-file OUT``."""
     executable = shutil.which("neuron-explorer")
     target = export_folder_for(files)
@@ -107,10 +119,8 @@ def run_export(files: NeuronFiles, *, echo: bool = True) -> Path:
 
     def ticker() -> None:
         while not done.wait(0.5):
-            if echo:
-                size = sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
-                sys.stderr.write(f"\rneuron-explorer: {time.monotonic() - started:5.1f}s, {size / 1e6:.1f} MB written")
-                sys.stderr.flush()
+            if progress is not None:
+                progress(time.monotonic() - started, sum(p.stat().st_size for p in target.rglob("*") if p.is_file()))
 
     thread = threading.Thread(target=ticker, daemon=True)
     thread.start()
@@ -119,8 +129,6 @@ def run_export(files: NeuronFiles, *, echo: bool = True) -> Path:
     finally:
         done.set()
         thread.join()
-        if echo:
-            sys.stderr.write("\r\033[K")
     if result.returncode != 0:
         discard_export(target)
         raise InputError(f"neuron-explorer failed with status {result.returncode}: {_last_line(result)}")
@@ -157,7 +165,7 @@ def _last_line(result: subprocess.CompletedProcess[str]) -> str:
     return "no output"
 
 
-def ensure_export(folder: Path, *, echo: bool = True) -> None:
+def ensure_export(folder: Path, *, progress: ExportProgress | None = None) -> None:
     """Run neuron-explorer on every raw process-session under ``folder`` that has no
     export yet (``--export``); sessions with exports are left alone."""
     refs = find_neuron_sessions(folder)
@@ -168,4 +176,4 @@ def ensure_export(folder: Path, *, echo: bool = True) -> None:
             continue
         if cached_export(files) is not None:
             continue
-        run_export(files, echo=echo)
+        run_export(files, progress=progress)

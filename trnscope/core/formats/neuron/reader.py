@@ -36,7 +36,7 @@ from trnscope.core.formats.neuron.discover import (
     parquet_tables,
     session_files,
 )
-from trnscope.core.formats.neuron.export import cached_export, discard_export, explorer_command
+from trnscope.core.formats.neuron.export import cached_export, corrupt_export, discard_export, explorer_command
 from trnscope.core.formats.neuron.mapping import FrameworkOp, read_mappings
 from trnscope.core.formats.neuron.system import (
     NONE,
@@ -100,10 +100,14 @@ def load_neuron(
     system_pq = [Path(p) for p in files.parquet_system]
     device_pq = [Path(p) for p in files.parquet_device]
     export: Path | None = None
+    corrupt = False
     if files.has_raw and not (files.system_json or system_pq):
         export = cached_export(files) if use_cache else None
         if export is not None:
             system_pq, device_pq = _parquet_in(export)
+        elif use_cache and (broken := corrupt_export(files)) is not None:
+            discard_export(broken)  # ours, and unusable
+            corrupt = True
     have_pyarrow = importlib.util.find_spec("pyarrow") is not None
     use_parquet = (
         bool(system_pq) and (prefer != "json" or not files.system_json) and (have_pyarrow or not files.system_json)
@@ -144,7 +148,7 @@ def load_neuron(
         export_format = "json" if files.device_json else "parquet"
         warnings.append("device profiles without a system profile: no executions to place them in or link to ops")
     if files.has_raw and export_format == "none":
-        warnings.append(_raw_warning(files))
+        warnings.append(_raw_warning(files, corrupt))
     if system is not None and len(system) == 0:
         warnings.append(
             "the system profile holds no events (nothing was captured, or every event was unusable): "
@@ -154,7 +158,7 @@ def load_neuron(
         system = _only_process(system, files.pid, warnings)
     if trace is None and system is None:
         if files.has_raw:
-            raise InputError(f"{folder}: nothing readable yet: {_raw_warning(files)}")
+            raise InputError(f"{folder}: nothing readable yet: {_raw_warning(files, corrupt)}")
         raise InputError(f"{folder}: no framework trace and no Neuron Explorer system profile to read")
     framework_from_system = trace is None
     if trace is None:
@@ -203,8 +207,13 @@ def _forward_threads(trace: Trace, read_args: ArgsReader | None) -> dict[int, in
     return out
 
 
-def _raw_warning(files: NeuronFiles) -> str:
+def _raw_warning(files: NeuronFiles, corrupt: bool = False) -> str:
     command = " ".join(explorer_command(Path(files.neff_root), Path("<out>")))
+    if corrupt:
+        return (
+            "the cached Neuron Explorer export of this capture was corrupt (a Parquet part cut short or damaged) "
+            f"and was removed: export again with `trnscope neuron-export {files.folder}`"
+        )
     if shutil.which("neuron-explorer"):
         return (
             f"raw Neuron capture (.pb/.ntff) not converted yet: run `trnscope neuron-export {files.folder}` "
