@@ -75,3 +75,28 @@ async def test_keys_pressed_while_the_table_rebuilds_act_on_the_new_table() -> N
                 await press(pilot, "t")
         assert app.is_running
         assert isinstance(app.screen, OpsScreen) and isinstance(app.screen._table, OpTable)
+
+
+async def test_a_large_trace_in_an_embedded_ui_leaves_nothing_in_dev_shm(tmp_path: Path) -> None:
+    """Without the worker server started before the UI took stdio (embedded use), the
+    load decodes in its own process; nothing half-made (a named semaphore) stays behind."""
+    import os
+
+    from trnscope.core.formats.kineto import loader as kineto
+    from trnscope.testing.synth_kineto import generate
+
+    if not os.path.isdir("/dev/shm"):
+        return
+    path = tmp_path / "big.pt.trace.json"
+    generate(path, 60_000, seed=5)
+    before = set(os.listdir("/dev/shm"))
+    original = kineto.PARALLEL_MIN_BYTES
+    kineto.PARALLEL_MIN_BYTES = 0
+    try:
+        app = TrnscopeApp([str(path)], use_cache=False)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_loaded(pilot)
+            assert isinstance(app.screen, OpsScreen)
+    finally:
+        kineto.PARALLEL_MIN_BYTES = original
+    assert set(os.listdir("/dev/shm")) <= before

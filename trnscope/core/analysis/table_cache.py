@@ -20,8 +20,13 @@ T = TypeVar("T")
 
 
 class PerAnalysisCache(Generic[T]):
+    """One result per analysis, computed once even when several threads ask at the
+    same time (the TUI's table worker and the index-cache writer both want the
+    [memory] records: the second waits for the first instead of reading them again)."""
+
     def __init__(self) -> None:
         self._results: weakref.WeakKeyDictionary[Analysis, T] = weakref.WeakKeyDictionary()
+        self._computing: weakref.WeakKeyDictionary[Analysis, threading.Lock] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
     def known(self, analysis: Analysis) -> bool:
@@ -38,9 +43,14 @@ class PerAnalysisCache(Generic[T]):
         with self._lock:
             if analysis in self._results:
                 return self._results[analysis]
-        result = compute(analysis)
-        with self._lock:
-            self._results[analysis] = result
+            guard = self._computing.setdefault(analysis, threading.Lock())
+        with guard:
+            with self._lock:
+                if analysis in self._results:  # computed while this thread waited
+                    return self._results[analysis]
+            result = compute(analysis)
+            with self._lock:
+                self._results[analysis] = result
         return result
 
 

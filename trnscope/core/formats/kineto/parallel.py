@@ -245,28 +245,41 @@ def _memory_file(index: int) -> int:
         return -1
 
 
+_worker_server_started = False
+
+
 def _pool_context() -> Any:
     """``fork`` when this process has no other thread (the CLI: children start instantly
     with everything imported); otherwise the fork server (the TUI runs threads, and
-    forking a threaded process can deadlock a child); ``spawn`` where neither exists."""
+    forking a threaded process can deadlock a child), if ``start_worker_server`` got it
+    going; else None (decode in this process).
+
+    Why not start the server here: from a threaded process whose stdio a UI has taken
+    over, starting it (and multiprocessing's resource tracker) fails half-way — after
+    creating a named semaphore it then cannot register, which would stay in /dev/shm."""
     methods = multiprocessing.get_all_start_methods()
     if "fork" in methods and threading.active_count() == 1:
         return multiprocessing.get_context("fork")
-    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if _worker_server_started:
+        return multiprocessing.get_context("forkserver")
+    return None
 
 
 def start_worker_server() -> None:
     """Start the fork server for parallel decoding now, while stdio is still the
     process's own: a full-screen UI replaces stdout/stderr, and starting a server
     process then fails.  Cheap when already running; harmless where unsupported."""
+    global _worker_server_started
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return
     try:
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(["trnscope.core.formats.kineto.loader"])
-        from multiprocessing import forkserver
+        from multiprocessing import forkserver, resource_tracker
 
         forkserver.ensure_running()
+        resource_tracker.ensure_running()  # locks of worker pools register with it
+        _worker_server_started = True
     except (OSError, ValueError):
         pass
 
@@ -300,6 +313,8 @@ def _parallel_decode(
     starts = [first, *_split_points(source.buffer, first, size, workers)]
     stops: list[int | None] = [*starts[1:], None]
     ctx = _pool_context()
+    if ctx is None:
+        raise RuntimeError("no way to start worker processes from here")
     slots = ctx.Array("q", 2 * len(starts), lock=False)  # per worker: bytes done, events decoded
     done_event = threading.Event()
 
