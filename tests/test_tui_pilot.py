@@ -374,28 +374,49 @@ async def test_open_via_cli_entry_refuses_missing_path(capsys, tmp_path: Path) -
     assert "no such file" in capsys.readouterr().err
 
 
-def test_help_lists_every_action_a_screen_defines() -> None:
-    """Help is generated from the bindings; every action a screen implements has a
-    binding there (so it is both reachable by key and documented)."""
+def _every_pane_class() -> list[type]:
+    """Every ExplorerScreen subclass the TUI defines (imported by the app), found by
+    walking the class tree, not listed by hand."""
+    import trnscope.tui.app  # noqa: F401 - imports every pane
+    from trnscope.tui.screen_base import ExplorerScreen
+
+    found, todo = [], [ExplorerScreen]
+    while todo:
+        cls = todo.pop()
+        for sub in cls.__subclasses__():
+            if sub.__module__.startswith("trnscope.tui"):
+                found.append(sub)
+                todo.append(sub)
+    return found
+
+
+def test_help_lists_every_action_of_every_pane() -> None:
+    """Help is generated from the registered panes' bindings; every concrete pane is
+    registered, and every action it implements has a binding there (so it is both
+    reachable by key and documented)."""
     from textual.binding import Binding
 
-    from trnscope.tui.app import HELP_SECTIONS
+    from trnscope.tui.app import help_sections
+    from trnscope.tui.filterbox import FilterScreen
     from trnscope.tui.keyhelp import help_text
-    from trnscope.tui.screen_compare import CompareScreen
-    from trnscope.tui.screen_drill import DrillScreen
-    from trnscope.tui.screen_ops import OpsScreen
+    from trnscope.tui.panes import registered_panes
+    from trnscope.tui.screen_base import ExplorerScreen
 
+    sections = help_sections()
+    registered = {info.screen for info in registered_panes()}
+    panes = [cls for cls in _every_pane_class() if cls is not FilterScreen]
+    assert panes and set(panes) == registered, set(panes) ^ registered
     bound = {
-        b.action.split("(")[0].removeprefix("app.")
-        for _, bindings in HELP_SECTIONS
-        for b in bindings
-        if isinstance(b, Binding)
+        b.action.split("(")[0].removeprefix("app.") for _, bindings in sections for b in bindings if isinstance(b, Binding)
     }
-    for screen in (TrnscopeApp, OpsScreen, DrillScreen, CompareScreen):
+    for screen in (TrnscopeApp, ExplorerScreen, FilterScreen, *panes):
         actions = {name.removeprefix("action_") for name in vars(screen) if name.startswith("action_")}
         assert actions <= bound, (screen.__name__, actions - bound)
-    text = help_text(HELP_SECTIONS)
-    for _, bindings in HELP_SECTIONS:
+    text = help_text(sections)
+    titles = [title for title, _ in sections]
+    for info in registered_panes():
+        assert info.title in titles
+    for _, bindings in sections:
         for b in bindings:
             assert isinstance(b, Binding) and (b.tooltip or b.description) in text
 
@@ -704,3 +725,52 @@ async def test_unknown_flops_are_a_warning_the_status_line_counts(capsys) -> Non
         await press(pilot, "w")
         assert isinstance(app.screen, WarningsScreen)
         assert app.screen.text.count("⚠") == len(printed) and "FLOPs unknown for" in app.screen.text
+
+
+async def test_help_warnings_and_back_work_on_every_pane() -> None:
+    """? and w on each pane (the timeline's and the diagnosis's keys in help too), and
+    esc always leads back to where the user came from — also out of a variant's op
+    table opened from the compare view (which used to be a dead end)."""
+    from trnscope.tui.screen_diagnose import DiagnoseScreen
+    from trnscope.tui.screen_text import HelpScreen as Help
+    from trnscope.tui.screen_timeline import TimelineScreen
+
+    app = TrnscopeApp([str(TRN)])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_loaded(pilot)
+        root = app.screen
+        assert isinstance(root, OpsScreen)
+
+        async def help_and_warnings(expect_in_help: str) -> None:
+            pane = app.screen
+            await press(pilot, "question_mark")
+            assert isinstance(app.screen, Help) and expect_in_help in str(app.screen.text)
+            await press(pilot, "escape")
+            await press(pilot, "w")
+            assert isinstance(app.screen, WarningsScreen)
+            await press(pilot, "escape")
+            assert app.screen is pane
+
+        for key, kind, help_words in (
+            ("T", TimelineScreen, "zoom in around the cursor"),
+            ("d", DiagnoseScreen, "findings → steps in time order"),
+            ("enter", DrillScreen, "next instance"),
+        ):
+            await press(pilot, key)
+            assert isinstance(app.screen, kind), key
+            await help_and_warnings(help_words)
+            await press(pilot, "escape")
+            assert app.screen is root, key
+        await press(pilot, "c")
+        compare = app.screen
+        assert isinstance(compare, CompareScreen)
+        await help_and_warnings("the op table of the chosen variant")
+        await press(pilot, "2", "o")
+        variant = app.screen
+        assert isinstance(variant, OpsScreen) and variant is not root
+        await press(pilot, "escape")
+        assert app.screen is compare
+        await press(pilot, "escape")
+        assert app.screen is root
+        await press(pilot, "escape")  # the first pane: nothing behind it, the app stays
+        assert app.screen is root and app.is_running

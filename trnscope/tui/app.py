@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from textual.app import App, ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -26,12 +26,25 @@ from trnscope.core.formats import ProfileRef, SourceRef
 from trnscope.core.opening.sources import Mode, OpenOptions, open_source, plan_sources
 from trnscope.tui.commands import TrnscopeCommands
 from trnscope.tui.keyhelp import help_text
-from trnscope.tui.messages import LoadFailed, LoadProgress, ShowCompare, ShowOps, host
+from trnscope.tui.messages import (
+    LoadFailed,
+    LoadProgress,
+    ShowCompare,
+    ShowDiagnosis,
+    ShowDrill,
+    ShowOps,
+    ShowTimeline,
+    host,
+)
+from trnscope.tui.panes import registered_panes
 from trnscope.tui.safe import plain
+from trnscope.tui.screen_base import ExplorerScreen
 from trnscope.tui.screen_compare import CompareScreen
+from trnscope.tui.screen_diagnose import DiagnoseScreen
 from trnscope.tui.screen_drill import DrillScreen
 from trnscope.tui.screen_ops import OpsScreen
 from trnscope.tui.screen_text import HelpScreen, TextScreen, WarningsScreen
+from trnscope.tui.screen_timeline import TimelineScreen
 from trnscope.tui.vtable import VirtualTable
 
 
@@ -210,30 +223,40 @@ class TrnscopeApp(App[None]):
         else:
             self.push_screen(CompareScreen(message.comparison, message.analyses))
 
+    def on_show_drill(self, message: ShowDrill) -> None:
+        self.push_screen(DrillScreen(message.analysis, message.table, message.group, message.kind, message.row))
+
+    def on_show_timeline(self, message: ShowTimeline) -> None:
+        self.push_screen(
+            TimelineScreen(message.analysis, message.highlight, message.title, message.window, message.step)
+        )
+
+    def on_show_diagnosis(self, message: ShowDiagnosis) -> None:
+        self.push_screen(DiagnoseScreen(message.analysis))
+
     def on_load_failed(self, message: LoadFailed) -> None:
         self.switch_screen(ErrorScreen(message.error))
 
     def action_help(self) -> None:
         if not isinstance(self.screen, TextScreen):
-            self.push_screen(HelpScreen(help_text(HELP_SECTIONS)))
+            self.push_screen(HelpScreen(help_text(help_sections())))
 
     def action_warnings(self) -> None:
         """What the open profile(s) lost, coerced or could not link (the status line's ⚠ count)."""
         screen = self.screen
-        analyses: list[Analysis] = []
-        if isinstance(screen, CompareScreen):
-            analyses = screen.analyses
-        elif isinstance(screen, (OpsScreen, DrillScreen)):
-            analyses = [screen.analysis]
-        if analyses and not isinstance(screen, TextScreen):
-            self.push_screen(WarningsScreen(analyses))
+        if isinstance(screen, ExplorerScreen):
+            analyses = screen.analyses_shown()
+            if analyses:
+                self.push_screen(WarningsScreen(analyses))
+                return
+            self.notify("no profile on this pane")
 
 
-# What the help screen (?) lists: each screen's own bindings, so help never drifts.
-HELP_SECTIONS = (
-    ("Everywhere", TrnscopeApp.BINDINGS),
-    ("Tables (op, kernel, instances, compare)", VirtualTable.BINDINGS),
-    ("Op table", OpsScreen.BINDINGS),
-    ("Drill-down", DrillScreen.BINDINGS),
-    ("Compare", CompareScreen.BINDINGS),
-)
+def help_sections() -> list[tuple[str, list[BindingType]]]:
+    """What the help screen (?) lists: the keys of every pane, from their own bindings
+    (``trnscope.tui.panes``), so help never drifts and a new pane needs no entry here."""
+    return [
+        ("Everywhere", [*TrnscopeApp.BINDINGS, *ExplorerScreen.BINDINGS]),
+        ("Tables (op, kernel, instances, compare, steps)", list(VirtualTable.BINDINGS)),
+        *((info.title, list(vars(info.screen).get("BINDINGS", []))) for info in registered_panes()),
+    ]

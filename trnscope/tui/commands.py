@@ -9,6 +9,8 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.screen import Screen
 
 from trnscope.core.analysis.analysis import Analysis
+from trnscope.tui.messages import ShowDrill
+from trnscope.tui.screen_base import ExplorerScreen
 
 
 def _screen_actions(screen: Screen[object]) -> list[tuple[str, str, str]]:
@@ -58,14 +60,12 @@ class TrnscopeCommands(Provider):
                 )
 
     def _open(self, group: int) -> None:
-        from trnscope.tui.screen_drill import DrillScreen
-
         analysis = _analysis_of(self.screen)
         if analysis is not None:
-            self.app.push_screen(DrillScreen(analysis, analysis.op_table(), group))
+            self.screen.post_message(ShowDrill(analysis, analysis.op_table(), group))
 
 
 def _analysis_of(screen: object) -> Analysis | None:
-    """The analysis a screen shows (op table, drill-down), if it shows one."""
-    analysis = getattr(screen, "analysis", None)
-    return analysis if isinstance(analysis, Analysis) else None
+    """The (first) analysis a pane shows, if it shows one."""
+    shown = screen.analyses_shown() if isinstance(screen, ExplorerScreen) else []
+    return shown[0] if shown else None

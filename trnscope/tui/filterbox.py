@@ -26,15 +26,25 @@ class FilterScreen(ExplorerScreen):
         box.display = True
         box.value = self.filter_text
         box.focus()
+        self.refresh_bindings()
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "filter":
             self.set_filter(event.value)
+            self.refresh_bindings()  # esc now clears the filter
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "filter":
             event.input.display = bool(self.filter_text)
             self.query_one(VirtualTable).focus()
+
+    def can_go_back(self) -> bool:
+        return bool(self.filter_text) or self.query_one("#filter", Input).display or super().can_go_back()
+
+    def action_back(self) -> None:
+        if self.clear_filter():  # esc clears the filter first, then goes back
+            return
+        super().action_back()
 
     def clear_filter(self) -> bool:
         """Empty and hide the box; False when there was nothing to clear."""
@@ -45,4 +55,5 @@ class FilterScreen(ExplorerScreen):
         box.display = False
         self.set_filter("")
         self.query_one(VirtualTable).focus()
+        self.refresh_bindings()
         return True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, cast
 
+import numpy as np
 from textual.app import App
 from textual.message import Message
 
@@ -36,6 +37,45 @@ class LoadFailed(Message):
 class ShowOps(Message):
     """A screen asks the app to show the op table of one analysis."""
 
+    def __init__(self, analysis: Analysis) -> None:
+        super().__init__()
+        self.analysis = analysis
+
+
+class ShowDrill(Message):
+    """A pane asks the app to drill into one group of a table (an op or a kernel),
+    ``row`` being the instance to start on."""
+
+    def __init__(self, analysis: Analysis, table: Any, group: int, kind: str = "ops", row: int | None = None) -> None:
+        super().__init__()
+        self.analysis = analysis
+        self.table = table
+        self.group = group
+        self.kind = kind
+        self.row = row
+
+
+class ShowTimeline(Message):
+    """A pane asks for the timeline: ``highlight`` rows marked, opened on ``window``
+    (``step``: that window's index among the trace's steps)."""
+
+    def __init__(
+        self,
+        analysis: Analysis,
+        highlight: np.ndarray | None = None,
+        title: str = "",
+        window: tuple[int, int] | None = None,
+        step: int = -1,
+    ) -> None:
+        super().__init__()
+        self.analysis = analysis
+        self.highlight = highlight
+        self.title = title
+        self.window = window
+        self.step = step
+
+
+class ShowDiagnosis(Message):
     def __init__(self, analysis: Analysis) -> None:
         super().__init__()
         self.analysis = analysis

@@ -1,13 +1,38 @@
-"""The base of the explorer's screens: one place where a failed background job becomes
-a notification, so an exception in a worker never ends the app."""
+"""The base of the explorer's panes: the back key, the analyses the warnings key
+reports on, and one place where a failed background job becomes a notification (an
+exception in a worker never ends the app)."""
 
 from __future__ import annotations
 
+from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
+from trnscope.core.analysis.analysis import Analysis
+
 
 class ExplorerScreen(Screen[None]):
+    # inherited by every pane (Textual merges a class's BINDINGS with its bases')
+    BINDINGS = [Binding("escape", "back", "Back", tooltip="back to where you came from")]
+
+    def analyses_shown(self) -> list[Analysis]:
+        """What the warnings key (w) reports on for this pane."""
+        analysis = getattr(self, "analysis", None)
+        return [analysis] if isinstance(analysis, Analysis) else []
+
+    def can_go_back(self) -> bool:
+        """Whether esc has something to do here (the first pane has nothing behind it)."""
+        return len(self.app.screen_stack) > 2
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # esc is offered (and shown in the footer) only where it leads somewhere
+        return self.can_go_back() if action == "back" else True
+
+    def action_back(self) -> None:
+        """Back to the pane this one was opened from."""
+        if len(self.app.screen_stack) > 2:
+            self.app.pop_screen()
+
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state is not WorkerState.ERROR:
             return

@@ -12,8 +12,9 @@ from trnscope.core.analysis.compare import METRICS, CompareRow, Comparison, with
 from trnscope.core.base.text import safe_text, user_pattern
 from trnscope.core.base.units import fmt_time_short
 from trnscope.tui.filterbox import FilterScreen
-from trnscope.tui.messages import ShowOps
+from trnscope.tui.messages import ShowDrill, ShowOps
 from trnscope.tui.models import VARIANT_LETTERS, compare_model
+from trnscope.tui.panes import pane
 from trnscope.tui.vtable import Column, TableModel, VirtualTable
 
 VIEWS = ("regions", "ops", "kernels", "diagnosis")
@@ -25,9 +26,9 @@ VIEW_TITLES = {
 }
 
 
+@pane("Compare", order=30)
 class CompareScreen(FilterScreen):
     BINDINGS = [
-        Binding("escape", "back", "Back", tooltip="back"),
         Binding("v", "view", "View", tooltip="regions → ops → device work per region → diagnosis"),
         Binding("1", "side(0)", "A", tooltip="enter drills into variant A"),
         Binding("2", "side(1)", "B", tooltip="enter drills into variant B"),
@@ -189,9 +190,7 @@ class CompareScreen(FilterScreen):
         if not matches:
             self.notify(f"{row.key!r} has no instances in {self.labels[side]}")
             return
-        from trnscope.tui.screen_drill import DrillScreen
-
-        self.app.push_screen(DrillScreen(analysis, table, matches[0]))
+        self.post_message(ShowDrill(analysis, table, matches[0]))
 
     def action_metric(self) -> None:
         keys = list(METRICS)
@@ -223,10 +222,7 @@ class CompareScreen(FilterScreen):
     def action_open_ops(self) -> None:
         self.post_message(ShowOps(self.analyses[self.side]))
 
-    def action_back(self) -> None:
-        if self.clear_filter():  # esc clears the filter first
-            return
-        if self.root:
-            self.app.exit()
-        else:
-            self.app.pop_screen()
+    def analyses_shown(self) -> list[Analysis]:
+        return self.analyses
+
+

@@ -15,6 +15,8 @@ from trnscope.core.analysis.chain import op_group_of_row
 from trnscope.core.analysis.diagnose import DiagnoseOut, diagnose
 from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fit_time_short, fmt_time_short
+from trnscope.tui.messages import ShowDrill, ShowTimeline
+from trnscope.tui.panes import pane
 from trnscope.tui.screen_base import ExplorerScreen
 from trnscope.tui.vtable import Column, TableModel, VirtualTable
 
@@ -24,9 +26,9 @@ _SEVERITY = {"high": "bold red", "medium": "yellow", "low": "dim", "info": "cyan
 _VIEWS = ("findings", "steps", "slowest steps")
 
 
+@pane("Diagnosis", order=50)
 class DiagnoseScreen(ExplorerScreen):
     BINDINGS = [
-        Binding("escape", "back", "Back", tooltip="back"),
         Binding("s", "view", "Steps", tooltip="findings → steps in time order → slowest steps first"),
     ]
 
@@ -172,12 +174,10 @@ class DiagnoseScreen(ExplorerScreen):
 
     def on_virtual_table_selected(self, message: VirtualTable.Selected) -> None:
         if self.view != "findings":
-            from trnscope.tui.screen_timeline import TimelineScreen
-
             window, position = self._step_window(message.index)
             if self.doc is not None and 0 <= message.index < len(self.step_order):
                 title = self.doc.steps[self.step_order[message.index]].step
-                self.app.push_screen(TimelineScreen(self.analysis, title=title, window=window, step=position))
+                self.post_message(ShowTimeline(self.analysis, title=title, window=window, step=position))
             return
         if self.doc is None or not 0 <= message.index < len(self.doc.findings):
             return
@@ -189,9 +189,4 @@ class DiagnoseScreen(ExplorerScreen):
         if group is None:
             self.notify(f"{finding.op!r} is not in the op table")
             return
-        from trnscope.tui.screen_drill import DrillScreen
-
-        self.app.push_screen(DrillScreen(self.analysis, self.analysis.op_table(), group, row=finding.row))
-
-    def action_back(self) -> None:
-        self.app.pop_screen()
+        self.post_message(ShowDrill(self.analysis, self.analysis.op_table(), group, row=finding.row))

@@ -19,14 +19,16 @@ from trnscope.core.analysis.chain_model import Chain
 from trnscope.core.base.cachedir import writable_dir
 from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fmt_time_short
+from trnscope.tui.messages import ShowDrill, ShowTimeline
 from trnscope.tui.models import chain_model, context_summary, instance_order, instances_model, visible_hops
+from trnscope.tui.panes import pane
 from trnscope.tui.screen_base import ExplorerScreen
 from trnscope.tui.vtable import VirtualTable, elide_middle
 
 
+@pane("Drill-down", order=20)
 class DrillScreen(ExplorerScreen):
     BINDINGS = [
-        Binding("escape", "back", "Back", tooltip="back to the table"),
         Binding("n", "instance(1)", "Next", tooltip="next instance"),
         Binding("p", "instance(-1)", "Prev", tooltip="previous instance"),
         Binding("s", "sort_instances", "Sort", tooltip="sort instances by time / duration"),
@@ -187,20 +189,15 @@ class DrillScreen(ExplorerScreen):
             return
         group = op_group_of_row(self.analysis, hop.row)
         if group is not None:
-            self.app.push_screen(DrillScreen(self.analysis, self.analysis.op_table(), group, row=hop.row))
-
-    def action_back(self) -> None:
-        self.app.pop_screen()
+            self.post_message(ShowDrill(self.analysis, self.analysis.op_table(), group, row=hop.row))
 
     def action_timeline(self) -> None:
-        from trnscope.tui.screen_timeline import TimelineScreen
-
         if self.chain is None:
             return
         rows = np.array(
             [h.row for h in self.chain.hops if h.row >= 0 and h.kind not in ("parent", "python")], dtype=np.int64
         )
-        self.app.push_screen(TimelineScreen(self.analysis, rows, f"{self.chain.op} #{self.chain.instance}"))
+        self.post_message(ShowTimeline(self.analysis, rows, f"{self.chain.op} #{self.chain.instance}"))
 
     def action_toggle_context(self) -> None:
         if self.chain is None:

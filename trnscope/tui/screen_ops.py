@@ -25,7 +25,7 @@ from trnscope.core.base.units import fmt_time_short
 from trnscope.core.formats import ProfileRef, SourceRef
 from trnscope.core.opening.sources import distinct_labels
 from trnscope.tui.filterbox import FilterScreen
-from trnscope.tui.messages import ShowCompare, host
+from trnscope.tui.messages import ShowCompare, ShowDiagnosis, ShowDrill, ShowTimeline, host
 from trnscope.tui.models import (
     KERNEL_SORT_KEYS,
     NO_EXTRAS,
@@ -39,6 +39,7 @@ from trnscope.tui.models import (
     op_order,
     op_sort_keys,
 )
+from trnscope.tui.panes import pane
 from trnscope.tui.safe import plain
 from trnscope.tui.status import status_text
 from trnscope.tui.vtable import VirtualTable
@@ -75,6 +76,7 @@ class PickScreen(ModalScreen[int | None]):
         self.dismiss(None)
 
 
+@pane("Op table", order=10)
 class OpsScreen(FilterScreen):
     # The footer shows the keys a first-time user needs and leaves room for q and ? at
     # 80 columns; every key is in help (?) and in the command palette.
@@ -104,7 +106,6 @@ class OpsScreen(FilterScreen):
         ),
         Binding("r", "reverse", "Reverse", show=False, tooltip="reverse the sort"),
         Binding("S", "sort(-1)", "Sort back", show=False, tooltip="sort by the previous column"),
-        Binding("escape", "clear_filter", "Clear filter", show=False, tooltip="clear the filter"),
         Binding("o", "columns", "Columns", show=False, tooltip="choose the columns shown (esc when done)"),
         Binding("T", "timeline", "Timeline", show=False, tooltip="timeline: lanes per thread, stream, NeuronCore"),
         Binding("d", "diagnose", "Diagnose", show=False, tooltip="why is it slow: idle devices, bound steps, findings"),
@@ -141,8 +142,6 @@ class OpsScreen(FilterScreen):
             self._show_status()
 
     def action_timeline(self) -> None:
-        from trnscope.tui.screen_timeline import TimelineScreen
-
         highlight = None
         title = ""
         table = self._table
@@ -151,12 +150,10 @@ class OpsScreen(FilterScreen):
             rows = table.instances(index)
             highlight = np.concatenate([rows, self.analysis.device_work(rows)])
             title = table.name[index]
-        self.app.push_screen(TimelineScreen(self.analysis, highlight, title))
+        self.post_message(ShowTimeline(self.analysis, highlight, title))
 
     def action_diagnose(self) -> None:
-        from trnscope.tui.screen_diagnose import DiagnoseScreen
-
-        self.app.push_screen(DiagnoseScreen(self.analysis))
+        self.post_message(ShowDiagnosis(self.analysis))
 
     def _rebuilding(self, action: Any) -> bool:
         """True (and ``action`` queued to run on the new table) while the table on screen
@@ -327,9 +324,6 @@ class OpsScreen(FilterScreen):
         self.state.filter_text = text
         self.rebuild()
 
-    def action_clear_filter(self) -> None:
-        self.clear_filter()
-
     def action_sort(self, step: int) -> None:
         if self._rebuilding(lambda: self.action_sort(step)):
             return
@@ -378,10 +372,8 @@ class OpsScreen(FilterScreen):
     def on_virtual_table_selected(self, message: VirtualTable.Selected) -> None:
         if message.table.id != "table" or self._table is None:
             return
-        from trnscope.tui.screen_drill import DrillScreen
-
         kind = "kernels" if isinstance(self._table, KernelTable) else "ops"
-        self.app.push_screen(DrillScreen(self.analysis, self._table, message.index, kind=kind))
+        self.post_message(ShowDrill(self.analysis, self._table, message.index, kind=kind))
 
     # -- variants and compare -----------------------------------------------------
     def _sources(self) -> list[SourceRef]:

@@ -16,15 +16,16 @@ from trnscope.core.analysis.intervals import Union
 from trnscope.core.analysis.timeline import Lane, axis, build_lanes, coverage, extent, glyphs, lane_label, under
 from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fmt_time_short
+from trnscope.tui.panes import pane
 from trnscope.tui.screen_base import ExplorerScreen
 
 LABEL_WIDTH = 16
 _STYLE = {"host": "yellow", "runtime": "cyan", "device": "green", "engine": "blue"}
 
 
+@pane("Timeline", order=40)
 class TimelineScreen(ExplorerScreen):
     BINDINGS = [
-        Binding("escape", "back", "Back", tooltip="back"),
         Binding("plus,equals_sign", "zoom(0.5)", "Zoom+", key_display="+", tooltip="zoom in around the cursor"),
         Binding("minus", "zoom(2)", "Zoom-", key_display="-", tooltip="zoom out"),
         Binding("h", "pan(-1)", "◀", show=False, tooltip="pan left a quarter window"),
@@ -193,8 +194,6 @@ class TimelineScreen(ExplorerScreen):
         self.query_one("#tl-info", Static).update(text)
 
     # -- keys -----------------------------------------------------------------------
-    def action_back(self) -> None:
-        self.app.pop_screen()
 
     def action_zoom(self, factor: float) -> None:
         center = self._time_at(self.cursor)
