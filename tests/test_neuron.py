@@ -81,7 +81,7 @@ def test_json_and_parquet_exports_read_the_same(tmp_path: Path) -> None:
         analysis = Analysis(load_neuron_profile(tmp_path / "p", prefer=prefer))
         assert analysis.neuron_data.export_format == prefer
         _check_truth(analysis, truth)
-        busy = analysis.neuron.engine_busy.sum(axis=0)
+        busy = analysis.neuron.engines.busy.sum(axis=0)
         tables[prefer] = busy
     assert (tables["json"] == tables["parquet"]).all()
 
@@ -111,14 +111,14 @@ def test_instructions_and_executions_align_with_the_host_clock(tmp_path: Path) -
     truth = write_process_session(tmp_path / "p", "fused")
     analysis = Analysis(load_neuron_profile(tmp_path / "p"))
     data = analysis.neuron_data
-    starts = {int(s): int(e) for s, e in zip(data.exec_host_start, data.exec_host_end)}
+    starts = {int(s): int(e) for s, e in zip(data.executions.host_start, data.executions.host_end)}
     for execution in truth.executions:
         assert starts[execution.host_start_ns] == execution.host_end_ns
     assert data.alignment.aligned_by_sync_point == len(truth.executions)
     assert data.alignment.max_disagreement_ns == 0
     for index, execution in enumerate(truth.executions):
-        i = int(np.flatnonzero(data.exec_host_start == execution.host_start_ns)[0])
-        counts = analysis.neuron.engine_count[i][:5].sum()  # the five compute engines, not DMA
+        i = int(np.flatnonzero(data.executions.host_start == execution.host_start_ns)[0])
+        counts = analysis.neuron.engines.count[i][:5].sum()  # the five compute engines, not DMA
         assert counts == execution.instructions, index
 
 
@@ -271,7 +271,7 @@ def test_system_profile_json_alone(tmp_path: Path) -> None:
     framework events, executions and runtime events still load."""
     write_process_session(tmp_path / "p", "eager", exports=("json",), framework_trace=False)
     analysis = Analysis(load_neuron_profile(tmp_path / "p"))
-    assert analysis.neuron_data.exec_rows.size == 31
+    assert analysis.neuron_data.executions.trace_row.size == 31
     assert any("no framework trace" in w for w in analysis.trace.warnings)
     kernels = analysis.kernel_table()
     assert "MODULE_7001_pow" in kernels.name
@@ -281,7 +281,7 @@ def test_times_are_unix_aligned(session) -> None:
     root, truths = session
     analysis = Analysis(load_source(discover(root).select("eager")))
     trace = analysis.trace
-    row = int(neuron_data(trace).exec_rows[1])
+    row = int(neuron_data(trace).executions.trace_row[1])
     assert trace.origin_ns + int(trace.events.ts[row]) == truths["eager"].executions[0].host_start_ns
     assert trace.origin_ns > BASE_TIME_NS
 

@@ -62,13 +62,13 @@ def _check_executions(analysis: Analysis, truth, *, engines: bool = True) -> Non
         assert device[name] == ns, name
     if not engines:
         return
-    starts = data.exec_host_start.tolist()
+    starts = data.executions.host_start.tolist()
     for execution in truth.executions:
         i = starts.index(execution.host_start_ns)
-        assert int(data.exec_host_end[i]) == execution.host_end_ns
+        assert int(data.executions.host_end[i]) == execution.host_end_ns
         for engine, busy in execution.engine_busy_ns.items():
-            assert int(neuron.engine_busy[i][ENGINES.index(engine)]) == busy, engine
-        assert neuron.engine_busy[i].max() <= execution.host_end_ns - execution.host_start_ns
+            assert int(neuron.engines.busy[i][ENGINES.index(engine)]) == busy, engine
+        assert neuron.engines.busy[i].max() <= execution.host_end_ns - execution.host_start_ns
     assert report.instructions_outside_executions == 0
 
 
@@ -194,9 +194,9 @@ def test_lnc2_counts_each_execution_once(tmp_path: Path, export: str) -> None:
     data, neuron = analysis.neuron_data, analysis.neuron
     summed = sum(e.host_end_ns - e.host_start_ns for e in truth.executions)
     assert sum(_device_by_op(analysis)[n] for n in {e.op_name for e in truth.executions}) == summed
-    cores = data.exec_core_busy[1]
+    cores = data.executions.core_busy[1]
     assert sorted(cores) == [0, 1]
-    assert sorted(neuron.core_busy[1]) == [0, 1]
+    assert sorted(neuron.engines.core_busy[1]) == [0, 1]
     table = analysis.kernel_table() if hasattr(analysis, "kernel_table") else None
     if table is not None:
         assert int(np.sum(table.calls)) == len(truth.executions) + truth.unlinked_executions
@@ -207,7 +207,13 @@ def test_lnc2_drilldown_shows_the_physical_cores(tmp_path: Path, capsys) -> None
     assert main(["chain", str(tmp_path / "p"), "--op", "aten::pow", "--format", "json"]) == 0
     chain = json.loads(capsys.readouterr().out)
     execution = next(h for h in chain["hops"] if h["kind"] == "execution")
-    assert set(execution["details"]["physical cores (us running)"]) == {"pcore 0", "pcore 1"}
+    details = execution["details"]
+    cores = details["physical cores (start → end, us from the execution's start)"]
+    assert set(cores) == {"pcore 0", "pcore 1"}
+    # device time is the union of the cores; the span and the longest core are beside it
+    union = details["device time (us, union of its cores)"]
+    assert details["longest core (us)"] <= union <= details["span (us, first core start → last core end)"]
+    assert union == pytest.approx(execution["dur_us"])
 
 
 # -- §3 linking -----------------------------------------------------------------------------------
@@ -259,8 +265,8 @@ def test_engine_busy_never_exceeds_the_execution(tmp_path: Path) -> None:
     write_process_session(tmp_path / "p", "fused", exports=("parquet",), options=SynthOptions(lnc=2))
     analysis = Analysis(load_neuron_profile(tmp_path / "p"))
     data, neuron = analysis.neuron_data, analysis.neuron
-    length = data.exec_host_end - data.exec_host_start
-    assert (neuron.engine_busy <= length[:, None]).all()
+    length = data.executions.host_end - data.executions.host_start
+    assert (neuron.engines.busy <= length[:, None]).all()
 
 
 # -- §8 generator -----------------------------------------------------------------------------------

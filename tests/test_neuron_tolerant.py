@@ -276,11 +276,11 @@ def test_mapping_tells_forward_from_backward_ops_by_thread(tmp_path: Path) -> No
     analysis = Analysis(load_neuron_profile(tmp_path / "p"))
     neuron = analysis.neuron
     ev = analysis.trace.events
-    names = [analysis.trace.names[int(ev.name[r])] for r in neuron.exec_op.tolist()]
-    threads = [analysis.trace.threads[int(ev.thread[r])].tid for r in neuron.exec_op.tolist()]
+    names = [analysis.trace.names[int(ev.name[r])] for r in neuron.by_execution.op.tolist()]
+    threads = [analysis.trace.threads[int(ev.thread[r])].tid for r in neuron.by_execution.op.tolist()]
     assert neuron.report.by_mapping == 2
     assert list(zip(names, threads)) == [("aten::mul", "1"), ("aten::mul", "2")]
-    assert np.all(neuron.exec_method == neuron.exec_method[0])
+    assert np.all(neuron.by_execution.method == neuron.by_execution.method[0])
 
 
 def test_an_empty_system_table_is_said(tmp_path: Path) -> None:

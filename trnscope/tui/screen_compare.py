@@ -224,5 +224,3 @@ class CompareScreen(FilterScreen):
 
     def analyses_shown(self) -> list[Analysis]:
         return self.analyses
-
-

@@ -373,29 +373,30 @@ def _findings(
 
 def _neuron_findings(analysis: Analysis, wall: int) -> list[FindingOut]:
     data, neuron = analysis.neuron_data, analysis.neuron
-    if data is None or neuron is None or not len(data.exec_system) or data.system is None:
+    if data is None or neuron is None or not len(data.executions) or data.system is None:
         return []
     ev = analysis.trace.events
     system = data.system
     out: list[FindingOut] = []
-    duration = data.exec_host_end - data.exec_host_start
-    models = system.model_id[data.exec_system]
+    executions = data.executions
+    duration = executions.union
+    models = system.model_id[executions.system_row]
     warmup_loss, warmup_row = 0, -1
     for model in np.unique(models).tolist():
         mine = np.flatnonzero(models == model)
         if mine.size < 3:
             continue
-        mine = mine[np.argsort(data.exec_host_start[mine], kind="stable")]
+        mine = mine[np.argsort(executions.host_start[mine], kind="stable")]
         first, rest = int(duration[mine[0]]), np.median(duration[mine[1:]])
         if first > 2 * rest and first - rest > 100_000 and first - rest > warmup_loss:
             warmup_loss, warmup_row = int(first - rest), int(mine[0])
     if warmup_row >= 0:
-        op = int(neuron.exec_op[warmup_row])
+        op = int(neuron.by_execution.op[warmup_row])
         out.append(
             _finding(
                 analysis,
                 "first_execution",
-                f"the first execution of {analysis.trace.names[int(ev.name[data.exec_rows[warmup_row]])]} takes "
+                f"the first execution of {analysis.trace.names[int(ev.name[executions.trace_row[warmup_row]])]} takes "
                 f"{fmt_time_ns(int(duration[warmup_row]))}, {fmt_time_ns(warmup_loss)} more than the median of the rest "
                 "(NeuronCore start-up) — warm up before profiling, or profile a later execution (--profile-nth-exec=2)",
                 op if op >= 0 else -1,
@@ -403,15 +404,15 @@ def _neuron_findings(analysis: Analysis, wall: int) -> list[FindingOut]:
                 wall,
             )
         )
-    compute = neuron.engine_busy[:, :5]
+    compute = neuron.engines.busy[:, :5]
     if compute.size:
         share = compute.max(axis=1) / np.maximum(duration, 1)
         idle = np.where(share < 0.5, duration * (1 - share), 0).astype(np.int64)
-        placed = neuron.exec_profile >= 0
+        placed = neuron.engines.profile >= 0
         idle = np.where(placed, idle, 0)
         if idle.sum() > 0:
             worst = int(np.argmax(idle))
-            op = int(neuron.exec_op[worst])
+            op = int(neuron.by_execution.op[worst])
             out.append(
                 _finding(
                     analysis,

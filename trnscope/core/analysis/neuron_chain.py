@@ -12,6 +12,7 @@ from trnscope.core.analysis.chain_model import ChainContext, Hop, us
 from trnscope.core.base.arrays import grouped_union
 from trnscope.core.formats.neuron.data import NeuronData
 from trnscope.core.formats.neuron.device import ENGINES, DeviceProfile
+from trnscope.core.formats.neuron.executions import describe
 from trnscope.core.formats.neuron.system import SOURCE_RUNTIME, SystemEvents
 from trnscope.core.link.linker import LinkMethod
 from trnscope.core.link.neuron import NeuronLinks
@@ -25,7 +26,7 @@ class NeuronHops:
     def __init__(self, data: NeuronData, links: NeuronLinks) -> None:
         self.data = data
         self.links = links
-        self._exec_rows = set(data.exec_rows.tolist())
+        self._exec_rows = set(data.executions.trace_row.tolist())
 
     def claims(self, device_row: int) -> bool:
         return self.data.system is not None and device_row in self._exec_rows
@@ -38,8 +39,8 @@ class NeuronHops:
         if not self.data.device_in_trace or self.data.system is None:
             return
         # device activities came from trace.json; still show the executions behind them
-        for i in np.flatnonzero(np.isin(self.links.exec_op, op_rows)).tolist():
-            _execution_hops(context, self.data, self.links, self.data.system, int(self.data.exec_rows[i]))
+        for i in np.flatnonzero(np.isin(self.links.by_execution.op, op_rows)).tolist():
+            _execution_hops(context, self.data, self.links, self.data.system, int(self.data.executions.trace_row[i]))
 
 
 def _execution_hops(
@@ -49,10 +50,12 @@ def _execution_hops(
     execution; the execution hop carries its queueing time (``queue_us``)."""
     trace, hops, hop, origin, depth = context.trace, context.hops, context.hop, context.origin, context.depth
     ev = trace.events
-    index = int(np.flatnonzero(data.exec_rows == exec_row)[0])
-    sys_exec = int(data.exec_system[index])
+    executions = data.executions
+    index = int(np.flatnonzero(executions.trace_row == exec_row)[0])
+    sys_exec = int(executions.system_row[index])
     exec_id = int(system.exec_id[sys_exec])
-    related = neuron.exec_related[index] if index < len(neuron.exec_related) else []
+    by_execution, engines = neuron.by_execution, neuron.engines
+    related = by_execution.related[index]
     exec_start = int(ev.ts[exec_row])
     last_before = None
     for s in related:
@@ -78,31 +81,27 @@ def _execution_hops(
         "NeuronCore": int(system.nc_idx[sys_exec]),
         "model_id": int(system.model_id[sys_exec]),
         "NEFF": model,
-        "linked by": LinkMethod(int(neuron.exec_method[index])).label,
+        "linked by": LinkMethod(int(by_execution.method[index])).label,
         "queue_us": us(queue),
     }
     if int(system.nc_start[sys_exec]) >= 0:
         exec_details["device clock start (ns)"] = int(system.nc_start[sys_exec])
-    rows_per_core = data.exec_core_busy[index] if index < len(data.exec_core_busy) else {}
-    if len(rows_per_core) > 1 or any(core >= 0 for core in rows_per_core):
-        # LNC=2: one nc_exec_running row per physical core; the execution is their union
-        exec_details["physical cores (us running)"] = {
-            f"pcore {core}" if core >= 0 else "pcore ?": us(ns) for core, ns in sorted(rows_per_core.items())
-        }
-    instr_per_core = neuron.core_busy[index] if index < len(neuron.core_busy) else {}
+    # LNC=2: one nc_exec_running record per physical core; device time is their union
+    exec_details.update(describe(executions, index))
+    instr_per_core = engines.core_busy[index]
     if instr_per_core:
         exec_details["physical cores (us busy, union of instructions)"] = {
             f"pcore {core}": us(ns) for core, ns in sorted(instr_per_core.items())
         }
-    co = neuron.exec_co_ops[index]
+    co = by_execution.co_ops[index]
     if co:
         exec_details["submitted with"] = [trace.names[int(ev.name[c])] for c in co]
     hops.append(hop(exec_row, "execution", depth + 2, details=exec_details))
-    busy = neuron.engine_busy[index]
-    count = neuron.engine_count[index]
-    profile_index = int(neuron.exec_profile[index])
+    busy = engines.busy[index]
+    count = engines.count[index]
+    profile_index = int(engines.profile[index])
     profile = data.profiles[profile_index] if profile_index >= 0 else None
-    dev_start, dev_end = (int(v) for v in neuron.exec_window[index])
+    dev_start, dev_end = (int(v) for v in engines.window[index])
     for e in np.argsort(-busy).tolist():
         if busy[e] == 0:
             continue
@@ -156,14 +155,14 @@ def _execution_hops(
                 location = inst.strings[int(uniq[k])] or "(no HLO / NKI location)"
                 members = order[first[k] : first[k] + counts[k]]
                 opcodes = sorted({inst.strings[int(o)] for o in inst.opcode[members] if o >= 0})
-                engines = sorted({ENGINES[int(x)] for x in inst.engine[members]})
+                on_engines = sorted({ENGINES[int(x)] for x in inst.engine[members]})
                 hops.append(
                     Hop(
                         layer="device",
                         name=location,
                         start_us=us(exec_start - origin + int(inst.start[members].min()) - dev_start),
                         dur_us=us(int(sums[k])),
-                        thread_or_stream=", ".join(engines),
+                        thread_or_stream=", ".join(on_engines),
                         details={
                             "instructions": int(counts[k]),
                             "opcodes": opcodes[:6],

@@ -48,14 +48,14 @@ def neuron_summary(analysis: Analysis) -> NeuronOut | None:
     names = analysis.trace.names
     ev = analysis.trace.events
     per_op: dict[str, NeuronOpOut] = {}
-    for i, op in enumerate(neuron.exec_op.tolist()):
+    for i, op in enumerate(neuron.by_execution.op.tolist()):
         if op < 0:
             continue
         name = names[int(ev.name[op])]
         out = per_op.setdefault(name, NeuronOpOut(name, 0, 0.0, {}))
         out.executions += 1
-        out.device_us = round(out.device_us + us(max(int(ev.dur[int(data.exec_rows[i])]), 0)), 3)
-        for e, busy in enumerate(neuron.engine_busy[i].tolist()):
+        out.device_us = round(out.device_us + us(max(int(ev.dur[int(data.executions.trace_row[i])]), 0)), 3)
+        for e, busy in enumerate(neuron.engines.busy[i].tolist()):
             if busy:
                 out.engines_us[ENGINES[e]] = round(out.engines_us.get(ENGINES[e], 0.0) + us(busy), 3)
     r = neuron.report

@@ -140,17 +140,18 @@ def _with_engine_lanes(analysis: Analysis, devices: list[Lane]) -> list[Lane]:
     ends: dict[tuple[str, int], list[np.ndarray]] = {}
     threads = analysis.trace.threads
     ev = analysis.trace.events
-    for index in np.flatnonzero(neuron.exec_profile >= 0).tolist():
-        profile = data.profiles[int(neuron.exec_profile[index])]
-        ws, we = (int(v) for v in neuron.exec_window[index])
+    engines, executions = neuron.engines, data.executions
+    for index in np.flatnonzero(engines.profile >= 0).tolist():
+        profile = data.profiles[int(engines.profile[index])]
+        ws, we = (int(v) for v in engines.window[index])
         inst = profile.instructions
         lo, hi = np.searchsorted(inst.start, [ws, we])
         if hi <= lo:
             continue
-        host0 = int(data.exec_host_start[index]) - analysis.trace.origin_ns
+        host0 = int(executions.host_start[index]) - analysis.trace.origin_ns
         s = inst.start[lo:hi] + inst.wait[lo:hi] - ws + host0
         e = np.minimum(inst.start[lo:hi] + inst.duration[lo:hi], we) - ws + host0
-        core = threads[int(ev.thread[data.exec_rows[index]])].display
+        core = threads[int(ev.thread[executions.trace_row[index]])].display
         for engine in np.unique(inst.engine[lo:hi]).tolist():
             mine = inst.engine[lo:hi] == engine
             starts.setdefault((core, engine), []).append(s[mine])

@@ -137,3 +137,14 @@ def running_max_per_group(values: np.ndarray, group: np.ndarray) -> np.ndarray:
     for lo, hi in itertools.pairwise(bounds):
         out[lo:hi] = np.maximum.accumulate(values[lo:hi])
     return out
+
+
+def check_lengths(struct: object, n: int, skip: tuple[str, ...] = ()) -> None:
+    """Every array and list field (but ``skip``) of a msgspec struct of per-row columns
+    has ``n`` rows (checked once where it is made, so its users need no length guards)."""
+    for name in getattr(type(struct), "__struct_fields__", ()):
+        if name in skip:
+            continue
+        value = getattr(struct, name)
+        if isinstance(value, np.ndarray | list) and len(value) != n:
+            raise ValueError(f"{type(struct).__name__}.{name} has {len(value)} rows, not {n}")

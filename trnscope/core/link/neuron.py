@@ -24,13 +24,12 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
-from trnscope.core.base.arrays import grouped_union
+from trnscope.core.base.arrays import check_lengths
 from trnscope.core.formats.neuron.data import NeuronData
-from trnscope.core.formats.neuron.device import COMPUTE_ENGINES, ENGINES, DeviceProfile
 from trnscope.core.formats.neuron.mapping import FrameworkOp
 from trnscope.core.formats.neuron.system import NONE, SOURCE_FRAMEWORK, SOURCE_HARDWARE, SOURCE_RUNTIME, SystemEvents
 from trnscope.core.link.linker import LinkMethod, Links, enclosing_op, lookup
-from trnscope.core.link.neuron_clock import Placement, place_profile
+from trnscope.core.link.neuron_engines import EngineTime, ProfilePlacement, engine_time
 from trnscope.core.model.roles import Role
 from trnscope.core.model.trace import Trace
 
@@ -58,27 +57,35 @@ class NeuronLinkReport(msgspec.Struct):
     profiles_without_executions: int = 0
 
 
-class ProfilePlacement(msgspec.Struct):
-    profile: str
-    nc_idx: int
-    method: str
-    matched: int
-    detail: str
+class ExecutionLinks(msgspec.Struct):
+    """Per execution (rows as in ``NeuronData.executions``): the op that submitted it
+    and how that was found, and its runtime request."""
+
+    op: np.ndarray  # int64 op row per execution, -1
+    method: np.ndarray  # uint8 LinkMethod per execution
+    request: np.ndarray  # int64 system index of the runtime request, -1
+    co_ops: list[list[int]]  # other ops of a fused submission
+    related: list[list[int]]  # system rows of the request (exec_id, flow chain, nrta_seq_id)
+
+    def __post_init__(self) -> None:
+        check_lengths(self, len(self.op))
+
+    @classmethod
+    def unlinked(cls, n: int) -> ExecutionLinks:
+        return cls(
+            np.full(n, -1, np.int64), np.zeros(n, np.uint8), np.full(n, -1, np.int64), [[] for _ in range(n)],
+            [[] for _ in range(n)],
+        )  # fmt: skip
 
 
 class NeuronLinks(msgspec.Struct):
-    exec_op: np.ndarray  # op row per execution (-1)
-    exec_method: np.ndarray  # uint8 LinkMethod per execution
-    exec_request: np.ndarray  # system index of the runtime request, -1
-    exec_co_ops: list[list[int]]  # other ops of a fused submission
-    exec_profile: np.ndarray  # index into NeuronData.profiles, -1
-    exec_window: np.ndarray  # int64 [executions, 2]: the execution in its profile's time base
-    exec_related: list[list[int]]  # system rows of the request (exec_id, flow chain, nrta_seq_id)
-    engine_busy: np.ndarray  # int64 [executions, len(ENGINES)]: union of active intervals
-    engine_count: np.ndarray  # int64 [executions, len(ENGINES)]
-    core_busy: list[dict[int, int]]  # per execution: physical core → union of its instructions
-    placements: list[ProfilePlacement]
+    by_execution: ExecutionLinks
+    engines: EngineTime  # device profiles placed on the host clock, engine busy time per execution
     report: NeuronLinkReport
+
+    @property
+    def placements(self) -> list[ProfilePlacement]:
+        return self.engines.placements
 
 
 # -- runtime events of each execution ---------------------------------------------------------
@@ -133,8 +140,8 @@ def _related_rows(data: NeuronData) -> tuple[list[list[int]], np.ndarray]:
         by_nrta.setdefault(int(system.nrta_seq_id[row]), []).append(row)
     priority = {name: rank for rank, name in enumerate(_REQUEST_NAMES)}
     related: list[list[int]] = []
-    request = np.full(len(data.exec_system), -1, dtype=np.int64)
-    for index, members in enumerate(data.exec_members or [[int(r)] for r in data.exec_system]):
+    request = np.full(len(data.executions), -1, dtype=np.int64)
+    for index, members in enumerate(data.executions.members):
         found: set[int] = set()
         for row in members:
             exec_id = int(system.exec_id[row])
@@ -218,30 +225,29 @@ class _MappingResolver:
         return max(earlier or rows, key=lambda r: int(ev.ts[r]))
 
 
-def link_neuron(trace: Trace, data: NeuronData, links: Links) -> NeuronLinks:
+class _MatchContext(msgspec.Struct):
+    """What the op matchers share: the trace, its links and the executions' requests."""
+
+    trace: Trace
+    links: Links
+    data: NeuronData
+    system: SystemEvents
+    related: list[list[int]]
+    found: ExecutionLinks
+
+
+def _match_by_flow(context: _MatchContext, todo: list[int]) -> None:
+    """1. The flow chain of the request reaches a framework event: Explorer's copy of a
+    trace.json event (matched to trace.json by thread and start time), or — without a
+    trace.json — the system profile's framework event itself."""
+    trace, links, data, system = context.trace, context.links, context.data, context.system
     ev = trace.events
-    n_exec = len(data.exec_system)
-    exec_op = np.full(n_exec, -1, dtype=np.int64)
-    method = np.zeros(n_exec, dtype=np.uint8)
-    co_ops: list[list[int]] = [[] for _ in range(n_exec)]
-    report = NeuronLinkReport(executions=n_exec)
-    system = data.system
-    if system is None or n_exec == 0:
-        return _finish(trace, links, data, exec_op, method, np.full(n_exec, -1, np.int64), co_ops, [], report)
-    report.physical_core_rows = sum(len(m) for m in data.exec_members)
-    related, request = _related_rows(data)
-    report.executions_without_request = int(sum(1 for r in related if not r))
-    report.requests = int(sum(1 for r in related if r))
-
-    op_mask = np.isin(ev.role, [int(Role.OP), int(Role.ANNOTATION)])
-    op_rows = np.flatnonzero(op_mask & (ev.external_id >= 0))
-    order = np.argsort(ev.external_id[op_rows], kind="stable")
-    op_ext = (ev.external_id[op_rows][order], op_rows[order])
-
-    # 1. the flow chain reaches a framework event
+    found = context.found
     if data.framework_from_system:
-        for i, rows in enumerate(related):
-            framework = [r for r in rows if system.source[r] == SOURCE_FRAMEWORK and data.system_row[r] >= 0]
+        for i in todo:
+            framework = [
+                r for r in context.related[i] if system.source[r] == SOURCE_FRAMEWORK and data.system_row[r] >= 0
+            ]
             if framework:
                 row = int(data.system_row[framework[0]])
                 op = (
@@ -250,57 +256,148 @@ def link_neuron(trace: Trace, data: NeuronData, links: Links) -> NeuronLinks:
                     else int(enclosing_op(links.raw_parent, ev.role, np.array([row]))[0])
                 )
                 if op >= 0:
-                    exec_op[i], method[i] = op, LinkMethod.NEURON_FLOW
-    else:
-        host_rows = np.flatnonzero(np.isin(ev.role, [int(Role.RUNTIME), int(Role.DRIVER), int(Role.OP)]))
-        exact = {(trace.threads[int(ev.thread[r])].tid, int(ev.ts[r])): r for r in host_rows.tolist()}
-        by_tid_ts = _TimeIndex(trace, host_rows)
-        corr_runtime = {
-            int(ev.correlation[r]): r
-            for r in np.flatnonzero((ev.role == int(Role.RUNTIME)) & (ev.correlation >= 0)).tolist()
-        }
-        for i, rows in enumerate(related):
-            for fw in (r for r in rows if system.source[r] == SOURCE_FRAMEWORK):
-                ts = int(system.start[fw]) - trace.origin_ns
-                tid = str(int(system.thread[fw]))
-                row = exact.get((tid, ts), -1)
-                if row < 0:
-                    row = by_tid_ts.nearest(tid, ts, MATCH_TOLERANCE_NS)
-                if row < 0:
-                    continue
-                op = _op_for_trace_row(trace, links, row, op_ext, corr_runtime)
-                if op >= 0:
-                    exec_op[i], method[i] = op, LinkMethod.NEURON_FLOW
-                    break
-
-    # 2. framework_mapping: nrta_seq_id → (sequence number, thread) → op
-    if data.mapping:
-        resolver = _MappingResolver(trace, links, data.op_fwd_thread)
-        for i in np.flatnonzero(exec_op < 0).tolist():
-            nrtas = sorted({int(system.nrta_seq_id[r]) for r in related[i]} - {NONE})
-            entries = [e for nrta in nrtas for e in data.mapping.get(nrta, [])]
-            if not entries:
+                    found.op[i], found.method[i] = op, LinkMethod.NEURON_FLOW
+        return
+    op_mask = np.isin(ev.role, [int(Role.OP), int(Role.ANNOTATION)])
+    op_rows = np.flatnonzero(op_mask & (ev.external_id >= 0))
+    order = np.argsort(ev.external_id[op_rows], kind="stable")
+    op_ext = (ev.external_id[op_rows][order], op_rows[order])
+    host_rows = np.flatnonzero(np.isin(ev.role, [int(Role.RUNTIME), int(Role.DRIVER), int(Role.OP)]))
+    exact = {(trace.threads[int(ev.thread[r])].tid, int(ev.ts[r])): r for r in host_rows.tolist()}
+    by_tid_ts = _TimeIndex(trace, host_rows)
+    corr_runtime = {
+        int(ev.correlation[r]): r
+        for r in np.flatnonzero((ev.role == int(Role.RUNTIME)) & (ev.correlation >= 0)).tolist()
+    }
+    for i in todo:
+        for fw in (r for r in context.related[i] if system.source[r] == SOURCE_FRAMEWORK):
+            ts = int(system.start[fw]) - trace.origin_ns
+            tid = str(int(system.thread[fw]))
+            row = exact.get((tid, ts), -1)
+            if row < 0:
+                row = by_tid_ts.nearest(tid, ts, MATCH_TOLERANCE_NS)
+            if row < 0:
                 continue
-            anchor = int(system.start[related[i][0]]) - trace.origin_ns
-            found = [r for r in (resolver.op(e, anchor) for e in entries) if r >= 0]
-            if found:
-                found = sorted(dict.fromkeys(found), key=lambda r: int(ev.ts[r]))
-                exec_op[i], method[i] = found[0], LinkMethod.NEURON_MAPPING
-                co_ops[i] = found[1:]
+            op = _op_for_trace_row(trace, links, row, op_ext, corr_runtime)
+            if op >= 0:
+                found.op[i], found.method[i] = op, LinkMethod.NEURON_FLOW
+                break
 
-    # 3. time: a runtime event of the request inside an op on the same thread
-    todo = np.flatnonzero(exec_op < 0)
-    if todo.size:
-        index = _TimeIndex(trace, np.flatnonzero(op_mask & links.in_tree))
-        for i in todo.tolist():
-            for r in related[i]:
-                if system.source[r] != SOURCE_RUNTIME:
-                    continue
-                op = index.enclosing(str(int(system.thread[r])), int(system.start[r]) - trace.origin_ns, links)
-                if op >= 0:
-                    exec_op[i], method[i] = op, LinkMethod.NEURON_TIME
-                    break
-    return _finish(trace, links, data, exec_op, method, request, co_ops, related, report)
+
+def _match_by_mapping(context: _MatchContext, todo: list[int]) -> None:
+    """2. ``framework_mapping``: the request's ``nrta_seq_id`` → (sequence number,
+    thread) → op; a fused submission names several ops (the rest: ``co_ops``)."""
+    data, system, trace = context.data, context.system, context.trace
+    if not data.mapping:
+        return
+    ev = trace.events
+    resolver = _MappingResolver(trace, context.links, data.op_fwd_thread)
+    for i in todo:
+        related = context.related[i]
+        nrtas = sorted({int(system.nrta_seq_id[r]) for r in related} - {NONE})
+        entries = [e for nrta in nrtas for e in data.mapping.get(nrta, [])]
+        if not entries:
+            continue
+        anchor = int(system.start[related[0]]) - trace.origin_ns
+        ops = [r for r in (resolver.op(e, anchor) for e in entries) if r >= 0]
+        if ops:
+            ops = sorted(dict.fromkeys(ops), key=lambda r: int(ev.ts[r]))
+            context.found.op[i], context.found.method[i] = ops[0], LinkMethod.NEURON_MAPPING
+            context.found.co_ops[i] = ops[1:]
+
+
+def _match_by_time(context: _MatchContext, todo: list[int]) -> None:
+    """3. Time: a runtime event of the request runs on an op's thread inside the op."""
+    if not todo:
+        return
+    trace, links, system = context.trace, context.links, context.system
+    ev = trace.events
+    op_mask = np.isin(ev.role, [int(Role.OP), int(Role.ANNOTATION)])
+    index = _TimeIndex(trace, np.flatnonzero(op_mask & links.in_tree))
+    for i in todo:
+        for r in context.related[i]:
+            if system.source[r] != SOURCE_RUNTIME:
+                continue
+            op = index.enclosing(str(int(system.thread[r])), int(system.start[r]) - trace.origin_ns, links)
+            if op >= 0:
+                context.found.op[i], context.found.method[i] = op, LinkMethod.NEURON_TIME
+                break
+
+
+# Tried in order on the executions still without an op (the module docstring says why).
+OP_MATCHERS = (_match_by_flow, _match_by_mapping, _match_by_time)
+
+
+def link_neuron(trace: Trace, data: NeuronData, links: Links) -> NeuronLinks:
+    """Executions → requests → ops, in stages: each execution's runtime request
+    (``_related_rows``), its op by the matchers in order, the counts of what was not
+    linked, the executions charged as device time to their ops (``charge_executions``),
+    and the device profiles' engine time (``neuron_engines``)."""
+    n_exec = len(data.executions)
+    report = NeuronLinkReport(executions=n_exec)
+    system = data.system
+    found = ExecutionLinks.unlinked(n_exec)
+    if system is not None and n_exec:
+        report.physical_core_rows = sum(len(m) for m in data.executions.members)
+        related, request = _related_rows(data)
+        found = ExecutionLinks(found.op, found.method, request, found.co_ops, related)
+        context = _MatchContext(trace, links, data, system, related, found)
+        for matcher in OP_MATCHERS:
+            todo = np.flatnonzero(found.op < 0).tolist()
+            if todo:
+                matcher(context, todo)
+    early = _count(trace, data, found, report)
+    if not data.device_in_trace and n_exec:
+        charge_executions(links, data, found, report, early)
+    engines = engine_time(data)
+    report.instructions = engines.instructions
+    report.instructions_outside_executions = engines.instructions_outside_executions
+    report.profiles_without_executions = engines.profiles_without_executions
+    return NeuronLinks(found, engines, report)
+
+
+def _count(trace: Trace, data: NeuronData, found: ExecutionLinks, report: NeuronLinkReport) -> np.ndarray:
+    """What the report says about the links: how each execution was linked, and why
+    the unlinked ones were not (before the capture window, outside every op).  Returns
+    which executions started before the first op."""
+    n_exec = len(data.executions)
+    report.executions_without_request = sum(1 for r in found.related if not r) if data.system is not None else 0
+    report.requests = n_exec - report.executions_without_request if data.system is not None else 0
+    report.linked = int((found.op >= 0).sum())
+    report.by_mapping = int((found.method == LinkMethod.NEURON_MAPPING).sum())
+    report.by_flow = int((found.method == LinkMethod.NEURON_FLOW).sum())
+    report.by_time = int((found.method == LinkMethod.NEURON_TIME).sum())
+    report.unlinked_executions = n_exec - report.linked
+    has_request = np.array([bool(r) for r in found.related], dtype=bool)
+    unlinked = found.op < 0
+    ops = np.flatnonzero(np.isin(trace.events.role, [int(Role.OP), int(Role.ANNOTATION)]))
+    first_op = int(trace.events.ts[ops].min()) + trace.origin_ns if ops.size else None
+    early = (data.executions.host_start < first_op) if first_op is not None else np.zeros(n_exec, dtype=bool)
+    report.before_window = int((unlinked & early).sum())
+    report.outside_ops = int((unlinked & has_request & ~early).sum())
+    report.requests_without_op = report.outside_ops
+    return early
+
+
+def charge_executions(
+    links: Links, data: NeuronData, found: ExecutionLinks, report: NeuronLinkReport, early: np.ndarray
+) -> None:
+    """Executions become device events of the op that submitted them: their rows of
+    the trace-wide ``Links`` (``device_op``, ``link_method``, ``device_launch``) are
+    written here, and ``link()``'s report — which saw them as device events without
+    link information — is corrected.  (Not done when trace.json already carries the
+    device activities: those count, as PyTorch counts them.)"""
+    rows = data.executions.trace_row
+    unlinked = found.op < 0
+    links.device_op[rows] = found.op
+    links.link_method[rows] = np.where(found.op >= 0, found.method, int(LinkMethod.NONE))
+    links.device_launch[rows] = np.where(found.request >= 0, data.system_row[np.maximum(found.request, 0)], -1)
+    has_request = np.array([bool(r) for r in found.related], dtype=bool)
+    r = links.report
+    r.unlinkable -= int(rows.size)
+    r.linked += report.linked
+    r.unlinkable += int((unlinked & (~has_request | early)).sum())
+    r.outside_ops += report.outside_ops
 
 
 class _TimeIndex:
@@ -345,162 +442,3 @@ class _TimeIndex:
                 return current
             current = int(links.raw_parent[current])
         return -1
-
-
-# -- finishing: device time of ops, placement of device profiles, engine time ---------------------
-
-
-def _finish(
-    trace: Trace,
-    links: Links,
-    data: NeuronData,
-    exec_op: np.ndarray,
-    method: np.ndarray,
-    request: np.ndarray,
-    co_ops: list[list[int]],
-    related: list[list[int]],
-    report: NeuronLinkReport,
-) -> NeuronLinks:
-    n_exec = len(data.exec_system)
-    report.linked = int((exec_op >= 0).sum())
-    report.by_mapping = int((method == LinkMethod.NEURON_MAPPING).sum())
-    report.by_flow = int((method == LinkMethod.NEURON_FLOW).sum())
-    report.by_time = int((method == LinkMethod.NEURON_TIME).sum())
-    report.unlinked_executions = n_exec - report.linked
-    has_request = np.array([bool(r) for r in related] or [False] * n_exec, dtype=bool)[:n_exec]
-    unlinked = exec_op < 0
-    ops = np.flatnonzero(np.isin(trace.events.role, [int(Role.OP), int(Role.ANNOTATION)]))
-    first_op = int(trace.events.ts[ops].min()) + trace.origin_ns if ops.size else None
-    early = (data.exec_host_start < first_op) if first_op is not None and n_exec else np.zeros(n_exec, dtype=bool)
-    report.before_window = int((unlinked & early).sum())
-    report.outside_ops = int((unlinked & has_request & ~early).sum())
-    report.requests_without_op = report.outside_ops
-
-    # device time of ops: executions become kernels of the op that submitted them,
-    # unless trace.json already carries the device activities (then those count).
-    if not data.device_in_trace and n_exec:
-        rows = data.exec_rows
-        links.device_op[rows] = exec_op
-        links.link_method[rows] = np.where(exec_op >= 0, method, int(LinkMethod.NONE))
-        launch = np.where(request >= 0, data.system_row[np.maximum(request, 0)], -1)
-        links.device_launch[rows] = launch
-        # link() saw these rows as device events without link information; recount them
-        r = links.report
-        r.unlinkable -= int(rows.size)
-        r.linked += report.linked
-        r.unlinkable += int((unlinked & (~has_request | early)).sum())
-        r.outside_ops += report.outside_ops
-
-    profile_of = np.full(n_exec, -1, dtype=np.int64)
-    window = np.full((n_exec, 2), -1, dtype=np.int64)
-    busy = np.zeros((n_exec, len(ENGINES)), dtype=np.int64)
-    counts = np.zeros((n_exec, len(ENGINES)), dtype=np.int64)
-    core_busy: list[dict[int, int]] = [{} for _ in range(n_exec)]
-    placements: list[ProfilePlacement] = []
-    system = data.system
-    for p_index, profile in enumerate(data.profiles):
-        inst = profile.instructions
-        report.instructions += len(inst)
-        placement = _place(data, system, profile) if system is not None and n_exec else None
-        if placement is None or placement.executions.size == 0:
-            report.instructions_outside_executions += len(inst)
-            report.profiles_without_executions += 1
-            placements.append(
-                ProfilePlacement(profile.label, profile.nc_idx, "unplaced", 0, placement.detail if placement else "")
-            )
-            continue
-        placements.append(
-            ProfilePlacement(profile.label, profile.nc_idx, placement.method, placement.matched, placement.detail)
-        )
-        execs = placement.executions
-        profile_of[execs] = p_index
-        window[execs, 0] = placement.window_start
-        window[execs, 1] = placement.window_end
-        ws, we = placement.window_start, placement.window_end
-        order = np.argsort(ws, kind="stable")
-        ws, we, execs = ws[order], we[order], execs[order]
-        which = np.searchsorted(ws, inst.start, side="right") - 1
-        inside = (which >= 0) & (inst.start < we[np.maximum(which, 0)])
-        report.instructions_outside_executions += int((~inside).sum())
-        owner = execs[which[inside]]
-        s = inst.start[inside]
-        # active time: after the semaphore wait, clipped to the execution
-        active_start = np.minimum(s + inst.wait[inside], s + inst.duration[inside])
-        active_end = np.minimum(s + inst.duration[inside], we[which[inside]])
-        engine = inst.engine[inside].astype(np.int64)
-        busy += grouped_union(owner * len(ENGINES) + engine, active_start, active_end, n_exec * len(ENGINES)).reshape(
-            n_exec, len(ENGINES)
-        )
-        np.add.at(counts, (owner, engine), 1)
-        pcore = inst.pcore[inside].astype(np.int64)
-        with_core = (pcore >= 0) & (engine < COMPUTE_ENGINES)
-        if with_core.any():
-            cores = int(pcore[with_core].max()) + 1
-            per_core = grouped_union(
-                owner[with_core] * cores + pcore[with_core],
-                active_start[with_core],
-                active_end[with_core],
-                n_exec * cores,
-            ).reshape(n_exec, cores)
-            for e, c in zip(*np.nonzero(per_core)):
-                core_busy[int(e)][int(c)] = core_busy[int(e)].get(int(c), 0) + int(per_core[e, c])
-        # DMA packets and collectives of the profile count as the "dma" / "cc" engines
-        for start, duration, name in (
-            (profile.dma_start, profile.dma_duration, "dma"),
-            (profile.cc_start, profile.cc_duration, "cc"),
-        ):
-            if start.size == 0:
-                continue
-            at = np.searchsorted(ws, start, side="right") - 1
-            within = (at >= 0) & (start < we[np.maximum(at, 0)])
-            owner_e = execs[at[within]]
-            ends = np.minimum(start[within] + duration[within], we[at[within]])
-            engine_id = ENGINES.index(name)
-            busy[:, engine_id] += grouped_union(owner_e, start[within], ends, n_exec)
-            np.add.at(counts[:, engine_id], owner_e, 1)
-    return NeuronLinks(
-        exec_op,
-        method,
-        request,
-        co_ops,
-        profile_of,
-        window,
-        related or [[] for _ in range(n_exec)],
-        busy,
-        counts,
-        core_busy,
-        placements,
-        report,
-    )
-
-
-def _place(data: NeuronData, system: SystemEvents | None, profile: DeviceProfile) -> Placement:
-    assert system is not None
-    cores = system.nc_idx[data.exec_system]
-    models = system.model_id[data.exec_system]
-    core_known = profile.nc_idx != NONE
-    if not core_known and np.unique(cores).size == 1:
-        core_known, core = True, int(cores[0])  # one NeuronCore in the capture: it is that one
-    else:
-        core = profile.nc_idx
-    mask = (np.maximum(cores, 0) == max(core, 0)) if core_known else np.zeros(cores.size, dtype=bool)
-    if profile.model_id != NONE:
-        mask &= models == profile.model_id
-    synced = np.zeros(len(data.exec_system), dtype=bool)
-    if system is not None and (system.sync_cpu >= 0).any():
-        keys = {
-            (int(system.exec_id[r]), int(system.nc_idx[r]))
-            for r in np.flatnonzero((system.sync_cpu >= 0) & (system.sync_nc >= 0)).tolist()
-        }
-        synced = np.array(
-            [(int(system.exec_id[r]), int(system.nc_idx[r])) in keys for r in data.exec_system.tolist()], dtype=bool
-        )
-    return place_profile(
-        profile,
-        np.flatnonzero(mask),
-        data.exec_host_start,
-        data.exec_host_end,
-        data.exec_nc_start if data.exec_nc_start.size else np.full(len(data.exec_system), NONE, np.int64),
-        data.exec_nc_stop if data.exec_nc_stop.size else np.full(len(data.exec_system), NONE, np.int64),
-        synced,
-    )

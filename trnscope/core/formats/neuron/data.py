@@ -7,6 +7,7 @@ import numpy as np
 
 from trnscope.core.formats.neuron.device import DeviceProfile
 from trnscope.core.formats.neuron.discover import NeuronFiles
+from trnscope.core.formats.neuron.executions import Executions
 from trnscope.core.formats.neuron.mapping import FrameworkOp
 from trnscope.core.formats.neuron.system import SystemEvents
 from trnscope.core.model.trace import BackendData, Trace
@@ -25,19 +26,12 @@ class NeuronData(BackendData):
     profiles: list[DeviceProfile]
     mapping: dict[int, list[FrameworkOp]]
     system_row: np.ndarray  # trace row of each system event, -1 if not merged
-    # one execution per logical NeuronCore: the nc_exec_running rows of its physical
-    # cores (LNC=2) are merged into one device event whose interval is their union
-    exec_system: np.ndarray  # representative system row of each execution, in row order
-    exec_rows: np.ndarray  # trace row of each execution
-    exec_host_start: np.ndarray  # Unix ns, aligned
-    exec_host_end: np.ndarray
+    # one execution per logical NeuronCore run (LNC=2: its physical cores' records
+    # merged; device time = their union) — see ``formats.neuron.executions``
+    executions: Executions
     device_in_trace: bool  # trace.json already holds device activities (correlate_device_time)
     alignment: AlignmentStats
     files: NeuronFiles
-    exec_members: list[list[int]] = []  # system rows of each execution (one per physical core)
-    exec_core_busy: list[dict[int, int]] = []  # physical core → ns that core ran the execution
-    exec_nc_start: np.ndarray = np.empty(0, np.int64)  # device clock (nc_start_timestamp_ns), -1
-    exec_nc_stop: np.ndarray = np.empty(0, np.int64)
     framework_from_system: bool = False  # ops are the system profile's framework events
     op_fwd_thread: dict[int, int] = {}  # op row → "Fwd thread id", for ops sharing a sequence number
 

@@ -18,11 +18,13 @@ and ties everything to ops.
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from trnscope.core.base.arrays import split_by
@@ -36,6 +38,7 @@ from trnscope.core.formats.neuron.discover import (
     parquet_tables,
     session_files,
 )
+from trnscope.core.formats.neuron.executions import Executions, executions_from_cores
 from trnscope.core.formats.neuron.export import cached_export, corrupt_export, discard_export, explorer_command
 from trnscope.core.formats.neuron.mapping import FrameworkOp, read_mappings
 from trnscope.core.formats.neuron.system import (
@@ -359,6 +362,151 @@ def group_executions(system: SystemEvents, rows: np.ndarray, start: np.ndarray, 
     return sorted(groups.values(), key=lambda members: int(start[members].min()))
 
 
+# -- the stages of a merge: executions found, then every kind of system event turned
+# -- into rows of the trace, appended once ------------------------------------------
+
+
+def find_executions(system: SystemEvents, stats: AlignmentStats) -> Executions:
+    """The profile's executions: its ``nc_exec_running`` records placed on the host
+    clock (``_align``) and grouped, one execution per logical core's run."""
+    candidates = np.flatnonzero(
+        (system.source == SOURCE_HARDWARE) & (system.name == names_index(system, "nc_exec_running"))
+    )
+    row_start, row_end = _align(system, candidates, stats)
+    groups = group_executions(system, candidates, row_start, row_end)
+    return executions_from_cores(
+        system_rows=[[int(candidates[k]) for k in g] for g in groups],
+        cores=[[int(system.pcore[int(candidates[k])]) for k in g] for g in groups],
+        starts=[[int(row_start[k]) for k in g] for g in groups],
+        ends=[[int(row_end[k]) for k in g] for g in groups],
+        nc_start=np.array([_min_known(system.nc_start[candidates[g]]) for g in groups], dtype=np.int64),
+        nc_stop=np.array([int(system.nc_stop[candidates[g]].max()) for g in groups], dtype=np.int64),
+    )
+
+
+class _RowBlock(msgspec.Struct):
+    """Rows to append to the trace for one kind of system event."""
+
+    system_rows: list[list[int]]  # the system rows each new trace row stands for
+    role: np.ndarray  # uint8
+    names: list[str]
+    cat: str
+    lanes: list[tuple[str, str, str, bool]]  # (pid, tid, label, is a device lane) of each row
+    start: np.ndarray  # int64 Unix ns
+    duration: np.ndarray  # int64 ns
+
+
+class _Appender:
+    """Appends row blocks to a trace: names, categories and lanes interned into the
+    trace's own tables, every block's columns concatenated once."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.names = Interner()
+        for name in trace.names:
+            self.names[name]
+        self.cats = Interner()
+        for cat in trace.cats:
+            self.cats[cat]
+        self.threads = {(t.pid, t.tid): i for i, t in enumerate(trace.threads)}
+
+    def _lane(self, pid: str, tid: str, label: str, is_device: bool) -> int:
+        key = (pid, tid)
+        if key not in self.threads:
+            self.threads[key] = len(self.trace.threads)
+            self.trace.threads.append(
+                ThreadInfo(
+                    pid=pid, tid=tid, process_label=label if is_device else "", thread_label=label, is_device=is_device
+                )
+            )
+        return self.threads[key]
+
+    def append(self, blocks: list[_RowBlock], origin: int) -> list[np.ndarray]:
+        """Append every block; returns the new trace rows of each."""
+        count = sum(len(b.names) for b in blocks)
+        added = EventColumns(
+            ph=np.full(count, PH_X, np.uint8),
+            role=np.concatenate([b.role for b in blocks]).astype(np.uint8),
+            name=np.array([self.names[n] for b in blocks for n in b.names], dtype=np.int32),
+            cat=np.concatenate([np.full(len(b.names), self.cats[b.cat], np.int32) for b in blocks]),
+            thread=np.array([self._lane(*lane) for b in blocks for lane in b.lanes], dtype=np.int32),
+            ts=np.concatenate([b.start for b in blocks]).astype(np.int64) - origin,
+            dur=np.concatenate([b.duration for b in blocks]).astype(np.int64),
+            external_id=np.full(count, -1, np.int64),
+            correlation=np.full(count, -1, np.int64),
+            sequence=np.full(count, -1, np.int64),
+            flow_id=np.full(count, -1, np.int64),
+            flow_bind_end=np.zeros(count, bool),
+            dims=np.full(count, -1, np.int32),
+            stack=np.full(count, -1, np.int32),
+        )
+        trace = self.trace
+        first = len(trace.events)
+        trace.events = EventColumns.concatenate([trace.events, added])
+        trace.names = list(self.names.keys())
+        trace.cats = list(self.cats.keys())
+        previous = trace.source_index if trace.source_index is not None else np.empty(0, np.int64)
+        trace.source_index = np.concatenate([previous, np.full(count, -1, np.int64)])
+        trace.stats.events = len(trace.events)
+        bounds = np.cumsum([first, *(len(b.names) for b in blocks)])
+        return [np.arange(lo, hi, dtype=np.int64) for lo, hi in itertools.pairwise(bounds)]
+
+
+def _core_lane(system: SystemEvents, row: int) -> tuple[str, str, str, bool]:
+    core = f"NC{max(int(system.nc_idx[row]), 0)}"
+    return ("NeuronCore", core, core, True)
+
+
+def _plain_block(system: SystemEvents, rows: np.ndarray, role: np.ndarray, cat: str, lanes: list[Any]) -> _RowBlock:
+    return _RowBlock(
+        system_rows=[[r] for r in rows.tolist()],
+        role=role,
+        names=[system.name_of(r) for r in rows.tolist()],
+        cat=cat,
+        lanes=lanes,
+        start=system.start[rows],
+        duration=system.duration[rows],
+    )
+
+
+def _framework_block(system: SystemEvents, framework: np.ndarray) -> _RowBlock:
+    lanes = [
+        (f"framework {system.process[r]}", str(system.thread[r]), f"framework {system.thread[r]}", False)
+        for r in framework.tolist()
+    ]
+    return _plain_block(system, framework, _framework_roles(system, framework), NEURON_FRAMEWORK_CAT, lanes)
+
+
+def _runtime_block(system: SystemEvents, runtime: np.ndarray) -> _RowBlock:
+    lanes = [
+        (str(system.process[r]), str(system.thread[r]), f"Neuron runtime {system.thread[r]}", False)
+        for r in runtime.tolist()
+    ]
+    role = np.full(runtime.size, int(Role.SYSTEM_RUNTIME), np.uint8)
+    return _plain_block(system, runtime, role, NEURON_RUNTIME_CAT, lanes)
+
+
+def _execution_block(system: SystemEvents, executions: Executions, role: Role) -> _RowBlock:
+    names = []
+    for row in executions.system_row.tolist():
+        model = system.names[int(system.model_name[row])] if system.model_name[row] >= 0 else ""
+        names.append(_model_label(model, int(system.model_id[row])))
+    return _RowBlock(
+        system_rows=executions.members,
+        role=np.full(len(executions), int(role), np.uint8),
+        names=names,
+        cat=NEURON_HARDWARE_CAT,
+        lanes=[_core_lane(system, r) for r in executions.system_row.tolist()],
+        start=executions.host_start,
+        duration=executions.union,
+    )
+
+
+def _other_hardware_block(system: SystemEvents, rows: np.ndarray) -> _RowBlock:
+    role = np.full(rows.size, int(Role.SYSTEM_HARDWARE), np.uint8)
+    return _plain_block(system, rows, role, NEURON_HARDWARE_CAT, [_core_lane(system, r) for r in rows.tolist()])
+
+
 def _merge(
     trace: Trace,
     system: SystemEvents | None,
@@ -369,142 +517,40 @@ def _merge(
     folder: Path,
     framework_from_system: bool,
 ) -> NeuronData:
+    """The system profile's events into the trace, in named stages: find the
+    executions, build one block of rows per kind of event (framework events when they
+    are the op layer, runtime events, executions, other hardware events), append them
+    once, and remember which trace row each system row became."""
     stats = AlignmentStats()
-    empty = np.empty(0, np.int64)
     device_in_trace = bool(np.isin(trace.events.role, [int(Role.KERNEL), int(Role.MEMORY)]).any())
     if system is None or len(system) == 0:
         return NeuronData(
-            str(folder), export_format, system, profiles, mapping, empty, empty, empty, empty, empty,
+            str(folder), export_format, system, profiles, mapping, np.empty(0, np.int64), Executions.empty(),
             device_in_trace, stats, files,
         )  # fmt: skip
-    names = Interner()
-    for name in trace.names:
-        names[name]
-    cats = Interner()
-    for cat in trace.cats:
-        cats[cat]
-    threads = {(t.pid, t.tid): i for i, t in enumerate(trace.threads)}
-
-    def thread_of(pid: str, tid: str, label: str, is_device: bool) -> int:
-        key = (pid, tid)
-        if key not in threads:
-            threads[key] = len(trace.threads)
-            trace.threads.append(
-                ThreadInfo(
-                    pid=pid, tid=tid, process_label=label if is_device else "", thread_label=label, is_device=is_device
-                )
-            )
-        return threads[key]
-
-    hardware_name = np.array([n in ("nc_exec_running", "timestamp_sync_point") for n in system.names] or [False])
-    is_hw = system.source == SOURCE_HARDWARE
-    runtime = np.flatnonzero(system.source == SOURCE_RUNTIME)
-    framework = np.flatnonzero(system.source == SOURCE_FRAMEWORK) if framework_from_system else empty
-    exec_candidates = np.flatnonzero(is_hw & (system.name == names_index(system, "nc_exec_running")))
-    other_hw = np.flatnonzero(is_hw & ~hardware_name[system.name])
-    row_start, row_end = _align(system, exec_candidates, stats)
-    groups = group_executions(system, exec_candidates, row_start, row_end)
-    exec_system = np.array([int(exec_candidates[g[0]]) for g in groups], dtype=np.int64)
-    exec_start = np.array([int(row_start[g].min()) for g in groups], dtype=np.int64)
-    exec_end = np.array([int(row_end[g].max()) for g in groups], dtype=np.int64)
-    members = [[int(exec_candidates[k]) for k in g] for g in groups]
-    core_busy: list[dict[int, int]] = []
-    for g in groups:
-        busy: dict[int, int] = {}
-        for k in g:
-            core = int(system.pcore[int(exec_candidates[k])])
-            busy[core] = busy.get(core, 0) + int(row_end[k] - row_start[k])
-        core_busy.append(busy)
-    nc_start = np.array([_min_known(system.nc_start[exec_candidates[g]]) for g in groups], dtype=np.int64)
-    nc_stop = np.array([int(system.nc_stop[exec_candidates[g]].max()) for g in groups], dtype=np.int64)
-
-    origin = trace.origin_ns if trace.origin_is_unix or len(trace.events) else int(system.start.min())
+    executions = find_executions(system, stats)
     if not trace.origin_is_unix and len(trace.events):
         trace.warnings.append(
             "framework trace has no baseTimeNanoseconds: runtime and device events are placed by their own clock only"
         )
-    rt_cat, hw_cat, fw_cat = cats[NEURON_RUNTIME_CAT], cats[NEURON_HARDWARE_CAT], cats[NEURON_FRAMEWORK_CAT]
-    lane = {
-        r: thread_of(str(system.process[r]), str(system.thread[r]), f"Neuron runtime {system.thread[r]}", False)
-        for r in runtime.tolist()
-    }
-    fw_lane = {
-        r: thread_of(f"framework {system.process[r]}", str(system.thread[r]), f"framework {system.thread[r]}", False)
-        for r in framework.tolist()
-    }
-
-    def core_lane(row: int) -> int:
-        core = f"NC{max(int(system.nc_idx[row]), 0)}"
-        return thread_of("NeuronCore", core, core, True)
-
-    exec_names = []
-    for row in exec_system.tolist():
-        model = system.names[int(system.model_name[row])] if system.model_name[row] >= 0 else ""
-        exec_names.append(names[_model_label(model, int(system.model_id[row]))])
-    exec_role = Role.SYSTEM_HARDWARE if device_in_trace else Role.KERNEL
-    parts_rows = [framework, runtime, exec_system, other_hw]
-    count = sum(p.size for p in parts_rows)
-    added = EventColumns(
-        ph=np.full(count, PH_X, np.uint8),
-        role=np.concatenate(
-            [
-                _framework_roles(system, framework),
-                np.full(runtime.size, int(Role.SYSTEM_RUNTIME), np.uint8),
-                np.full(exec_system.size, int(exec_role), np.uint8),
-                np.full(other_hw.size, int(Role.SYSTEM_HARDWARE), np.uint8),
-            ]
-        ),
-        name=np.array(
-            [names[system.name_of(r)] for r in framework.tolist()]
-            + [names[system.name_of(r)] for r in runtime.tolist()]
-            + exec_names
-            + [names[system.name_of(r)] for r in other_hw.tolist()],
-            dtype=np.int32,
-        ),
-        cat=np.concatenate(
-            [
-                np.full(framework.size, fw_cat, np.int32),
-                np.full(runtime.size, rt_cat, np.int32),
-                np.full(exec_system.size + other_hw.size, hw_cat, np.int32),
-            ]
-        ),
-        thread=np.array(
-            [fw_lane[r] for r in framework.tolist()]
-            + [lane[r] for r in runtime.tolist()]
-            + [core_lane(r) for r in exec_system.tolist()]
-            + [core_lane(r) for r in other_hw.tolist()],
-            dtype=np.int32,
-        ),
-        ts=np.concatenate([system.start[framework], system.start[runtime], exec_start, system.start[other_hw]]).astype(
-            np.int64
-        )
-        - origin,
-        dur=np.concatenate(
-            [system.duration[framework], system.duration[runtime], exec_end - exec_start, system.duration[other_hw]]
-        ).astype(np.int64),
-        external_id=np.full(count, -1, np.int64),
-        correlation=np.full(count, -1, np.int64),
-        sequence=np.full(count, -1, np.int64),
-        flow_id=np.full(count, -1, np.int64),
-        flow_bind_end=np.zeros(count, bool),
-        dims=np.full(count, -1, np.int32),
-        stack=np.full(count, -1, np.int32),
-    )
-    first_new = len(trace.events)
-    trace.events = EventColumns.concatenate([trace.events, added])
-    trace.names = list(names.keys())
-    trace.cats = list(cats.keys())
-    trace.source_index = np.concatenate(
-        [trace.source_index if trace.source_index is not None else empty, np.full(count, -1, np.int64)]
-    )
-    trace.stats.events = len(trace.events)
+    origin = trace.origin_ns if trace.origin_is_unix or len(trace.events) else int(system.start.min())
+    hardware_name = np.array([n in ("nc_exec_running", "timestamp_sync_point") for n in system.names] or [False])
+    framework = np.flatnonzero(system.source == SOURCE_FRAMEWORK) if framework_from_system else np.empty(0, np.int64)
+    other_hw = np.flatnonzero((system.source == SOURCE_HARDWARE) & ~hardware_name[system.name])
+    blocks = [
+        _framework_block(system, framework),
+        _runtime_block(system, np.flatnonzero(system.source == SOURCE_RUNTIME)),
+        # executions count as kernels of their op, unless trace.json already carries the
+        # device activities (correlate_device_time): then those count and these are shown
+        _execution_block(system, executions, Role.SYSTEM_HARDWARE if device_in_trace else Role.KERNEL),
+        _other_hardware_block(system, other_hw),
+    ]
+    new_rows = _Appender(trace).append(blocks, origin)
     system_row = np.full(len(system), -1, dtype=np.int64)
-    new_rows = np.arange(first_new, first_new + count)
-    system_row[np.concatenate([framework, runtime])] = new_rows[: framework.size + runtime.size]
-    exec_rows = new_rows[framework.size + runtime.size : framework.size + runtime.size + exec_system.size]
-    for index, rows in enumerate(members):
-        system_row[rows] = exec_rows[index]
-    system_row[other_hw] = new_rows[framework.size + runtime.size + exec_system.size :]
+    for block, rows in zip(blocks, new_rows):
+        for members, row in zip(block.system_rows, rows.tolist()):
+            system_row[members] = row
+    executions.trace_row = new_rows[2]
     return NeuronData(
         folder=str(folder),
         export_format=export_format,
@@ -512,17 +558,10 @@ def _merge(
         profiles=profiles,
         mapping=mapping,
         system_row=system_row,
-        exec_system=exec_system,
-        exec_rows=exec_rows,
-        exec_host_start=exec_start,
-        exec_host_end=exec_end,
+        executions=executions,
         device_in_trace=device_in_trace,
         alignment=stats,
         files=files,
-        exec_members=members,
-        exec_core_busy=core_busy,
-        exec_nc_start=nc_start,
-        exec_nc_stop=nc_stop,
         framework_from_system=framework_from_system,
     )
 
