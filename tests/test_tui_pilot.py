@@ -407,7 +407,10 @@ def test_help_lists_every_action_of_every_pane() -> None:
     panes = [cls for cls in _every_pane_class() if cls is not FilterScreen]
     assert panes and set(panes) == registered, set(panes) ^ registered
     bound = {
-        b.action.split("(")[0].removeprefix("app.") for _, bindings in sections for b in bindings if isinstance(b, Binding)
+        b.action.split("(")[0].removeprefix("app.")
+        for _, bindings in sections
+        for b in bindings
+        if isinstance(b, Binding)
     }
     for screen in (TrnscopeApp, ExplorerScreen, FilterScreen, *panes):
         actions = {name.removeprefix("action_") for name in vars(screen) if name.startswith("action_")}
