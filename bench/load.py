@@ -18,13 +18,13 @@ from common import OUT, TARGET_BYTES, ensure_trace, median_of, run_measured, war
 TRNSCOPE = """
 import time
 from pathlib import Path
-from trnscope.core.formats import SourceRef
+from trnscope.core.formats import LoadOptions, SourceRef
 from trnscope.core.opening.open import open_analysis
 from trnscope.core.base.memory import prefer_small_pages
 prefer_small_pages()  # as the CLI and TUI entry point does
 path = sys.argv[1]
 started = time.perf_counter()
-analysis = open_analysis(SourceRef("bench", path), use_cache=sys.argv[2] == "cache", workers=int(sys.argv[3]) if sys.argv[3] != "auto" else None)
+analysis = open_analysis(SourceRef("bench", path), LoadOptions(use_cache=sys.argv[2] == "cache", workers=int(sys.argv[3]) if sys.argv[3] != "auto" else None))
 table = analysis.op_table()
 elapsed = time.perf_counter() - started
 analysis.finish()  # the cache is written after the first table, as the CLI and TUI do

@@ -23,11 +23,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.base.memory import prefer_small_pages
 from trnscope.core.formats import load_path
+from trnscope.core.formats.options import NO_CACHE
 
 
 def _time(path: Path) -> tuple[float, int]:
     started = time.perf_counter()
-    analysis = Analysis(load_path(path, use_cache=False))
+    analysis = Analysis(load_path(path, NO_CACHE))
     table = analysis.op_table()
     return time.perf_counter() - started, len(table)
 
@@ -48,7 +49,7 @@ def _time_many_threads(path: Path) -> dict[str, float]:
     from trnscope.core.analysis.timeline import build_lanes, extent, render_text
 
     started = time.perf_counter()
-    analysis = Analysis(load_path(path, use_cache=False))
+    analysis = Analysis(load_path(path, NO_CACHE))
     analysis.op_table()
     summary = time.perf_counter() - started
     started = time.perf_counter()

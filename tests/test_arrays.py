@@ -46,3 +46,34 @@ def test_is_member_matches_isin(values: list[int], query: list[int]) -> None:
 def test_group_order_beyond_sixteen_bits() -> None:
     inverse = np.arange(70_000, dtype=np.int64)[::-1].copy()
     np.testing.assert_array_equal(group_order(inverse, 70_000), np.argsort(inverse, kind="stable"))
+
+
+def _plain_union(pairs: list[tuple[int, int]]) -> int:
+    total, reach = 0, None
+    for start, end in sorted(pairs):
+        end = max(end, start)
+        if reach is None or start >= reach:
+            total += end - start
+            reach = end
+        elif end > reach:
+            total += end - reach
+            reach = end
+    return total
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(-(2**61), 2**61), st.integers(-5, 10**6)), max_size=60))
+def test_the_one_union_equals_a_plain_merge(spec: list[tuple[int, int, int]]) -> None:
+    """Every busy figure goes through ``core.base.intervals``: grouped lengths, one
+    union, Union's runs — all equal a plain merge, overlaps counted once."""
+    from trnscope.core.base.intervals import Union, grouped_union, union_length
+
+    group = np.array([g for g, _, _ in spec], dtype=np.int64)
+    start = np.array([s for _, s, _ in spec], dtype=np.int64)
+    end = start + np.array([d for _, _, d in spec], dtype=np.int64)
+    lengths = grouped_union(group, start, end, 5)
+    for g in range(5):
+        pairs = [(int(s), int(e)) for s, e, k in zip(start, end, group) if k == g]
+        assert lengths[g] == _plain_union(pairs)
+        assert union_length([p[0] for p in pairs], [p[1] for p in pairs]) == _plain_union(pairs)
+        assert Union(start[group == g], end[group == g]).length == _plain_union(pairs)

@@ -19,6 +19,7 @@ from trnscope.cli import main
 from trnscope.core.base.cachedir import MARKER, cache_entries, clear_cache
 from trnscope.core.base.errors import TrnscopeError
 from trnscope.core.formats import SourceRef, load_path
+from trnscope.core.formats.options import DEFAULT, NO_CACHE, LoadOptions
 from trnscope.core.opening.open import open_analysis
 
 
@@ -27,8 +28,8 @@ def _trace(name: str, pad: int = 0) -> bytes:
     return json.dumps({"traceEvents": [event], "pad": "x" * pad}).encode()
 
 
-def _names(path: Path, **options: object) -> list[str]:
-    analysis = open_analysis(SourceRef("t", str(path)), **options)  # type: ignore[arg-type]
+def _names(path: Path, options: LoadOptions = DEFAULT) -> list[str]:
+    analysis = open_analysis(SourceRef("t", str(path)), options)
     analysis.finish()  # writes the index cache
     return [analysis.trace.names[int(i)] for i in analysis.trace.events.name]
 
@@ -61,7 +62,7 @@ def test_a_tampered_index_header_is_not_believed(tmp_path: Path, isolated_cache:
 def test_a_tampered_decompressed_copy_is_not_used(tmp_path: Path, isolated_cache: Path) -> None:
     gz = tmp_path / "t.json.gz"
     gz.write_bytes(gzip.compress(_trace("real")))
-    assert _names(gz, use_cache=False) == ["real"]
+    assert _names(gz, NO_CACHE) == ["real"]
     load_path(gz)  # makes the reusable copy
     (copy,) = [p for p in (isolated_cache / "plain").glob("*.json") if ".nocache." not in p.name]
     copy.write_bytes(copy.read_bytes().replace(b"real", b"fake"))  # same size
@@ -91,7 +92,7 @@ def test_a_gzip_bomb_stops_at_the_bound(tmp_path: Path, isolated_cache: Path, mo
     assert trace.names[int(trace.events.name[0])] == "a"
     assert trace.stats.truncated and any("gzip bomb" in w for w in trace.warnings)
     monkeypatch.setenv("TRNSCOPE_MAX_INFLATE_RATIO", "100000")  # asked for: the whole file
-    trace = load_path(bomb, use_cache=False)
+    trace = load_path(bomb, NO_CACHE)
     assert not trace.stats.truncated
 
 

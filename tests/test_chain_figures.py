@@ -16,6 +16,7 @@ from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.chain import chain_for
 from trnscope.core.analysis.chain_model import DEVICE_WORK, union_us
 from trnscope.core.formats import discover, load_path, load_source
+from trnscope.core.formats.options import NO_CACHE
 
 
 def _x(name: str, cat: str, ts: float, dur: float, tid: int = 1, pid: int = 1, **args: object) -> dict:
@@ -42,7 +43,7 @@ def _hand_built(tmp_path: Path) -> Path:
 
 
 def test_figures_by_definition_on_a_hand_built_trace(tmp_path: Path) -> None:
-    chain = chain_for(Analysis(load_path(_hand_built(tmp_path), use_cache=False)), "aten::op", 0)
+    chain = chain_for(Analysis(load_path(_hand_built(tmp_path), NO_CACHE)), "aten::op", 0)
     g = chain.gaps
     assert g.runtime_us == 60.0  # [10,60] ∪ [20,30] ∪ [70,80] = 50 + 10, not 50 + 10 + 10
     assert g.runtime_own_us == 50.0  # its own calls only
@@ -55,7 +56,7 @@ def test_figures_by_definition_on_a_hand_built_trace(tmp_path: Path) -> None:
 
 
 def test_queue_is_the_union_of_the_waits(tmp_path: Path) -> None:
-    chain = chain_for(Analysis(load_path(_hand_built(tmp_path), use_cache=False)), "aten::op", 0)
+    chain = chain_for(Analysis(load_path(_hand_built(tmp_path), NO_CACHE)), "aten::op", 0)
     waits = [(h.start_us - h.details["queue_us"], h.start_us) for h in chain.hops if "queue_us" in h.details]
     assert sorted(waits) == [(60.0, 110.0), (80.0, 130.0)]
     assert chain.gaps.queue_us == union_us(waits) == 70.0

@@ -15,6 +15,7 @@ import pytest
 from conftest import CORPUS, REPO, requires_corpus
 from trnscope.cli.main import main
 from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.formats.options import LoadOptions
 
 JSON_KEYS = {"source", "device_kind", "totals", "ops", "kernels", "link_coverage", "warnings"}
 OP_KEYS = {"name", "input_shapes", "stack", "calls", "self_cpu_us", "cpu_total_us", "self_device_us", "device_total_us"}
@@ -241,7 +242,7 @@ def test_progress_reports_bytes_and_events(tmp_path: Path, small_synthetic) -> N
     from trnscope.core.formats.kineto.loader import load_kineto
 
     seen: list[tuple] = []
-    load_kineto(small_synthetic[0], progress=lambda *a: seen.append(a), workers=1, chunk_bytes=64 << 10)
+    load_kineto(small_synthetic[0], LoadOptions(workers=1), progress=lambda *a: seen.append(a), chunk_bytes=64 << 10)
     parse = [s for s in seen if s[0] == "parse"]
     assert parse and parse[-1][3] > 0 and parse[-1][1] <= parse[-1][2]
 

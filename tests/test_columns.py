@@ -21,6 +21,7 @@ from trnscope.core.analysis.flops import flops_columns
 from trnscope.core.analysis.memory import memory_columns
 from trnscope.core.analysis.opfigures import FlopFigures, MemoryFigures, OpFigures, merge_figures
 from trnscope.core.formats import load_path
+from trnscope.core.formats.options import NO_CACHE
 
 H100 = CORPUS / "tracelens_h100_bert_small.json.gz"  # device time, [memory] records (CUDA too), shapes
 
@@ -66,7 +67,7 @@ def test_the_text_table_computes_only_the_extras_its_width_shows(capsys, monkeyp
 def test_the_tui_offers_every_column() -> None:
     from trnscope.tui.models import OpExtras, op_columns
 
-    analysis = Analysis(load_path(H100, use_cache=False))
+    analysis = Analysis(load_path(H100, NO_CACHE))
     table = analysis.op_table()
     extras = OpExtras(memory_columns(analysis, table), flops_columns(analysis, table))
     keys = {key for key, _column, _shown in op_columns(table, 200, extras)}

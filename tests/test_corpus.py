@@ -9,7 +9,7 @@ import pytest
 
 from conftest import corpus_files, requires_corpus
 from trnscope.core.analysis.analysis import Analysis
-from trnscope.core.formats import load_path
+from trnscope.core.formats import LoadOptions, load_path
 from trnscope.core.link.linker import forward_links
 from trnscope.core.model.roles import Role
 
@@ -37,7 +37,7 @@ def test_corpus_is_complete() -> None:
 @requires_corpus
 @pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
 def test_corpus_trace_loads_and_links(path: Path) -> None:
-    trace = load_path(path, workers=1)
+    trace = load_path(path, LoadOptions(workers=1))
     events, kind = EXPECTED[path.name]
     assert len(trace.events) == events
     assert trace.device_kind == kind

@@ -14,9 +14,10 @@ from tui_helpers import press, settle, wait_loaded
 from conftest import CORPUS, SAMPLES, requires_corpus
 from trnscope.cli.main import main
 from trnscope.core.analysis.analysis import Analysis
-from trnscope.core.analysis.diagnose import DiagnoseOut, diagnose
-from trnscope.core.analysis.intervals import Union
+from trnscope.core.analysis.contracts import DiagnoseOut
+from trnscope.core.analysis.diagnose import diagnose
 from trnscope.core.analysis.timeline import build_lanes, coverage, glyphs, parse_time, under
+from trnscope.core.base.intervals import Union
 from trnscope.core.formats import load_path
 from trnscope.testing.synth_neuron import SynthOptions, write_process_session
 

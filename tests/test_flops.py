@@ -19,6 +19,7 @@ from trnscope.core.analysis.columns import flops_per_second
 from trnscope.core.analysis.flops import MAX_FLOPS, UNKNOWN, conv2d_flops, flops_columns, flops_of, flops_of_trace
 from trnscope.core.analysis.opfigures import figures_of
 from trnscope.core.formats import load_path
+from trnscope.core.formats.options import NO_CACHE
 
 
 def _op(name: str, ts: float, dur: float, dims: list, concrete: list | None = None, ext: int = 0) -> dict:
@@ -72,7 +73,7 @@ def _hand_built(tmp_path: Path) -> Path:
 
 
 def test_flops_and_rates_on_a_hand_built_trace(tmp_path: Path) -> None:
-    analysis = Analysis(load_path(_hand_built(tmp_path), use_cache=False))
+    analysis = Analysis(load_path(_hand_built(tmp_path), NO_CACHE))
     table = analysis.op_table()
     columns = flops_columns(analysis, table)
     assert columns is not None
@@ -169,7 +170,7 @@ def test_flops_on_the_corpus(capsys, monkeypatch) -> None:
 def test_the_drill_down_shows_the_instance_flops_and_rate(tmp_path: Path) -> None:
     from trnscope.core.analysis.chain import chain_for
 
-    analysis = Analysis(load_path(_hand_built(tmp_path), use_cache=False))
+    analysis = Analysis(load_path(_hand_built(tmp_path), NO_CACHE))
     op = next(h for h in chain_for(analysis, "aten::addmm", 0).hops if h.kind == "op")
     assert op.details["FLOPs"] == 5120 and op.details["FLOP/s"] == "512M (device time)"  # 5120 ÷ 10 µs
     conv = next(h for h in chain_for(analysis, "aten::conv2d", 1).hops if h.kind == "op")
@@ -199,7 +200,7 @@ def test_hostile_sizes_give_no_count_never_an_error(tmp_path: Path) -> None:
     ]
     path = tmp_path / "hostile.json"
     path.write_text(json.dumps({"traceEvents": events}))
-    analysis = Analysis(load_path(path, use_cache=False))
+    analysis = Analysis(load_path(path, NO_CACHE))
     table = analysis.op_table()
     columns = flops_columns(analysis, table)
     assert columns is not None
@@ -215,7 +216,7 @@ def test_sums_past_int64_stay_exact(tmp_path: Path) -> None:
     events = [_op("aten::add", 10 * k, 5, [[1 << 26, 1 << 26]]) for k in range(2100)]  # 2^52 FLOPs each
     path = tmp_path / "many.json"
     path.write_text(json.dumps({"traceEvents": events}))
-    analysis = Analysis(load_path(path, use_cache=False))
+    analysis = Analysis(load_path(path, NO_CACHE))
     table = analysis.op_table()
     columns = flops_columns(analysis, table)
     assert columns is not None

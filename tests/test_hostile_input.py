@@ -16,6 +16,7 @@ from trnscope.core.base.jsondepth import flatten_deep
 from trnscope.core.formats import load_path
 from trnscope.core.formats.kineto.jsonscan import top_level_array
 from trnscope.core.formats.kineto.lazyargs import event_args
+from trnscope.core.formats.options import NO_CACHE
 
 
 def _op(name: str, ts: object = 0, dur: object = 10, **extra: object) -> str:
@@ -36,7 +37,7 @@ def _file(tmp_path: Path, body: str, name: str = "t.json") -> Path:
 )
 def test_any_number_is_read_or_counted(tmp_path: Path, ts: str, dur: str) -> None:
     path = _file(tmp_path, '{"traceEvents": [' + _op("good") + ", " + _op("odd", ts, dur) + "]}")
-    trace = load_path(path, use_cache=False)
+    trace = load_path(path, NO_CACHE)
     names = {trace.names[int(i)] for i in trace.events.name}
     assert "good" in names
     if "odd" not in names:  # not representable: counted with a warning, never clamped
@@ -47,7 +48,7 @@ def test_any_number_is_read_or_counted(tmp_path: Path, ts: str, dur: str) -> Non
 
 def test_two_events_far_apart_on_one_thread_nest(tmp_path: Path) -> None:
     body = '{"traceEvents": [' + _op("a", 0, 10) + ", " + _op("b", "4.4e15", 10) + ", " + _op("c", "4.4e15", 5) + "]}"
-    analysis = Analysis(load_path(_file(tmp_path, body), use_cache=False))
+    analysis = Analysis(load_path(_file(tmp_path, body), NO_CACHE))
     table = analysis.op_table()
     assert table.calls[table.find("a")] == 1 and table.calls[table.find("b")] == 1
     assert table.cpu_total[table.find("b")] == 10_000 and table.self_cpu[table.find("b")] == 5_000
@@ -56,7 +57,7 @@ def test_two_events_far_apart_on_one_thread_nest(tmp_path: Path) -> None:
 def test_deeply_nested_args_do_not_fail_the_file(tmp_path: Path) -> None:
     deep = '{"x": ' * 3000 + "1" + "}" * 3000
     body = '{"traceEvents": [' + _op("deep", 0, 10, args=deep) + ", " + _op("next", 20, 10) + "]}"
-    analysis = Analysis(load_path(_file(tmp_path, body), use_cache=False))
+    analysis = Analysis(load_path(_file(tmp_path, body), NO_CACHE))
     table = analysis.op_table()
     assert table.find("deep") >= 0 and table.find("next") >= 0
     assert any("nested deeper" in w for w in analysis.trace.warnings)
@@ -75,21 +76,21 @@ def test_only_the_top_level_trace_events_are_read(tmp_path: Path) -> None:
     fake = '{"traceEvents": [' + _op("FAKE") + "]}"
     body = '{"deviceProperties": [' + fake + '], "distributedInfo": {"note": "\\"traceEvents\\": ["}, '
     body += '"traceEvents": [' + _op("REAL") + "]}"
-    trace = load_path(_file(tmp_path, body), use_cache=False)
+    trace = load_path(_file(tmp_path, body), NO_CACHE)
     assert [trace.names[int(i)] for i in trace.events.name] == ["REAL"]
     assert top_level_array(b'{"a": [{"traceEvents": []}]}', b"traceEvents", 1) == -1
 
 
 def test_a_second_top_level_trace_events_is_reported(tmp_path: Path) -> None:
     body = '{"traceEvents": [' + _op("FIRST") + '], "x": 1, "traceEvents": [' + _op("SECOND") + "]}"
-    trace = load_path(_file(tmp_path, body), use_cache=False)
+    trace = load_path(_file(tmp_path, body), NO_CACHE)
     assert [trace.names[int(i)] for i in trace.events.name] == ["FIRST"]
     assert any("second top-level traceEvents" in w for w in trace.warnings)
 
 
 def test_metadata_events_need_no_ts(tmp_path: Path) -> None:
     meta = '{"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "trainer"}}'
-    trace = load_path(_file(tmp_path, '{"traceEvents": [' + meta + ", " + _op("a", 5, 10) + "]}"), use_cache=False)
+    trace = load_path(_file(tmp_path, '{"traceEvents": [' + meta + ", " + _op("a", 5, 10) + "]}"), NO_CACHE)
     assert trace.stats.invalid_events == 0
     assert [t.display for t in trace.threads if t.display == "trainer"]
     assert int(trace.events.ts[trace.events.ph == 0].min()) == 0  # the origin is the op, not the metadata
@@ -144,7 +145,7 @@ def test_memory_records_with_values_of_any_type(tmp_path: Path) -> None:
             record(60, '{"Bytes": 16, "Device Type": 0, "extra": [1, {"deep": null}]}'),
         ]
     )
-    analysis = Analysis(load_path(_file(tmp_path, "[" + body + "]"), use_cache=False))
+    analysis = Analysis(load_path(_file(tmp_path, "[" + body + "]"), NO_CACHE))
     memory = memory_of(analysis)
     assert memory is not None and memory.records == 6
     row = int(analysis.op_table().instances(analysis.op_table().find("aten::empty"))[0])

@@ -17,6 +17,7 @@ from trnscope.core.analysis.diagnose import diagnose
 from trnscope.core.analysis.summary import build_summary
 from trnscope.core.analysis.timeline import build_lanes
 from trnscope.core.formats import load_path
+from trnscope.core.formats.options import NO_CACHE
 
 COUNTED = ("aten::add", "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::mul", "aten::conv2d")
 ODD_DIMS = ["5", "1.5", "true", "-3", '{"a": 1}', '"x"', "9" * 4000, "null", "[]", "[[-5, 3]]", "[5]", '[["a"]]']
@@ -171,7 +172,7 @@ def test_any_value_in_any_args_field(tmp_path: Path, values: dict[str, object], 
     ]
     path = tmp_path / "any.json"
     path.write_text(json.dumps({"traceEvents": events}))
-    analysis = Analysis(load_path(path, use_cache=False))
+    analysis = Analysis(load_path(path, NO_CACHE))
     build_summary(analysis, group_by="shape")
     build_summary(analysis)
     for row in range(len(analysis.trace.events)):
@@ -192,7 +193,7 @@ def test_any_value_in_any_args_field(tmp_path: Path, values: dict[str, object], 
 def test_unions_and_cells_of_many_lanes_equal_one_lane_at_a_time(spans, cells: int, shift: int) -> None:  # type: ignore[no-untyped-def]
     import numpy as np
 
-    from trnscope.core.analysis.intervals import Union, coverage_grid, unions_of_groups
+    from trnscope.core.base.intervals import Union, coverage_grid, unions_of_groups
 
     group = np.array([g for g, _, _ in spans], dtype=np.int64)
     start = np.array([s for _, s, _ in spans], dtype=np.int64)

@@ -23,6 +23,7 @@ from trnscope.core.analysis.summary import build_summary
 from trnscope.core.analysis.timeline import build_lanes, render_text
 from trnscope.core.base.text import safe_text
 from trnscope.core.formats import load_path
+from trnscope.core.formats.options import NO_CACHE
 
 # What must never reach a terminal raw (the newline only as the line break we write).
 RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
@@ -89,7 +90,7 @@ def _trace_with(names: list[str], thread_name: str = "main") -> bytes:
 
 
 def _outputs(path: Path, op: str) -> list[str]:
-    analysis = Analysis(load_path(path, use_cache=False))
+    analysis = Analysis(load_path(path, NO_CACHE))
     summary = build_summary(analysis, extra_warnings=[f"note about {op}"])
     comparison = compare([analysis, analysis], [op, op + "2"])
     return [
@@ -156,7 +157,7 @@ def test_error_lines_are_sanitised(capsys, tmp_path: Path) -> None:
 def test_csv_into_a_file_stays_exact(tmp_path: Path) -> None:
     path = tmp_path / "exact.json"
     path.write_bytes(_trace_with(["a\u202eb"]))
-    summary = build_summary(Analysis(load_path(path, use_cache=False)))
+    summary = build_summary(Analysis(load_path(path, NO_CACHE)))
     assert "a\u202eb" in render_csv(summary, terminal=False)
     assert "a\\u202eb" in render_csv(summary, terminal=True)
 
@@ -217,7 +218,7 @@ def test_json_documents_are_inert_and_exact(tmp_path: Path) -> None:
     names = [f"op{i}{s}" for i, s in enumerate(ESC_SEQUENCES)] + ["csi\x9b31m", "osc\x9d0;x\x9c", "rlo\u202eok"]
     path = tmp_path / "hostile.json"
     path.write_bytes(_trace_with(names, thread_name="thr\x9b2J"))
-    analysis = Analysis(load_path(path, use_cache=False))
+    analysis = Analysis(load_path(path, NO_CACHE))
     documents = [
         encode(build_summary(analysis)),
         encode(chain_document(chain_for(analysis, names[-3]))),

@@ -10,12 +10,12 @@ def test_forward_links_wait_until_after_the_first_table(tmp_path, monkeypatch) -
     """The op table does not need forward → backward links: an open computes them in
     its deferred work (run once the first table is shown), not before."""
     from conftest import SAMPLES
-    from trnscope.core.formats import SourceRef
+    from trnscope.core.formats import NO_CACHE, SourceRef
     from trnscope.core.opening.open import open_analysis
 
     monkeypatch.setenv("TRNSCOPE_CACHE_DIR", str(tmp_path))
     path = SAMPLES / "cpu_rmsnorm_session" / "eager.pt.trace.json.gz"
-    analysis = open_analysis(SourceRef("eager", str(path)), use_cache=False)
+    analysis = open_analysis(SourceRef("eager", str(path)), NO_CACHE)
     assert analysis.links.forward_of is None
     assert len(analysis.op_table()) > 0
     analysis.finish()

@@ -22,7 +22,7 @@ import sys, time
 from trnscope.core.formats.kineto import loader
 loader.PARALLEL_MIN_BYTES = 0
 print("ready", flush=True)
-loader.load_kineto(__import__("pathlib").Path(sys.argv[1]), workers=2, chunk_bytes=1 << 16)
+loader.load_kineto(__import__("pathlib").Path(sys.argv[1]), loader.LoadOptions(workers=2), chunk_bytes=1 << 16)
 time.sleep(30)
 """
 

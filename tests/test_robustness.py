@@ -22,6 +22,7 @@ from trnscope.cli.main import main
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.base.errors import TrnscopeError
 from trnscope.core.formats import SourceRef, load_path
+from trnscope.core.formats.options import NO_CACHE, LoadOptions
 from trnscope.core.model.roles import Role
 from trnscope.core.model.trace import Trace
 from trnscope.core.opening.open import open_analysis
@@ -67,9 +68,9 @@ def test_truncated_anywhere_recovers_every_complete_event(tmp_path: Path, fracti
     expected = complete_events_before(SMALL, cut)
     if expected == 0:
         with pytest.raises(TrnscopeError):
-            load_path(path, use_cache=False)
+            load_path(path, NO_CACHE)
         return
-    trace = load_path(path, use_cache=False)
+    trace = load_path(path, NO_CACHE)
     assert trace.stats.truncated
     assert trace.stats.events == expected
     assert 0 <= trace.stats.lost_bytes < 4096  # at most the event the cut went through
@@ -81,7 +82,7 @@ def test_truncated_anywhere_recovers_every_complete_event(tmp_path: Path, fracti
 def test_truncated_gzip_stream(tmp_path: Path, fraction: float) -> None:
     compressed = gzip.compress(SMALL)
     path = write(tmp_path, compressed[: int(len(compressed) * fraction)], "cut.json.gz")
-    trace = load_path(path, use_cache=False)
+    trace = load_path(path, NO_CACHE)
     assert trace.stats.truncated and trace.stats.events > 0
     assert any("gzip stream ends early" in w for w in trace.warnings)
 
@@ -147,7 +148,7 @@ def test_wrong_types_are_coerced_or_counted(tmp_path: Path) -> None:
         "not an event",
         {"ph": "X", "cat": "cpu_op", "name": "bad_ts", "pid": 1, "tid": 1, "ts": "soon", "dur": 1},
     ]
-    trace = load_path(write(tmp_path, _trace(events)), use_cache=False)  # type: ignore[arg-type]
+    trace = load_path(write(tmp_path, _trace(events)), NO_CACHE)  # type: ignore[arg-type]
     names = {trace.names[i] for i in trace.events.name}
     assert {"aten::mm", "aten::add", "aten::sub", "12345"} <= names
     assert not names & {"aten::null_dur", "aten::negative", "no_ts", "no_ph", "bad_ts"}
@@ -178,7 +179,7 @@ def test_flows_duplicate_and_unmatched(tmp_path: Path) -> None:
         {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": 404, "pid": 0, "tid": 7, "ts": 13.0, "bp": "e"},
         {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": "str-id", "pid": 1, "tid": 1, "ts": 20.0},
     ]
-    analysis = Analysis(load_path(write(tmp_path, _trace(events)), use_cache=False))
+    analysis = Analysis(load_path(write(tmp_path, _trace(events)), NO_CACHE))
     assert analysis.link_report.by_flow == 1
     table = analysis.op_table()
     assert table.self_device[table.find("aten::mm")] == 1000
@@ -187,11 +188,11 @@ def test_flows_duplicate_and_unmatched(tmp_path: Path) -> None:
 def test_invalid_utf8_and_unescaped_quote(tmp_path: Path) -> None:
     good = _trace(BASE)
     broken_name = good.replace(b"aten::add", b"aten::\xff\xfeadd")
-    trace = load_path(write(tmp_path, broken_name, "utf8.json"), use_cache=False)
+    trace = load_path(write(tmp_path, broken_name, "utf8.json"), NO_CACHE)
     assert any("\ufffd" in n for n in trace.names)
     assert any("UTF-8" in w for w in trace.warnings)
     quoted = good.replace(b'"aten::add"', b'"aten::"add"')
-    trace = load_path(write(tmp_path, quoted, "quote.json"), use_cache=False)
+    trace = load_path(write(tmp_path, quoted, "quote.json"), NO_CACHE)
     assert trace.stats.lost_events == 1 and len(trace.events) == 1
     assert any("malformed events skipped" in w for w in trace.warnings)
 
@@ -219,7 +220,7 @@ def test_big_integers_and_string_pids(tmp_path: Path) -> None:
             "args": {"External id": 10159970886766084423, "correlation": 5},
         },
     ]
-    analysis = Analysis(load_path(write(tmp_path, _trace(events)), use_cache=False))
+    analysis = Analysis(load_path(write(tmp_path, _trace(events)), NO_CACHE))
     assert analysis.link_report.linked == 1
     assert analysis.trace.threads[int(analysis.trace.events.thread[0])].tid == "worker 7"
 
@@ -231,7 +232,7 @@ def test_legacy_bare_array_and_begin_end_pairs(tmp_path: Path) -> None:
         {"ph": "E", "pid": 1, "tid": 1, "ts": 10},
         {"ph": "E", "pid": 1, "tid": 1, "ts": 11},
     ]
-    trace = load_path(write(tmp_path, json.dumps(events).encode()), use_cache=False)
+    trace = load_path(write(tmp_path, json.dumps(events).encode()), NO_CACHE)
     assert trace.format == "chrome-array"
     table = Analysis(trace).op_table()
     outer = table.find("outer")
@@ -241,7 +242,7 @@ def test_legacy_bare_array_and_begin_end_pairs(tmp_path: Path) -> None:
 def test_header_after_events_and_absolute_times(tmp_path: Path) -> None:
     events = [dict(e, ts=1661203462598738 + e["ts"]) for e in BASE]
     data = json.dumps({"traceEvents": events, "displayTimeUnit": "ns", "schemaVersion": 1}).encode()
-    trace = load_path(write(tmp_path, data), use_cache=False)
+    trace = load_path(write(tmp_path, data), NO_CACHE)
     assert trace.origin_is_unix and trace.origin_ns == 1661203462598748 * 1000
     assert trace.events.dur[0] == 5000
 
@@ -293,7 +294,7 @@ def test_invariants_on_random_traces(tmp_path_factory, spec) -> None:  # type: i
             )
     path = tmp_path_factory.mktemp("rand") / "r.json"
     path.write_bytes(_trace(events))
-    analysis = Analysis(load_path(path, use_cache=False))
+    analysis = Analysis(load_path(path, NO_CACHE))
     table = analysis.op_table()
     assert (table.self_cpu <= table.cpu_total).all()
     assert (table.self_device <= table.device_total).all()
@@ -318,8 +319,8 @@ def test_invariants_on_random_traces(tmp_path_factory, spec) -> None:  # type: i
 
 def test_skip_python_at_load(small_synthetic) -> None:
     path, truth = small_synthetic
-    full = load_path(path, use_cache=False)
-    lean = load_path(path, skip=("python",), use_cache=False)
+    full = load_path(path, NO_CACHE)
+    lean = load_path(path, LoadOptions(skip=("python",), use_cache=False))
     python = int((full.events.role == int(Role.PYTHON)).sum())
     assert python > 0 and len(lean.events) == len(full.events) - python
     assert lean.stats.skipped_events == python
@@ -419,10 +420,10 @@ def test_input_files_are_never_written(tmp_path: Path, small_synthetic) -> None:
 def test_gzip_is_decompressed_into_the_cache_once(tmp_path: Path, isolated_cache: Path) -> None:
     gz = tmp_path / "t.pt.trace.json.gz"
     gz.write_bytes(gzip.compress(SMALL))
-    trace = load_path(gz, use_cache=True)
+    trace = load_path(gz)
     assert trace.stats.compressed and Path(trace.plain_path).parent == isolated_cache / "plain"
     first = Path(trace.plain_path).stat().st_ino  # a new copy would be a new file (written, then renamed)
-    again = load_path(gz, use_cache=True)
+    again = load_path(gz)
     assert again.plain_path == trace.plain_path and Path(again.plain_path).stat().st_ino == first
 
 
@@ -448,7 +449,7 @@ def test_entries_that_are_not_objects_at_the_end_of_the_array(tmp_path: Path, af
         body["deviceProperties"] = [{"id": 0, "name": "GPU"}]
     path = tmp_path / "tail.json"
     path.write_bytes(json.dumps(body).encode())
-    trace = load_path(path, use_cache=False)  # type: ignore[arg-type]
+    trace = load_path(path, NO_CACHE)  # type: ignore[arg-type]
     assert not trace.stats.truncated
     assert len(trace.events) == len(BASE)
     assert trace.stats.invalid_events == 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 from conftest import assert_ops_match
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.formats import load_path
+from trnscope.core.formats.options import LoadOptions
 
 
 def test_op_table_matches_ground_truth(small_synthetic) -> None:
@@ -23,9 +24,9 @@ def test_parallel_and_sequential_decoding_agree(small_synthetic, monkeypatch) ->
     from trnscope.core.formats.kineto import loader as kineto
 
     path, _ = small_synthetic
-    sequential = load_path(path, workers=1, use_cache=False)
+    sequential = load_path(path, LoadOptions(workers=1, use_cache=False))
     monkeypatch.setattr(kineto, "PARALLEL_MIN_BYTES", 0)
-    parallel = kineto.load_kineto(path, workers=3, chunk_bytes=64 << 10)
+    parallel = kineto.load_kineto(path, LoadOptions(workers=3), chunk_bytes=64 << 10)
     assert parallel.stats.workers == 3
     assert len(parallel.events) == len(sequential.events)
     assert [parallel.names[i] for i in parallel.events.name] == [sequential.names[i] for i in sequential.events.name]
@@ -44,9 +45,9 @@ def test_parallel_decoding_reports_problems_of_every_range(small_synthetic, tmp_
     damaged = data[:early] + b'"aten::\xfflinear"' + data[early + len(b'"aten::linear"') :]
     copy = tmp_path / "damaged.json"
     copy.write_bytes(damaged)
-    sequential = kineto.load_kineto(copy, workers=1)
+    sequential = kineto.load_kineto(copy, LoadOptions(workers=1))
     monkeypatch.setattr(kineto, "PARALLEL_MIN_BYTES", 0)
-    parallel = kineto.load_kineto(copy, workers=3, chunk_bytes=64 << 10)
+    parallel = kineto.load_kineto(copy, LoadOptions(workers=3), chunk_bytes=64 << 10)
     assert parallel.stats.workers == 3
     assert "invalid UTF-8 bytes in names were replaced with U+FFFD" in sequential.warnings
     assert parallel.warnings == sequential.warnings

@@ -31,6 +31,7 @@ from trnscope.capture.device import (
 )
 from trnscope.capture.reference import reference_rows
 from trnscope.capture.workspace import SessionWorkspace, check_label, one_line
+from trnscope.core.base import settings
 from trnscope.core.base.errors import TrnscopeError
 from trnscope.core.model.session import SessionManifest, VariantRecord
 
@@ -221,7 +222,7 @@ def compare(
                 )
                 record.result_max_abs_error = error
             except Exception as failure:  # a failing variant is recorded; the session goes on
-                if os.environ.get("TRNSCOPE_DEBUG") == "1":
+                if settings.debug():
                     traceback.print_exc()
                 log(f"{label}: FAILED {one_line(failure)}")
                 record = VariantRecord(

@@ -9,7 +9,6 @@ unprofiled, one more warms the profiler up, then ``steps`` steps are recorded.
 from __future__ import annotations
 
 import contextlib
-import os
 import runpy
 import sys
 import time
@@ -20,6 +19,7 @@ from trnscope.capture.device import plan_device, profiler_kwargs, synchronize
 from trnscope.capture.recorder import NEFF_CACHE_DIR, CaptureOptions, new_manifest
 from trnscope.capture.reference import reference_rows
 from trnscope.capture.workspace import SessionWorkspace, one_line, slug_label
+from trnscope.core.base import settings
 from trnscope.core.base.errors import Terminated, TrnscopeError
 from trnscope.core.model.session import VariantRecord
 
@@ -153,6 +153,6 @@ def run_script(
         workspace.abort()
         if isinstance(failure, (KeyboardInterrupt, Terminated)):
             raise
-        if os.environ.get("TRNSCOPE_DEBUG") == "1":
+        if settings.debug():
             raise
         raise TrnscopeError(f"{script.name} raised {one_line(failure)}") from None

@@ -7,8 +7,8 @@ import sys
 
 from trnscope.cli.sources import open_sources
 from trnscope.cli.width import output_width
-from trnscope.core.analysis.contracts import encode
-from trnscope.core.analysis.diagnose import DiagnoseOut, diagnose
+from trnscope.core.analysis.contracts import DiagnoseOut, encode
+from trnscope.core.analysis.diagnose import diagnose
 from trnscope.core.base.text import safe_text, shorten
 from trnscope.core.base.units import fmt_time_ns
 from trnscope.core.opening.sources import Mode

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from trnscope.core.analysis.columns import SORT_KEYS
+from trnscope.core.base import settings
 from trnscope.core.base.errors import Terminated, TrnscopeError
 from trnscope.core.base.text import safe_text
 
@@ -272,7 +273,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
-    from trnscope.core.base.cachedir import cache_root, cache_size, clear_cache, max_cache_bytes
+    from trnscope.core.base.cachedir import cache_size, clear_cache
+    from trnscope.core.base.settings import cache_root, max_cache_bytes
 
     root = safe_text(cache_root())
     if args.action == "clear":
@@ -394,7 +396,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise
     except BaseException as error:  # raised while another error was reported or cleaned up
         _quiet_signals()
-        if os.environ.get("TRNSCOPE_DEBUG") == "1":
+        if settings.debug():
             raise
         with contextlib.suppress(BaseException):
             sys.stderr.write(f"{PROG}: {_last_words(error)}\n")
@@ -440,7 +442,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if not args.command:
         parser.print_help()
         return 2
-    debug = os.environ.get("TRNSCOPE_DEBUG") == "1"
+    debug = settings.debug()
     # SIGTERM ends the command through the same cleanup as Ctrl+C (workers stopped,
     # shared memory and half-written folders removed) instead of dying on the spot
     with contextlib.suppress(ValueError):  # not the main thread (embedded use)

@@ -148,7 +148,9 @@ class _Clock:
 
 
 def _union_length(intervals: list[tuple[int, int]]) -> int:
-    """Length of the union of [start, end) intervals (written plainly, as the reference)."""
+    """Length of the union of [start, end) intervals, written plainly on purpose: the
+    generator's ground truth must not share code with what it checks
+    (``core.base.intervals`` is the product's one union)."""
     total, reach = 0, None
     for start, end in sorted(intervals):
         if reach is None or start >= reach:

@@ -12,7 +12,8 @@ from textual.widgets import Footer, Static
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.chain import op_group_of_row
-from trnscope.core.analysis.diagnose import DiagnoseOut, diagnose
+from trnscope.core.analysis.contracts import DiagnoseOut
+from trnscope.core.analysis.diagnose import diagnose
 from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fit_time_short, fmt_time_short
 from trnscope.tui.messages import ShowDrill, ShowTimeline

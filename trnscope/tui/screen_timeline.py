@@ -12,8 +12,8 @@ from textual.binding import Binding
 from textual.widgets import Footer, Static
 
 from trnscope.core.analysis.analysis import Analysis
-from trnscope.core.analysis.intervals import Union
 from trnscope.core.analysis.timeline import Lane, axis, build_lanes, coverage, extent, glyphs, lane_label, under
+from trnscope.core.base.intervals import Union
 from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fmt_time_short
 from trnscope.tui.panes import pane

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 
@@ -18,6 +17,7 @@ from trnscope.core.analysis.optable import (
     build_op_table,
     event_times,
 )
+from trnscope.core.base import settings
 from trnscope.core.formats.neuron.data import NeuronData, neuron_data
 from trnscope.core.link.linker import LinkReport, Links, link
 from trnscope.core.link.neuron import NeuronLinks, link_neuron
@@ -61,7 +61,7 @@ class Analysis:
             try:
                 task()
             except Exception:
-                if os.environ.get("TRNSCOPE_DEBUG") == "1":
+                if settings.debug():
                     raise
 
     @property

@@ -8,6 +8,7 @@ from typing import Any, Protocol
 import msgspec
 import numpy as np
 
+from trnscope.core.base.intervals import union_length
 from trnscope.core.model.trace import Trace
 
 
@@ -45,21 +46,8 @@ DEVICE_WORK = ("kernel", "memory", "execution")
 
 
 def union_us(intervals: list[tuple[float, float]]) -> float:
-    """Length of the union of [start, end) intervals (µs)."""
-    total = 0.0
-    current_start = current_end = None
-    for start, end in sorted(intervals):
-        if end <= start:
-            continue
-        if current_end is None or start > current_end:
-            if current_end is not None and current_start is not None:
-                total += current_end - current_start
-            current_start, current_end = start, end
-        elif end > current_end:
-            current_end = end
-    if current_end is not None and current_start is not None:
-        total += current_end - current_start
-    return round(total, 3)
+    """Length of the union of [start, end) intervals (µs), to the nanosecond."""
+    return round(union_length([s for s, _ in intervals], [e for _, e in intervals]), 3)
 
 
 def chain_gaps(hops: list[Hop], own_runtime: list[Hop], host_us: float) -> Gaps:

@@ -312,11 +312,6 @@ def has_what(figures: OpFigures, needs: Needs) -> bool:
     return figures.flops is not None and bool(figures.flops.counted.any())
 
 
-def columns_of(figures: OpFigures) -> list[OpColumn]:
-    """The columns these figures have, in catalogue order."""
-    return [c for c in OP_COLUMNS if has_what(figures, c.needs)]
-
-
 def sort_title(key: str, device_label: str = "device") -> str:
     if key == NAME_SORT:
         return "name"

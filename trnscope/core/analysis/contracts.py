@@ -181,6 +181,45 @@ def chain_document(chain: Chain) -> ChainOut:
     return ChainOut(chain.op, chain.instance, chain.instances, hops, chain.gaps, chain.notes)
 
 
+# -- trnscope diagnose --------------------------------------------------------------
+
+
+class DeviceOut(msgspec.Struct):
+    device: str
+    span_us: float
+    busy_us: float
+    idle_us: float
+    idle_pct: float
+
+
+class StepOut(msgspec.Struct):
+    step: str
+    wall_us: float
+    host_busy_us: float
+    device_busy_us: float
+    bound: str  # "device" | "host"
+
+
+class FindingOut(msgspec.Struct):
+    kind: str
+    severity: str  # "high" | "medium" | "low" | "info"
+    message: str
+    op: str
+    instance: int  # the op instance it points at (0-based in time order), -1 when none
+    evidence_us: float
+    row: int = -1  # trace row of that instance (for the TUI; not part of the contract)
+
+
+class DiagnoseOut(msgspec.Struct):
+    """``trnscope diagnose --format json``."""
+
+    source: str
+    devices: list[DeviceOut]
+    steps: list[StepOut]
+    findings: list[FindingOut]
+    schema_version: int = SCHEMA_VERSION
+
+
 # -- trnscope compare ---------------------------------------------------------------
 
 

@@ -23,16 +23,15 @@ from __future__ import annotations
 
 import re
 
-import msgspec
 import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
-from trnscope.core.analysis.intervals import Union
+from trnscope.core.analysis.contracts import DeviceOut, DiagnoseOut, FindingOut, StepOut
 from trnscope.core.base.arrays import split_by
+from trnscope.core.base.intervals import Union
 from trnscope.core.base.units import fmt_time_ns, us
 from trnscope.core.model.roles import Role, is_profiler_step
 
-SCHEMA_VERSION = 1
 SMALL_KERNEL_NS = 10_000
 LONG_QUEUE_NS = 50_000
 _SYNC = re.compile(
@@ -46,42 +45,6 @@ _COLLECTIVE = re.compile(
     re.IGNORECASE,
 )
 _DEVICE_WORK = (int(Role.KERNEL), int(Role.MEMORY))
-
-
-class DeviceOut(msgspec.Struct):
-    device: str
-    span_us: float
-    busy_us: float
-    idle_us: float
-    idle_pct: float
-
-
-class StepOut(msgspec.Struct):
-    step: str
-    wall_us: float
-    host_busy_us: float
-    device_busy_us: float
-    bound: str  # "device" | "host"
-
-
-class FindingOut(msgspec.Struct):
-    kind: str
-    severity: str  # "high" | "medium" | "low" | "info"
-    message: str
-    op: str
-    instance: int  # the op instance it points at (0-based in time order), -1 when none
-    evidence_us: float
-    row: int = -1  # trace row of that instance (for the TUI; not part of the contract)
-
-
-class DiagnoseOut(msgspec.Struct):
-    """``trnscope diagnose --format json``."""
-
-    source: str
-    devices: list[DeviceOut]
-    steps: list[StepOut]
-    findings: list[FindingOut]
-    schema_version: int = SCHEMA_VERSION
 
 
 def device_lanes(analysis: Analysis) -> dict[str, np.ndarray]:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from trnscope.core.analysis.chain_model import ChainContext, Hop, us
-from trnscope.core.base.arrays import grouped_union
+from trnscope.core.base.intervals import grouped_union
 from trnscope.core.formats.neuron.data import NeuronData
 from trnscope.core.formats.neuron.device import ENGINES, DeviceProfile
 from trnscope.core.formats.neuron.executions import describe

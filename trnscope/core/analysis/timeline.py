@@ -15,8 +15,8 @@ import msgspec
 import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
-from trnscope.core.analysis.intervals import Union, coverage_grid, unions_of_groups
 from trnscope.core.base.arrays import split_by
+from trnscope.core.base.intervals import Union, coverage_grid, unions_of_groups
 from trnscope.core.base.text import safe_text, user_pattern
 from trnscope.core.base.units import fmt_time_short
 from trnscope.core.model.roles import Role

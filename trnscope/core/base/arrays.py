@@ -71,39 +71,6 @@ def is_member(sorted_values: np.ndarray, query: np.ndarray) -> np.ndarray:
     return sorted_values[index] == query
 
 
-def grouped_union(group: np.ndarray, start: np.ndarray, end: np.ndarray, groups: int) -> np.ndarray:
-    """Per group (0 ≤ group < ``groups``), the length of the union of its intervals
-    [start, end): overlapping intervals count once, never summed.  Vectorised: the
-    intervals are sorted by (group, start) and each contributes what it adds beyond
-    the furthest end reached before it in its group."""
-    out = np.zeros(groups, dtype=np.int64)
-    if group.size == 0:
-        return out
-    end = np.maximum(end, start)
-    order = np.lexsort((start, group))
-    g, s, e = group[order], start[order], end[order]
-    # shift each group so its values start at 0, then space groups apart so a running
-    # maximum never carries one group's end into the next
-    low = np.full(groups, np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(low, g, s)
-    span = int((e - low[g]).max()) + 1
-    if span * groups >= 1 << 62:  # too wide to space apart in int64: one group at a time
-        bounds = np.flatnonzero(np.diff(g)) + 1
-        for lo, hi in zip(np.r_[0, bounds].tolist(), np.r_[bounds, g.size].tolist()):
-            out[int(g[lo])] = grouped_union(np.zeros(hi - lo, np.int64), s[lo:hi] - s[lo], e[lo:hi] - s[lo], 1)[0]
-        return out
-    base = g.astype(np.int64) * span
-    s2 = s - low[g] + base
-    e2 = e - low[g] + base
-    reached = np.maximum.accumulate(e2)
-    before = np.empty_like(reached)
-    before[0] = np.iinfo(np.int64).min
-    before[1:] = reached[:-1]
-    added = np.maximum(e2 - np.maximum(s2, before), 0)
-    np.add.at(out, g, added)
-    return out
-
-
 def split_by(keys: np.ndarray, rows: np.ndarray) -> dict[int, np.ndarray]:
     """``rows`` grouped by their key (``keys[i]`` belongs to ``rows[i]``), each group in
     its original order: one sort for all groups, not one scan of every row per group

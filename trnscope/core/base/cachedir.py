@@ -20,11 +20,11 @@ from pathlib import Path
 import msgspec
 
 from trnscope.core.base.errors import TrnscopeError
+from trnscope.core.base.settings import cache_root, max_cache_bytes
 
 _SAMPLE = 1 << 20
 _MIDDLE_SAMPLES = 16
 _MIDDLE_BLOCK = 64 << 10
-DEFAULT_MAX_BYTES = 2 << 30
 MARKER = "CACHEDIR.TAG"
 MARKER_TEXT = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -43,27 +43,6 @@ class CacheEntry(msgspec.Struct):
     path: str
     size: int
     used: float  # mtime: set on write and on each use
-
-
-def cache_root() -> Path:
-    """``$TRNSCOPE_CACHE_DIR``, else ``$XDG_CACHE_HOME/trnscope``, else ``~/.cache/trnscope``."""
-    explicit = os.environ.get("TRNSCOPE_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "trnscope"
-
-
-def max_cache_bytes() -> int:
-    """The cache's cap: ``TRNSCOPE_CACHE_MAX_BYTES`` (bytes; ``0`` turns caching off), else 2 GiB."""
-    raw = os.environ.get("TRNSCOPE_CACHE_MAX_BYTES", "").strip()
-    if not raw:
-        return DEFAULT_MAX_BYTES
-    try:
-        return max(0, int(float(raw)))
-    except ValueError:
-        return DEFAULT_MAX_BYTES
 
 
 def fingerprint(path: Path) -> str:

@@ -105,12 +105,6 @@ def fit_bytes(count: int, width: int) -> str:
     return f"{float(value):.0f}{unit}"
 
 
-def fmt_percent(part: float, whole: float) -> str:
-    if whole == 0:
-        return "NaN"
-    return f"{100.0 * part / whole:.2f}%"
-
-
 def fmt_ratio(new: float, old: float) -> str:
     if old == 0:
         return "new" if new else ""

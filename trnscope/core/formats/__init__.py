@@ -10,20 +10,31 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import msgspec
+
 from trnscope.core.formats.discover import ProfileRef, SourceRef, discover
+from trnscope.core.formats.options import DEFAULT, NO_CACHE, LoadOptions
 from trnscope.core.formats.source import Progress
 from trnscope.core.model.trace import Trace
 
-__all__ = ["ProfileRef", "SourceRef", "discover", "load_neuron_profile", "load_path", "load_source"]
+__all__ = [
+    "NO_CACHE",
+    "LoadOptions",
+    "ProfileRef",
+    "SourceRef",
+    "discover",
+    "load_neuron_profile",
+    "load_path",
+    "load_source",
+]
 
 
 def load_neuron_profile(
     path: Path,
+    options: LoadOptions = DEFAULT,
     *,
     progress: Progress | None = None,
     cancelled: Callable[[], bool] | None = None,
-    skip: tuple[str, ...] = (),
-    use_cache: bool = True,
     prefer: str | None = None,
 ) -> Trace:
     """A Neuron profile folder: the Neuron backend, with the Kineto backend reading its
@@ -33,30 +44,29 @@ def load_neuron_profile(
     from trnscope.core.formats.neuron.reader import load_neuron
 
     def read_framework(framework: Path) -> Trace:
-        return load_kineto(framework, progress=progress, cancelled=cancelled, skip=skip, workers=1, use_cache=use_cache)
+        single = msgspec.structs.replace(options, workers=1)
+        return load_kineto(framework, single, progress=progress, cancelled=cancelled)
 
-    return load_neuron(path, use_cache=use_cache, prefer=prefer, read_framework=read_framework, read_args=event_args)
+    return load_neuron(
+        path, use_cache=options.use_cache, prefer=prefer, read_framework=read_framework, read_args=event_args
+    )
 
 
 def load_source(
     source: SourceRef,
+    options: LoadOptions = DEFAULT,
     *,
     progress: Progress | None = None,
     cancelled: Callable[[], bool] | None = None,
-    skip: tuple[str, ...] = (),
-    use_cache: bool = True,
-    workers: int | None = None,
 ) -> Trace:
     """Read one discovered source with the backend its kind names."""
     path = Path(source.path)
     if source.kind == "neuron":
-        trace = load_neuron_profile(path, progress=progress, cancelled=cancelled, skip=skip, use_cache=use_cache)
+        trace = load_neuron_profile(path, options, progress=progress, cancelled=cancelled)
     else:
         from trnscope.core.formats.kineto.loader import load_kineto
 
-        trace = load_kineto(
-            path, progress=progress, cancelled=cancelled, skip=skip, workers=workers, use_cache=use_cache
-        )
+        trace = load_kineto(path, options, progress=progress, cancelled=cancelled)
     trace.label = source.label
     trace.synthetic = trace.synthetic or source.synthetic
     return trace
@@ -64,16 +74,11 @@ def load_source(
 
 def load_path(
     path: str | Path,
-    select: str | None = None,
+    options: LoadOptions = DEFAULT,
     *,
+    select: str | None = None,
     progress: Progress | None = None,
     cancelled: Callable[[], bool] | None = None,
-    skip: tuple[str, ...] = (),
-    use_cache: bool = True,
-    workers: int | None = None,
 ) -> Trace:
     """Discover ``path`` and load one of its sources (the first unless ``select``)."""
-    ref = discover(Path(path))
-    return load_source(
-        ref.select(select), progress=progress, cancelled=cancelled, skip=skip, use_cache=use_cache, workers=workers
-    )
+    return load_source(discover(Path(path)).select(select), options, progress=progress, cancelled=cancelled)

@@ -23,6 +23,7 @@ import msgspec
 
 from trnscope.core.base.cachedir import enforce_cap, fingerprint, touch, writable_dir
 from trnscope.core.base.errors import InputError, LoadCancelled
+from trnscope.core.base.settings import max_inflate_ratio
 
 GZIP_MAGIC = b"\x1f\x8b"
 _READ_BLOCK = 4 << 20
@@ -107,16 +108,6 @@ class _GzipCacheEntry(msgspec.Struct):
     crc32: int  # of the decompressed bytes: the copy is checked before use
 
 
-def max_inflate_ratio() -> float:
-    """How many times its compressed size a gzip file may inflate to
-    (``TRNSCOPE_MAX_INFLATE_RATIO``, default 100; real traces compress 5–30×)."""
-    try:
-        return max(1.0, float(os.environ.get("TRNSCOPE_MAX_INFLATE_RATIO", "") or DEFAULT_INFLATE_RATIO))
-    except ValueError:
-        return DEFAULT_INFLATE_RATIO
-
-
-DEFAULT_INFLATE_RATIO = 100.0
 _INFLATE_FLOOR = 16 << 20  # tiny files may always inflate this far
 _MAX_STEP = 1 << 20  # most output one decompress call returns: bounds the memory a gzip file needs here
 

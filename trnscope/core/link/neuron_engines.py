@@ -14,7 +14,8 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
-from trnscope.core.base.arrays import check_lengths, grouped_union
+from trnscope.core.base.arrays import check_lengths
+from trnscope.core.base.intervals import grouped_union
 from trnscope.core.formats.neuron.data import NeuronData
 from trnscope.core.formats.neuron.device import COMPUTE_ENGINES, ENGINES, DeviceProfile
 from trnscope.core.formats.neuron.system import NONE, SystemEvents

@@ -10,6 +10,7 @@ from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.flops import seed_flops
 from trnscope.core.analysis.memory import seed_memory_records
 from trnscope.core.formats import SourceRef, load_source
+from trnscope.core.formats.options import DEFAULT, LoadOptions
 from trnscope.core.formats.source import Progress
 from trnscope.core.link.linker import forward_links
 from trnscope.core.opening import index_cache
@@ -17,19 +18,17 @@ from trnscope.core.opening import index_cache
 
 def open_analysis(
     source: SourceRef,
+    options: LoadOptions = DEFAULT,
     *,
     progress: Progress | None = None,
     cancelled: Callable[[], bool] | None = None,
-    skip: tuple[str, ...] = (),
-    use_cache: bool = True,
-    workers: int | None = None,
 ) -> Analysis:
     path = Path(source.path)
-    options = {"skip": sorted(skip), "kind": source.kind}
-    cacheable = use_cache and path.is_file() and source.kind == "kineto"
+    key = {"skip": sorted(options.skip), "kind": source.kind}  # what the cached index depends on
+    cacheable = options.use_cache and path.is_file() and source.kind == "kineto"
     if cacheable:
         started = time.perf_counter()
-        cached = index_cache.load(path, options)
+        cached = index_cache.load(path, key)
         if cached is not None:
             trace = cached.trace
             trace.label = source.label
@@ -40,12 +39,12 @@ def open_analysis(
             seed_memory_records(analysis, cached.memory)
             seed_flops(analysis, cached.flops)
             return analysis
-    trace = load_source(source, progress=progress, cancelled=cancelled, skip=skip, use_cache=use_cache, workers=workers)
+    trace = load_source(source, options, progress=progress, cancelled=cancelled)
     analysis = Analysis(trace)
     # After the first table: links only the drill-down needs, ready before it is opened.
     analysis.pending.append(lambda: forward_links(trace, analysis.links))
     if cacheable:
         # Written after the caller has shown its first result (``Analysis.finish``):
         # the cache speeds up the next open and must not slow down this one.
-        analysis.pending.append(lambda: index_cache.store(path, options, analysis))
+        analysis.pending.append(lambda: index_cache.store(path, key, analysis))
     return analysis

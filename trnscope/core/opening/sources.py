@@ -19,6 +19,7 @@ from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.base.errors import InputError
 from trnscope.core.formats import ProfileRef, SourceRef, discover
 from trnscope.core.formats.neuron.export import ExportProgress, ensure_export
+from trnscope.core.formats.options import LoadOptions
 from trnscope.core.formats.source import Progress
 from trnscope.core.opening.open import open_analysis
 
@@ -31,11 +32,10 @@ class Mode(Enum):
     VARIANTS = "variants"  # two or three to compare: one per path, or all of one path
 
 
-class OpenOptions(msgspec.Struct, frozen=True):
+class OpenOptions(LoadOptions, frozen=True):
+    """How a command opens what the user typed: the load options and which source."""
+
     select: str | None = None
-    skip: tuple[str, ...] = ()
-    use_cache: bool = True
-    workers: int | None = None
     export: bool = False  # run neuron-explorer first on raw Neuron captures
 
 
@@ -103,11 +103,5 @@ def open_source(
     """One source as an ``Analysis``, through the index cache unless ``use_cache`` is off."""
     if options.export and source.kind == "neuron":
         ensure_export(Path(source.path), progress=export_progress)
-    return open_analysis(
-        source,
-        progress=progress,
-        cancelled=cancelled,
-        skip=options.skip,
-        use_cache=options.use_cache,
-        workers=options.workers,
-    )
+    load = LoadOptions(skip=options.skip, use_cache=options.use_cache, workers=options.workers)
+    return open_analysis(source, load, progress=progress, cancelled=cancelled)

@@ -187,11 +187,6 @@ def us_to_ns(ts_us: np.ndarray) -> np.ndarray:
     return out
 
 
-_get_ph = attrgetter("ph")
-_get_cat = attrgetter("cat")
-_get_name = attrgetter("name")
-_get_pid = attrgetter("pid")
-_get_tid = attrgetter("tid")
 _get_ts = attrgetter("ts")
 _get_dur = attrgetter("dur")
 _get_external = attrgetter("args.external_id")

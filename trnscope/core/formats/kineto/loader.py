@@ -29,6 +29,7 @@ from trnscope.core.formats.kineto.merge import (
     thread_table,
 )
 from trnscope.core.formats.kineto.parallel import decode_in_parallel, default_workers
+from trnscope.core.formats.options import DEFAULT, LoadOptions
 from trnscope.core.formats.source import PlainSource, Progress, open_plain
 from trnscope.core.model.roles import Role
 from trnscope.core.model.trace import LoadStats, Trace
@@ -42,19 +43,18 @@ SKIPPABLE = {"python": ("python_function",)}
 
 def load_kineto(
     path: Path,
+    options: LoadOptions = DEFAULT,
     *,
     progress: Progress | None = None,
     cancelled: Callable[[], bool] | None = None,
-    skip: tuple[str, ...] = (),
-    workers: int | None = None,
     chunk_bytes: int = CHUNK_BYTES,
     source: PlainSource | None = None,
-    use_cache: bool = True,
 ) -> Trace:
     started = time.perf_counter()
     is_cancelled = cancelled or (lambda: False)
+    skip, workers = options.skip, options.workers
     if source is None:
-        source = open_plain(path, progress, is_cancelled, reuse=use_cache)
+        source = open_plain(path, progress, is_cancelled, reuse=options.use_cache)
     buf = source.buffer
     try:
         kind, array_open = jsonscan.find_events_array(buf)

@@ -20,6 +20,7 @@ import msgspec
 import numpy as np
 
 from trnscope.core.base.arrays import check_lengths
+from trnscope.core.base.intervals import union_length
 
 
 class Executions(msgspec.Struct):
@@ -76,16 +77,8 @@ def executions_from_cores(
             low, high = per_core.get(core, (start, end))
             per_core[core] = (min(low, start), max(high, end))
         intervals.append(per_core)
-        covered, reach = 0, None
-        for start, end, _core in pieces:
-            if reach is None or start > reach:
-                covered += max(end - start, 0)
-                reach = end
-            elif end > reach:
-                covered += end - reach
-                reach = end
         host_start[i] = pieces[0][0]
-        union[i] = covered
+        union[i] = int(union_length([p[0] for p in pieces], [p[1] for p in pieces]))
         span[i] = max(end for _, end, _ in pieces) - pieces[0][0]
         longest[i] = max(end - start for start, end in per_core.values())
     return Executions(

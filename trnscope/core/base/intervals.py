@@ -1,8 +1,13 @@
-"""Interval unions on sorted numpy columns: the one way busy and idle time is counted.
+"""Unions of intervals: the one way busy, idle and device time are counted.
 
-Every busy figure in the timeline and the diagnosis is the length of a union of
-intervals — overlapping kernels on two streams, or an execution's rows on two
-physical cores, count once.
+Every busy figure — a device's busy time, an engine's, an execution's on its physical
+cores, a timeline cell, a chain's device time — is the length of a union of intervals
+[start, end): overlapping intervals (kernels on two streams, one execution on two
+physical cores) count once, never summed.  ``union_runs`` is the one merge; the rest
+are views of it: ``Union`` (runs with a prefix of covered length, so "how much of [a, b)
+is covered" is two binary searches), ``unions_of_groups`` (many at once),
+``grouped_union`` and ``union_length`` (lengths only) and ``coverage_grid`` (cells of a
+timeline).
 """
 
 from __future__ import annotations
@@ -12,6 +17,53 @@ import itertools
 import numpy as np
 
 from trnscope.core.base.arrays import running_max_per_group
+
+
+def union_runs(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The disjoint runs the intervals [start, end) of each group make, sorted by
+    (group, start): (run group, run start, run end).  An empty or inverted interval
+    covers nothing."""
+    start = np.asarray(start)
+    end = np.maximum(np.asarray(end), start)
+    group = np.asarray(group, dtype=np.int64)
+    if start.size == 0:
+        return group[:0], start[:0], end[:0]
+    if group.size and group[0] == group[-1] and (group == group[0]).all():
+        order = np.argsort(start, kind="stable")
+        g, s, e = group[order], start[order], end[order]
+        reach = np.maximum.accumulate(e)
+    else:
+        order = np.lexsort((start, group))
+        g, s, e = group[order], start[order], end[order]
+        reach = running_max_per_group(e, g)
+    new_run = np.ones(s.size, dtype=bool)
+    new_run[1:] = (s[1:] > reach[:-1]) | (g[1:] != g[:-1])
+    firsts = np.flatnonzero(new_run)
+    lasts = np.empty_like(firsts)
+    lasts[:-1] = firsts[1:] - 1
+    lasts[-1] = s.size - 1
+    return g[firsts], s[firsts], reach[lasts]
+
+
+def grouped_union(group: np.ndarray, start: np.ndarray, end: np.ndarray, groups: int) -> np.ndarray:
+    """Per group (0 ≤ group < ``groups``), the length of the union of its intervals."""
+    out = np.zeros(groups, dtype=np.int64)
+    run_group, run_start, run_end = union_runs(group, start, end)
+    np.add.at(out, run_group, (run_end - run_start).astype(np.int64))
+    return out
+
+
+def union_length(start: np.ndarray | list[int] | list[float], end: np.ndarray | list[int] | list[float]) -> float:
+    """Length of the union of the intervals [start, end): integer ns stay integers
+    (exact at Unix-epoch magnitudes), µs floats stay floats."""
+    s, e = np.asarray(start), np.asarray(end)
+    if s.dtype.kind == "f" or e.dtype.kind == "f":
+        s, e = s.astype(np.float64), e.astype(np.float64)
+    else:
+        s, e = s.astype(np.int64), e.astype(np.int64)
+    _, run_start, run_end = union_runs(np.zeros(s.size, np.int64), s, e)
+    total = (run_end - run_start).sum()
+    return float(total) if s.dtype.kind == "f" else int(total)
 
 
 class Union:
@@ -24,18 +76,7 @@ class Union:
         if start.size <= 1:  # most lanes of a trace with many threads: nothing to merge
             self.start, self.end = start.copy(), end.copy()
         else:
-            if (start[1:] < start[:-1]).any():
-                order = np.argsort(start, kind="stable")
-                start, end = start[order], end[order]
-            reach = np.maximum.accumulate(end)
-            new_run = np.ones(start.size, dtype=bool)
-            new_run[1:] = start[1:] > reach[:-1]
-            firsts = np.flatnonzero(new_run)
-            lasts = np.empty_like(firsts)
-            lasts[:-1] = firsts[1:] - 1
-            lasts[-1] = start.size - 1
-            self.start = start[firsts]
-            self.end = reach[lasts]
+            _, self.start, self.end = union_runs(np.zeros(start.size, np.int64), start, end)
         self.prefix = np.zeros(self.start.size + 1, dtype=np.int64)
         np.cumsum(self.end - self.start, out=self.prefix[1:])
 
@@ -85,22 +126,10 @@ def unions_of_groups(group: np.ndarray, start: np.ndarray, end: np.ndarray, grou
     """One ``Union`` per group id ``0 .. groups - 1`` of the intervals [start, end),
     built in whole-array passes (a trace may have 100,000 threads: one pass per thread
     would dominate)."""
-    start = np.asarray(start, dtype=np.int64)
-    end = np.maximum(np.asarray(end, dtype=np.int64), start)
-    empty = np.empty(0, np.int64)
-    if start.size == 0:
-        return [Union(empty, empty) for _ in range(groups)]
-    order = np.lexsort((start, group))
-    g, s, e = group[order], start[order], end[order]
-    reach = running_max_per_group(e, g)
-    new_run = np.ones(s.size, dtype=bool)
-    new_run[1:] = (s[1:] > reach[:-1]) | (g[1:] != g[:-1])
-    firsts = np.flatnonzero(new_run)
-    lasts = np.empty_like(firsts)
-    lasts[:-1] = firsts[1:] - 1
-    lasts[-1] = s.size - 1
-    run_group, run_start, run_end = g[firsts], s[firsts], reach[lasts]
-    covered = np.zeros(firsts.size + 1, dtype=np.int64)
+    run_group, run_start, run_end = union_runs(
+        np.asarray(group, dtype=np.int64), np.asarray(start, dtype=np.int64), np.asarray(end, dtype=np.int64)
+    )
+    covered = np.zeros(run_start.size + 1, dtype=np.int64)
     np.cumsum(run_end - run_start, out=covered[1:])
     bounds = np.searchsorted(run_group, np.arange(groups + 1)).tolist()
     return [

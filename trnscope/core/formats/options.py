@@ -1,0 +1,20 @@
+"""How a source is loaded: the options every loading function takes as one value.
+
+A picklable struct (it travels to decode workers and to rank workers); the two
+callables that cannot travel — ``progress`` and ``cancelled`` — stay separate keyword
+arguments of the loading functions.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class LoadOptions(msgspec.Struct, frozen=True):
+    skip: tuple[str, ...] = ()  # categories dropped at load ("python": python_function)
+    use_cache: bool = True  # read and write the caches (index, decompressed copy)
+    workers: int | None = None  # decode processes (None: the CPU count)
+
+
+DEFAULT = LoadOptions()
+NO_CACHE = LoadOptions(use_cache=False)
