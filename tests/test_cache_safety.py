@@ -21,11 +21,11 @@ from trnscope.core.base.errors import TrnscopeError
 from trnscope.core.formats import SourceRef, load_path
 from trnscope.core.formats.options import DEFAULT, NO_CACHE, LoadOptions
 from trnscope.core.opening.open import open_analysis
+from trnscope.testing.events import op, trace_text
 
 
 def _trace(name: str, pad: int = 0) -> bytes:
-    event = {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": 0, "dur": 10}
-    return json.dumps({"traceEvents": [event], "pad": "x" * pad}).encode()
+    return trace_text([op(name, 0, 10)], pad="x" * pad).encode()
 
 
 def _names(path: Path, options: LoadOptions = DEFAULT) -> list[str]:

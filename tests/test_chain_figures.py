@@ -4,7 +4,6 @@ device annotations shown, not added."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -17,10 +16,7 @@ from trnscope.core.analysis.chain import chain_for
 from trnscope.core.analysis.chain_model import DEVICE_WORK, union_us
 from trnscope.core.formats import discover, load_path, load_source
 from trnscope.core.formats.options import NO_CACHE
-
-
-def _x(name: str, cat: str, ts: float, dur: float, tid: int = 1, pid: int = 1, **args: object) -> dict:
-    return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
+from trnscope.testing.events import event, write_trace
 
 
 def _hand_built(tmp_path: Path) -> Path:
@@ -28,18 +24,16 @@ def _hand_built(tmp_path: Path) -> Path:
     op 65–95 whose runtime call 70–80 launches a kernel; two overlapping kernels
     (110–150, 130–170) and a gpu_user_annotation over them."""
     events = [
-        _x("aten::op", "cpu_op", 0, 100, **{"External id": 1}),
-        _x("cudaLaunchKernel", "cuda_runtime", 10, 50, correlation=11, **{"External id": 1}),
-        _x("cudaFuncGetAttributes", "cuda_runtime", 20, 10),
-        _x("aten::child", "cpu_op", 65, 30, **{"External id": 2}),
-        _x("cudaLaunchKernel", "cuda_runtime", 70, 10, correlation=12, **{"External id": 2}),
-        _x("k1", "kernel", 110, 40, tid=7, pid=0, correlation=11, **{"External id": 1}),
-        _x("k2", "kernel", 130, 40, tid=7, pid=0, correlation=12, **{"External id": 2}),
-        _x("aten::op", "gpu_user_annotation", 105, 70, tid=8, pid=0, **{"External id": 1}),
+        event("aten::op", "cpu_op", 0, 100, ext=1),
+        event("cudaLaunchKernel", "cuda_runtime", 10, 50, correlation=11, ext=1),
+        event("cudaFuncGetAttributes", "cuda_runtime", 20, 10),
+        event("aten::child", "cpu_op", 65, 30, ext=2),
+        event("cudaLaunchKernel", "cuda_runtime", 70, 10, correlation=12, ext=2),
+        event("k1", "kernel", 110, 40, tid=7, pid=0, correlation=11, ext=1),
+        event("k2", "kernel", 130, 40, tid=7, pid=0, correlation=12, ext=2),
+        event("aten::op", "gpu_user_annotation", 105, 70, tid=8, pid=0, ext=1),
     ]
-    path = tmp_path / "hand.json"
-    path.write_text(json.dumps({"traceEvents": events, "deviceProperties": [{"name": "GPU"}]}))
-    return path
+    return write_trace(tmp_path / "hand.json", events, deviceProperties=[{"name": "GPU"}])
 
 
 def test_figures_by_definition_on_a_hand_built_trace(tmp_path: Path) -> None:

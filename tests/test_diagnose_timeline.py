@@ -19,6 +19,7 @@ from trnscope.core.analysis.diagnose import diagnose
 from trnscope.core.analysis.timeline import build_lanes, coverage, glyphs, parse_time, under
 from trnscope.core.base.intervals import Union
 from trnscope.core.formats import load_path
+from trnscope.testing.events import annotation, kernel, launch, op, runtime, write_trace
 from trnscope.testing.synth_neuron import SynthOptions, write_process_session
 
 CORPUS_TRACES = sorted(CORPUS.glob("*.json.gz")) if CORPUS.exists() else []
@@ -33,70 +34,23 @@ def test_union_counts_overlap_once() -> None:
 
 
 def _trace(tmp_path: Path, events: list[dict]) -> Analysis:
-    path = tmp_path / "t.json"
-    path.write_text(json.dumps({"traceEvents": events, "baseTimeNanoseconds": 1_700_000_000_000_000_000}))
-    return Analysis(load_path(path))
-
-
-def _op(name: str, ts: float, dur: float, ext: int, tid: int = 1) -> dict:
-    return {
-        "ph": "X",
-        "cat": "cpu_op",
-        "name": name,
-        "pid": 1,
-        "tid": tid,
-        "ts": ts,
-        "dur": dur,
-        "args": {"External id": ext},
-    }
-
-
-def _launch(ts: float, dur: float, corr: int, ext: int) -> dict:
-    return {
-        "ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts, "dur": dur,
-        "args": {"correlation": corr, "External id": ext},
-    }  # fmt: skip
-
-
-def _kernel(name: str, ts: float, dur: float, corr: int, ext: int, stream: int = 7) -> dict:
-    return {
-        "ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream, "ts": ts, "dur": dur,
-        "args": {"correlation": corr, "External id": ext, "device": 0, "stream": stream},
-    }  # fmt: skip
+    return Analysis(load_path(write_trace(tmp_path / "t.json", events, baseTimeNanoseconds=1_700_000_000_000_000_000)))
 
 
 def test_diagnosis_definitions_on_a_hand_built_trace(tmp_path: Path) -> None:
     """Two 100 µs kernels 400 µs apart (device idle 80% of its span), one overlapping
     kernel on a second stream (counted once), a step of 1 ms."""
     events = [
-        {
-            "ph": "X",
-            "cat": "user_annotation",
-            "name": "ProfilerStep#1",
-            "pid": 1,
-            "tid": 1,
-            "ts": 0,
-            "dur": 1000,
-            "args": {"External id": 1},
-        },
-        _op("aten::mm", 10, 50, 2),
-        _launch(20, 10, 100, 2),
-        _kernel("gemm", 100, 100, 100, 2),
-        _kernel("gemm_b", 150, 100, 101, 2, stream=8),
-        _op("aten::mm", 300, 60, 3),
-        _launch(310, 10, 102, 3),
-        _kernel("gemm", 600, 100, 102, 3),
-        _op("aten::item", 720, 200, 4),
-        {
-            "ph": "X",
-            "cat": "cuda_runtime",
-            "name": "cudaStreamSynchronize",
-            "pid": 1,
-            "tid": 1,
-            "ts": 730,
-            "dur": 180,
-            "args": {"External id": 4},
-        },
+        annotation("ProfilerStep#1", 0, 1000, ext=1),
+        op("aten::mm", 10, 50, ext=2),
+        launch(20, 10, correlation=100, ext=2),
+        kernel("gemm", 100, 100, correlation=100, ext=2),
+        kernel("gemm_b", 150, 100, correlation=101, ext=2, stream=8),
+        op("aten::mm", 300, 60, ext=3),
+        launch(310, 10, correlation=102, ext=3),
+        kernel("gemm", 600, 100, correlation=102, ext=3),
+        op("aten::item", 720, 200, ext=4),
+        runtime("cudaStreamSynchronize", 730, 180, correlation=103, ext=4),
     ]
     doc = diagnose(_trace(tmp_path, events))
     (device,) = doc.devices

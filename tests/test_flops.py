@@ -20,37 +20,19 @@ from trnscope.core.analysis.flops import MAX_FLOPS, UNKNOWN, conv2d_flops, flops
 from trnscope.core.analysis.opfigures import figures_of
 from trnscope.core.formats import load_path
 from trnscope.core.formats.options import NO_CACHE
+from trnscope.testing.events import kernel, launch, op
 
 
 def _op(name: str, ts: float, dur: float, dims: list, concrete: list | None = None, ext: int = 0) -> dict:
-    args: dict = {"Input Dims": dims, "External id": ext}
-    if concrete is not None:
-        args["Concrete Inputs"] = concrete
-    return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": args}
+    extra = {"Concrete Inputs": concrete} if concrete is not None else {}
+    return op(name, ts, dur, ext=ext, **{"Input Dims": dims}, **extra)
 
 
 def _device(ts: float, dur: float, correlation: int, ext: int) -> list[dict]:
-    launch = {
-        "ph": "X",
-        "cat": "cuda_runtime",
-        "name": "cudaLaunchKernel",
-        "pid": 1,
-        "tid": 1,
-        "ts": ts,
-        "dur": 1,
-        "args": {"correlation": correlation, "External id": ext},
-    }
-    kernel = {
-        "ph": "X",
-        "cat": "kernel",
-        "name": "gemm",
-        "pid": 0,
-        "tid": 7,
-        "ts": ts + 5,
-        "dur": dur,
-        "args": {"correlation": correlation, "External id": ext},
-    }
-    return [launch, kernel]
+    return [
+        launch(ts, 1, correlation=correlation, ext=ext),
+        kernel("gemm", ts + 5, dur, correlation=correlation, ext=ext),
+    ]
 
 
 def _hand_built(tmp_path: Path) -> Path:

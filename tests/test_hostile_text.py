@@ -24,6 +24,7 @@ from trnscope.core.analysis.timeline import build_lanes, render_text
 from trnscope.core.base.text import safe_text
 from trnscope.core.formats import load_path
 from trnscope.core.formats.options import NO_CACHE
+from trnscope.testing import events as events_mod
 
 # What must never reach a terminal raw (the newline only as the line break we write).
 RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
@@ -45,48 +46,15 @@ ESC_SEQUENCES = [
 def _trace_with(names: list[str], thread_name: str = "main") -> bytes:
     events: list[dict] = [
         {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": thread_name}},
-        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#0", "pid": 1, "tid": 1, "ts": 0, "dur": 10_000},
+        events_mod.annotation("ProfilerStep#0", 0, 10_000),
     ]
     ts = 10
     for i, name in enumerate(names):
-        events.append(
-            {
-                "ph": "X",
-                "cat": "cpu_op",
-                "name": name,
-                "pid": 1,
-                "tid": 1,
-                "ts": ts,
-                "dur": 50,
-                "args": {"External id": i + 1},
-            }
-        )
-        events.append(
-            {
-                "ph": "X",
-                "cat": "cuda_runtime",
-                "name": "cudaLaunchKernel",
-                "pid": 1,
-                "tid": 1,
-                "ts": ts + 5,
-                "dur": 10,
-                "args": {"correlation": 100 + i},
-            }
-        )
-        events.append(
-            {
-                "ph": "X",
-                "cat": "kernel",
-                "name": "k:" + name,
-                "pid": 0,
-                "tid": 7,
-                "ts": ts + 20,
-                "dur": 30,
-                "args": {"correlation": 100 + i, "External id": i + 1},
-            }
-        )
+        events.append(events_mod.op(name, ts, 50, ext=i + 1))
+        events.append(events_mod.launch(ts + 5, 10, correlation=100 + i))
+        events.append(events_mod.kernel("k:" + name, ts + 20, 30, correlation=100 + i, ext=i + 1))
         ts += 100
-    return json.dumps({"traceEvents": events, "deviceProperties": [{"name": "GPU"}]}).encode()
+    return events_mod.trace_text(events, deviceProperties=[{"name": "GPU"}]).encode()
 
 
 def _outputs(path: Path, op: str) -> list[str]:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +16,7 @@ from trnscope.core.analysis.chain import chain_for
 from trnscope.core.analysis.summary import analysis_warnings, neuron_summary
 from trnscope.core.formats import discover, load_neuron_profile, load_source
 from trnscope.core.formats.neuron.data import neuron_data
+from trnscope.testing.standins import standin_explorer
 from trnscope.testing.synth_neuron import (
     BASE_TIME_NS,
     write_multi_rank,
@@ -208,37 +207,11 @@ def test_raw_only_folder_loads_framework_trace_and_says_what_to_run(tmp_path: Pa
     assert analysis.op_table().find("aten::mul") >= 0
 
 
-def _standin_explorer(bin_dir: Path) -> Path:
-    """A stand-in ``neuron-explorer`` that checks its arguments and writes Parquet the
-    way ``view --output-format parquet --output-file OUT`` does."""
-    bin_dir.mkdir()
-    script = bin_dir / "neuron-explorer"
-    script.write_text(
-        f"""#!{sys.executable}
-import sys, json, os
-from pathlib import Path
-args = sys.argv[1:]
-log = Path(os.environ["STANDIN_LOG"])
-log.write_text(json.dumps(args))
-assert args[0] == "view", args
-d = Path(args[args.index("-d") + 1])
-assert args[args.index("--output-format") + 1] == "parquet"
-out = Path(args[args.index("--output-file") + 1])
-assert (d / "ntrace.pb").exists()
-sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r})
-from trnscope.testing.synth_neuron import write_exports_for
-write_exports_for(out)
-"""
-    )
-    script.chmod(script.stat().st_mode | stat.S_IEXEC)
-    return script
-
-
 def test_neuron_export_runs_standin_explorer_into_the_cache(
     tmp_path: Path, monkeypatch, capsys, isolated_cache: Path
 ) -> None:
     truth = write_raw_only(tmp_path / "raw")
-    _standin_explorer(tmp_path / "bin")
+    standin_explorer(tmp_path / "bin")
     log = tmp_path / "explorer-args.json"
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("STANDIN_LOG", str(log))
@@ -256,10 +229,7 @@ def test_neuron_export_runs_standin_explorer_into_the_cache(
 def test_explorer_failure_is_one_line(tmp_path: Path, monkeypatch, capsys) -> None:
     write_raw_only(tmp_path / "raw")
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    script = bin_dir / "neuron-explorer"
-    script.write_text("#!/bin/sh\necho 'ERROR: NTFF version not supported' >&2\nexit 3\n")
-    script.chmod(0o755)
+    standin_explorer(bin_dir, fail=(3, "ERROR: NTFF version not supported\n"))
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     code = main(["neuron-export", str(tmp_path / "raw"), "--yes"])
     err = capsys.readouterr().err
@@ -288,7 +258,7 @@ def test_times_are_unix_aligned(session) -> None:
 
 def test_export_flag_runs_explorer_before_loading(tmp_path: Path, monkeypatch, capsys, isolated_cache: Path) -> None:
     truth = write_raw_only(tmp_path / "raw")
-    _standin_explorer(tmp_path / "bin")
+    standin_explorer(tmp_path / "bin")
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("STANDIN_LOG", str(tmp_path / "log.json"))
     code = main(["summary", str(tmp_path / "raw"), "--export", "--format", "json"])
@@ -352,7 +322,7 @@ def test_export_flag_means_the_same_for_chain_and_compare(
     """--export used to do nothing for compare: every command now opens through one helper."""
     write_raw_only(tmp_path / "a")
     write_raw_only(tmp_path / "b", seed=1)
-    _standin_explorer(tmp_path / "bin")
+    standin_explorer(tmp_path / "bin")
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("STANDIN_LOG", str(tmp_path / "log.json"))
     argv = (
@@ -390,7 +360,7 @@ def test_a_cut_cached_export_says_corrupt_not_unconverted(
     tmp_path: Path, monkeypatch, capsys, isolated_cache: Path
 ) -> None:
     write_raw_only(tmp_path / "raw")
-    _standin_explorer(tmp_path / "bin")
+    standin_explorer(tmp_path / "bin")
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("STANDIN_LOG", str(tmp_path / "log.json"))
     assert main(["neuron-export", str(tmp_path / "raw"), "--yes"]) == 0
@@ -408,7 +378,7 @@ def test_a_cut_cached_export_says_corrupt_not_unconverted(
 def test_export_progress_never_reaches_a_file(tmp_path: Path, monkeypatch, capsys, isolated_cache: Path) -> None:
     """Redrawn progress (carriage returns, erase-line) is for terminals only."""
     write_raw_only(tmp_path / "raw")
-    _standin_explorer(tmp_path / "bin")
+    standin_explorer(tmp_path / "bin")
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("STANDIN_LOG", str(tmp_path / "log.json"))
     assert main(["neuron-export", str(tmp_path / "raw"), "--yes"]) == 0

@@ -12,8 +12,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import stat
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +22,7 @@ from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.summary import analysis_warnings
 from trnscope.core.formats import discover, load_neuron_profile, load_source
 from trnscope.core.formats.neuron.device import ENGINES
+from trnscope.testing.standins import standin_explorer
 from trnscope.testing.synth_neuron import (
     INSTANCE,
     SynthOptions,
@@ -143,7 +142,7 @@ def test_april_2026_layout_attaches_root_trace_and_mapping(tmp_path: Path) -> No
 def test_april_2026_layout_with_standin_explorer_links_everything(tmp_path: Path, monkeypatch, isolated_cache) -> None:
     truths = write_layout(tmp_path / "out", "april2026", ranks=2)
     bin_dir = tmp_path / "bin"
-    _standin_explorer(bin_dir)
+    standin_explorer(bin_dir, seed_from_pid=True)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("STANDIN_LOG", str(tmp_path / "log.json"))
     code = main(["summary", str(tmp_path / "out"), "--select", "pid 5001", "--export", "--format", "json"])
@@ -277,31 +276,6 @@ def test_generator_never_overlaps_executions_on_a_core(tmp_path: Path, variant: 
     truth = write_process_session(tmp_path / "p", variant, exports=("json",), options=SynthOptions(lnc=2))
     windows = sorted((e.host_start_ns, e.host_end_ns) for e in truth.executions)
     assert all(a_end <= b_start for (_, a_end), (b_start, _) in itertools.pairwise(windows))
-
-
-def _standin_explorer(bin_dir: Path) -> Path:
-    """A stand-in ``neuron-explorer view`` that writes the Parquet tables of the rank
-    whose pid folder it was pointed at (the fixtures' seed is pid − 5000)."""
-    bin_dir.mkdir()
-    script = bin_dir / "neuron-explorer"
-    script.write_text(
-        f"""#!{sys.executable}
-import sys, json, os
-from pathlib import Path
-args = sys.argv[1:]
-Path(os.environ["STANDIN_LOG"]).write_text(json.dumps(args))
-assert args[0] == "view", args
-d = Path(args[args.index("-d") + 1])
-out = Path(args[args.index("--output-file") + 1])
-assert (d / "ntrace.pb").exists()
-pid = int(d.name.rsplit("_pid_", 1)[1])
-sys.path.insert(0, {str(REPO)!r})
-from trnscope.testing.synth_neuron import write_exports_for
-write_exports_for(out, pid=pid, seed=pid - 5000, steps=3)
-"""
-    )
-    script.chmod(script.stat().st_mode | stat.S_IEXEC)
-    return script
 
 
 def test_ranks_merge_into_one_summary(tmp_path: Path, capsys) -> None:

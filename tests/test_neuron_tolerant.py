@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +20,7 @@ from trnscope.core.formats import load_neuron_profile
 from trnscope.core.formats.neuron.discover import session_files
 from trnscope.core.formats.neuron.export import export_folder_for, export_key, run_export
 from trnscope.core.formats.neuron.tolerant import NONE, int_or_missing, replace_non_standard_numbers
+from trnscope.testing.standins import standin_explorer
 from trnscope.testing.synth_neuron import write_layout, write_process_session
 
 pytest.importorskip("pyarrow")
@@ -166,13 +165,6 @@ def test_mapping_file_that_is_broken_is_a_warning(tmp_path: Path) -> None:
 # -- exports ---------------------------------------------------------------------------------------
 
 
-def _standin(bin_dir: Path, body: str) -> None:
-    bin_dir.mkdir(exist_ok=True)
-    script = bin_dir / "neuron-explorer"
-    script.write_text(f"#!{sys.executable}\n{body}\n")
-    script.chmod(script.stat().st_mode | stat.S_IEXEC)
-
-
 def test_export_cache_is_keyed_on_the_capture_files(tmp_path: Path, isolated_cache: Path) -> None:
     write_layout(tmp_path / "out", "april2026", ranks=1)
     pid_dir = next((tmp_path / "out").glob("*_pid_*"))
@@ -189,18 +181,7 @@ def test_unreadable_cache_entry_is_exported_again(tmp_path: Path, monkeypatch, i
     pid_dir = next((tmp_path / "out").glob("*_pid_*"))
     bin_dir = tmp_path / "bin"
     counter = tmp_path / "runs"
-    _standin(
-        bin_dir,
-        f"""import sys
-from pathlib import Path
-args = sys.argv[1:]
-out = Path(args[args.index("--output-file") + 1])
-runs = Path({str(counter)!r})
-runs.write_text(str(int(runs.read_text() or 0) + 1) if runs.exists() else "1")
-sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r})
-from trnscope.testing.synth_neuron import write_exports_for
-write_exports_for(out, pid=5000, seed=0, steps=3)""",
-    )
+    standin_explorer(bin_dir, exports={"pid": 5000, "seed": 0, "steps": 3}, runs=counter)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     files = session_files(pid_dir)
     target = run_export(files)
@@ -215,10 +196,7 @@ write_exports_for(out, pid=5000, seed=0, steps=3)""",
 
 def test_explorer_error_is_one_clean_line(tmp_path: Path, monkeypatch, capsys, isolated_cache: Path) -> None:
     write_layout(tmp_path / "out", "april2026", ranks=1)
-    _standin(
-        tmp_path / "bin",
-        'import sys\nsys.stderr.write("loading\\n\\x1b[31mERROR: NTFF version 4 is not supported\\x1b[0m\\n")\nsys.exit(3)',
-    )
+    standin_explorer(tmp_path / "bin", fail=(3, "loading\n\x1b[31mERROR: NTFF version 4 is not supported\x1b[0m\n"))
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     code = main(["summary", str(tmp_path / "out"), "--export"])
     err = capsys.readouterr().err

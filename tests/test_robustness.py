@@ -26,6 +26,7 @@ from trnscope.core.formats.options import NO_CACHE, LoadOptions
 from trnscope.core.model.roles import Role
 from trnscope.core.model.trace import Trace
 from trnscope.core.opening.open import open_analysis
+from trnscope.testing.events import op, trace_text
 from trnscope.testing.synth_kineto import generate_text
 
 SMALL_TEXT, SMALL_TRUTH = generate_text(1500, seed=11)
@@ -99,31 +100,10 @@ def test_truncated_trace_in_cli_and_tui_messages(tmp_path: Path, capsys) -> None
 
 
 def _trace(events: list[dict], **top: object) -> bytes:
-    return json.dumps({"schemaVersion": 1, **top, "traceEvents": events}).encode()
+    return trace_text(events, **top).encode()
 
 
-BASE = [
-    {
-        "ph": "X",
-        "cat": "cpu_op",
-        "name": "aten::mm",
-        "pid": 1,
-        "tid": 1,
-        "ts": 10.0,
-        "dur": 5.0,
-        "args": {"External id": 1},
-    },
-    {
-        "ph": "X",
-        "cat": "cpu_op",
-        "name": "aten::add",
-        "pid": 1,
-        "tid": 1,
-        "ts": 20.0,
-        "dur": 2.0,
-        "args": {"External id": 2},
-    },
-]
+BASE = [op("aten::mm", 10.0, 5.0, ext=1), op("aten::add", 20.0, 2.0, ext=2)]
 
 
 def test_wrong_types_are_coerced_or_counted(tmp_path: Path) -> None:

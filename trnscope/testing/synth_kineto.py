@@ -23,6 +23,8 @@ from typing import IO
 
 import msgspec
 
+from trnscope.testing.truth import OpTruth
+
 BASE_TIME_NS = 1767189312000000000
 HOST_PID = 4242
 MAIN_TID = 4242
@@ -55,16 +57,6 @@ SUM_KERNEL = (
     "at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, "
     "unsigned int, float, 4, 4>)"
 )
-
-
-class OpTruth(msgspec.Struct):
-    """Expected key_averages() figures for one op name (times in ns)."""
-
-    calls: int = 0
-    self_cpu_ns: int = 0
-    cpu_total_ns: int = 0
-    self_device_ns: int = 0
-    device_total_ns: int = 0
 
 
 class GroundTruth(msgspec.Struct):

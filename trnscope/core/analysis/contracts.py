@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 
 from trnscope.core.analysis.chain_model import Chain, Gaps
-from trnscope.core.analysis.compare import CompareRow, Comparison, Figures
+from trnscope.core.analysis.compare_model import CompareRow, Comparison, Figures
 from trnscope.core.base.text import json_safe
 from trnscope.core.base.units import us
 
