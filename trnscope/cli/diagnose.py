@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from trnscope.cli.sources import open_sources
+from trnscope.cli.textout import wrap_words
 from trnscope.cli.width import output_width
 from trnscope.core.analysis.contracts import DiagnoseOut, encode
 from trnscope.core.analysis.diagnose import diagnose
@@ -30,7 +31,7 @@ def _step_lines(doc: DiagnoseOut, all_steps: bool, width: int) -> list[str]:
             f"{fmt_time_ns(walls[len(walls) // 2] * 1000)} (min {fmt_time_ns(walls[0] * 1000)}, "
             f"max {fmt_time_ns(walls[-1] * 1000)}); the {STEPS_SHOWN} slowest (--all-steps lists every one):"
         )
-        lines += _wrap(summary, width, "")
+        lines += wrap_words(summary, width, "")
         shown = sorted(steps, key=lambda s: -s.wall_us)[:STEPS_SHOWN]
     lines.append(f"{'step':<20} {'wall':>12} {'host busy':>12} {'device busy':>12}  bound")
     for s in shown:
@@ -65,21 +66,8 @@ def render_diagnosis(doc: DiagnoseOut, width: int, all_steps: bool = False) -> s
         where = f"  [{safe_text(shorten(f.op, NAME_LIMIT))} #{f.instance}]" if f.op else ""
         head = f"{i}. {f.severity.upper():<6} {f.kind}: {fmt_time_ns(f.evidence_us * 1000)}{where}"
         lines.append(head)
-        lines += _wrap(safe_text(shorten(f.message, MESSAGE_LIMIT)), width - 3, "   ")
+        lines += wrap_words(safe_text(shorten(f.message, MESSAGE_LIMIT)), width - 3, "   ")
     return "\n".join(lines) + "\n"
-
-
-def _wrap(text: str, width: int, indent: str) -> list[str]:
-    out, line = [], ""
-    for word in text.split():
-        if line and len(line) + 1 + len(word) > max(width, 20):
-            out.append(indent + line)
-            line = word
-        else:
-            line = f"{line} {word}" if line else word
-    if line:
-        out.append(indent + line)
-    return out
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trnscope.core.analysis.columns import SORT_KEYS
@@ -22,6 +23,7 @@ from trnscope.core.base.text import safe_text
 
 if TYPE_CHECKING:
     from trnscope.core.analysis.contracts import SummaryOut
+    from trnscope.core.analysis.summary import SummaryFigures
 
 PROG = "trnscope"
 
@@ -35,7 +37,11 @@ def _add_load_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the parsed-index cache")
     parser.add_argument(
-        "--workers", type=int, default=None, metavar="N", help="parallel decode processes (default: CPU count)"
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="parallel processes: decoding one trace, or reading traces with --merge (default: CPU count)",
     )
     parser.add_argument(
         "--export",
@@ -150,6 +156,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_load_options(p)
 
+    from trnscope.cli.ranks import add_arguments as add_ranks_arguments
+
+    add_ranks_arguments(sub)
+
     p = sub.add_parser("capture", help="record a profile: a built-in demo, or your script")
     p.add_argument("--demo", metavar="NAME", help="built-in demo: rmsnorm, attention (or 'list')")
     p.add_argument("--out", metavar="DIR", help="session folder to create")
@@ -218,7 +228,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
     from trnscope.cli.sources import open_sources
     from trnscope.cli.width import output_width
     from trnscope.core.analysis.ordering import check_sort_key
-    from trnscope.core.analysis.summary import merge_summary_figures, summary_document, summary_figures
+    from trnscope.core.analysis.summary import summary_document, summary_figures
     from trnscope.core.opening.sources import Mode
 
     if args.sort is not None:
@@ -227,25 +237,24 @@ def cmd_summary(args: argparse.Namespace) -> int:
         except ValueError as error:
             raise TrnscopeError(str(error)) from None
     asked = _extras_asked(args)
-    opened = open_sources(args, [args.path], Mode.ALL if args.merge else Mode.ONE)
-    analyses = opened.analyses
     limit = args.limit if args.limit is not None else (30 if args.format == "table" else 0)
     hide = tuple(h for item in args.hide for h in item.split(",") if h)
     width = output_width()
+    opened = None if args.merge else open_sources(args, [args.path], Mode.ONE)
 
     def summary_with(extras: set[str]) -> SummaryOut:
-        parts = [
-            summary_figures(
-                a,
+        if opened is None:
+            figures = merged_figures(args, extras)
+        else:
+            analysis = opened.analyses[0]
+            figures = summary_figures(
+                analysis,
                 group_by=args.group_by,
                 stack_depth=args.stack_depth,
-                step=a.step_index(args.step) if args.step >= 0 else -1,
+                step=analysis.step_index(args.step) if args.step >= 0 else -1,
                 extras=frozenset(extras),
                 extra_warnings=opened.notes,
             )
-            for a in analyses
-        ]
-        figures = merge_summary_figures(parts, args.path) if len(parts) > 1 else parts[0]
         return summary_document(figures, sort=args.sort, limit=limit, hide=hide)
 
     try:
@@ -268,8 +277,40 @@ def cmd_summary(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_table(summary, width=width, which=args.table))
     sys.stdout.flush()
-    opened.finish()
+    if opened is not None:
+        opened.finish()
     return 0
+
+
+def merged_figures(args: argparse.Namespace, extras: set[str]) -> SummaryFigures:
+    """``summary --merge``: every trace's exact figures, read by the same map-reduce as
+    ``ranks`` (a local process pool, or Dask), added up exactly in this process."""
+    from trnscope.cli.sources import clear_progress_line, export_printer
+    from trnscope.core.analysis.summary import merge_summary_figures
+    from trnscope.core.formats.neuron.export import ensure_export
+    from trnscope.core.formats.options import LoadOptions
+    from trnscope.core.opening.executors import ExecutorChoice
+    from trnscope.core.opening.ranks import SummaryRequest, map_ranks, rank_jobs
+    from trnscope.core.opening.sources import Mode, plan_sources
+
+    plan = plan_sources([args.path], Mode.ALL, args.select)
+    if args.export:
+        for source in plan.sources:
+            if source.kind == "neuron":
+                try:
+                    ensure_export(Path(source.path), progress=export_printer())
+                finally:
+                    clear_progress_line()
+    request = SummaryRequest(args.group_by, args.stack_depth, args.step, frozenset(extras))
+    load = LoadOptions(skip=tuple(args.skip), use_cache=not args.no_cache)
+    results = map_ranks(rank_jobs(plan.sources, load, request), ExecutorChoice(workers=args.workers))
+    failed = [r for r in results if r.error]
+    if failed:  # a sum with a trace missing would look complete: refuse it
+        raise TrnscopeError(f"{failed[0].source.label}: {failed[0].error}")
+    parts = [r.table for r in results if r.table is not None]
+    figures = merge_summary_figures(parts, args.path) if len(parts) > 1 else parts[0]
+    figures.warnings[:0] = plan.notes
+    return figures
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
@@ -332,6 +373,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return cmd_compare(args)
 
 
+def _cmd_ranks(args: argparse.Namespace) -> int:
+    from trnscope.cli.ranks import cmd_ranks
+
+    return cmd_ranks(args)
+
+
 def _cmd_capture(args: argparse.Namespace) -> int:
     from trnscope.capture.cli import cmd_capture
 
@@ -354,6 +401,7 @@ COMMANDS.update(
         "diagnose": _cmd_diagnose,
         "timeline": _cmd_timeline,
         "compare": _cmd_compare,
+        "ranks": _cmd_ranks,
         "capture": _cmd_capture,
         "neuron-export": _cmd_neuron_export,
     }

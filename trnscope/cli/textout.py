@@ -46,3 +46,18 @@ def text_console(width: int) -> Console:
         highlight=False,
         markup=False,
     )
+
+
+def wrap_words(text: str, width: int, indent: str) -> list[str]:
+    """``text`` in lines of at most ``width`` characters (20 at least), each after
+    ``indent``; a word longer than a line stands alone, whole (never cut)."""
+    out, line = [], ""
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > max(width, 20):
+            out.append(indent + line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    if line:
+        out.append(indent + line)
+    return out

@@ -23,26 +23,34 @@ from trnscope.core.analysis.compare import compare
 from trnscope.core.base.errors import LoadCancelled, TrnscopeError
 from trnscope.core.base.text import safe_text
 from trnscope.core.formats import ProfileRef, SourceRef
+from trnscope.core.formats.sniff import looks_like_rank_trace
+from trnscope.core.opening.executors import ExecutorChoice
+from trnscope.core.opening.ranks import analyse_ranks
 from trnscope.core.opening.sources import Mode, OpenOptions, open_source, plan_sources
 from trnscope.tui.commands import TrnscopeCommands
 from trnscope.tui.keyhelp import help_text
 from trnscope.tui.messages import (
     LoadFailed,
     LoadProgress,
+    OpenRank,
+    ShowCollective,
     ShowCompare,
     ShowDiagnosis,
     ShowDrill,
     ShowOps,
+    ShowRanks,
     ShowTimeline,
     host,
 )
 from trnscope.tui.panes import registered_panes
 from trnscope.tui.safe import plain
 from trnscope.tui.screen_base import ExplorerScreen
+from trnscope.tui.screen_collective import CollectiveScreen
 from trnscope.tui.screen_compare import CompareScreen
 from trnscope.tui.screen_diagnose import DiagnoseScreen
 from trnscope.tui.screen_drill import DrillScreen
 from trnscope.tui.screen_ops import OpsScreen
+from trnscope.tui.screen_ranks import RanksScreen
 from trnscope.tui.screen_text import HelpScreen, TextScreen, WarningsScreen
 from trnscope.tui.screen_timeline import TimelineScreen
 from trnscope.tui.vtable import VirtualTable
@@ -108,6 +116,13 @@ class TrnscopeApp(App[None]):
         Binding("q", "quit", "Quit", priority=False, tooltip="quit trnscope"),
         Binding("question_mark", "help", "Help", key_display="?", tooltip="this help"),
         Binding(
+            "R",
+            "ranks",
+            "Ranks",
+            show=False,
+            tooltip="ranks: which rank held the others back, in which step, at which collective",
+        ),
+        Binding(
             "w",
             "warnings",
             "Warnings",
@@ -136,6 +151,7 @@ class TrnscopeApp(App[None]):
         self.refs: list[ProfileRef] = []
         self.analyses: dict[str, Analysis] = {}
         self.labels: list[str] = []
+        self.ranks: ShowRanks | None = None  # the ranks analysis, once made
 
     def notify(
         self,
@@ -186,12 +202,48 @@ class TrnscopeApp(App[None]):
         self.analyses[key] = analysis
         return analysis
 
+    def _is_multi_rank(self) -> bool:
+        """A folder of traces or a multi-process Neuron profile opened without --select:
+        one trace per rank, so the ranks view comes first."""
+        ref = self.ref
+        if ref is None or len(self.paths) != 1 or self.options.select is not None or len(ref.sources) < 2:
+            return False
+        if ref.kind == "neuron":  # one process folder per rank
+            return True
+        # a folder of traces: ranks when they say so (a folder of unrelated traces opens the first)
+        return ref.kind == "folder" and all(
+            s.kind == "kineto" and looks_like_rank_trace(Path(s.path)) for s in ref.sources[:2]
+        )
+
+    def _make_ranks(self) -> ShowRanks:
+        """Read every rank (a process pool where the fork server runs) into one ranks
+        document.  Runs in a worker."""
+        assert self.ref is not None
+        sources = list(self.ref.sources)
+        label = Path(self.ref.root).name
+
+        def progress(done: int, total: int) -> None:
+            self.post_message(LoadProgress("reading ranks", done, total, label))
+
+        document, _ = analyse_ranks(sources, self.options, ExecutorChoice(workers=self.options.workers), progress)
+        by_path = {s.path: s for s in sources}
+        by_label = {s.label: s for s in sources}
+        mapped = {}
+        for r in document.ranks:
+            source = by_path.get(r.source) or by_label.get(r.label)
+            if source is not None:
+                mapped[r.rank] = source
+        return ShowRanks(document, mapped)
+
     def _load_initial(self) -> None:
         try:
             mode = Mode.VARIANTS if len(self.paths) > 1 else Mode.ONE
             plan = plan_sources(self.paths, mode, self.options.select)
             self.refs = plan.refs
             self.ref = plan.refs[0]
+            if self._is_multi_rank():
+                self.post_message(self._make_ranks())
+                return
             analyses = [self.load_analysis(s) for s in plan.sources]
             if mode is Mode.VARIANTS:
                 self.post_message(ShowCompare(compare(analyses, plan.labels), analyses))
@@ -223,6 +275,47 @@ class TrnscopeApp(App[None]):
         else:
             self.push_screen(CompareScreen(message.comparison, message.analyses))
 
+    def on_show_ranks(self, message: ShowRanks) -> None:
+        self.ranks = message
+        if isinstance(self.screen, LoadingScreen):
+            self.switch_screen(RanksScreen(message.document, message.sources))
+        else:
+            self.clear_notifications()
+            self.push_screen(RanksScreen(message.document, message.sources))
+
+    def on_show_collective(self, message: ShowCollective) -> None:
+        self.push_screen(CollectiveScreen(message.document, message.collective, message.sources))
+
+    def on_open_rank(self, message: OpenRank) -> None:
+        self.run_worker(lambda: self._open_rank(message.source), thread=True, group="open rank", exit_on_error=False)
+
+    def _open_rank(self, source: SourceRef) -> None:
+        try:
+            analysis = self.load_analysis(source)
+        except TrnscopeError as error:
+            self.notify(f"{source.label}: {error}", severity="error")
+            return
+        self.post_message(ShowOps(analysis))
+        analysis.finish()
+
+    def action_ranks(self) -> None:
+        """The ranks view of the folder or multi-process profile that is open."""
+        if self.ranks is not None:
+            if not isinstance(self.screen, RanksScreen):
+                self.push_screen(RanksScreen(self.ranks.document, self.ranks.sources))
+            return
+        if self.ref is None or len(self.ref.sources) < 2:
+            self.notify("one trace is open: the ranks view needs a folder of per-rank traces (trnscope open FOLDER)")
+            return
+        self.notify(f"reading {len(self.ref.sources)} ranks…", timeout=30)
+        self.run_worker(self._ranks_in_worker, thread=True, group="ranks", exit_on_error=False)
+
+    def _ranks_in_worker(self) -> None:
+        try:
+            self.post_message(self._make_ranks())
+        except TrnscopeError as error:
+            self.notify(str(error), severity="error")
+
     def on_show_drill(self, message: ShowDrill) -> None:
         self.push_screen(DrillScreen(message.analysis, message.table, message.group, message.kind, message.row))
 
@@ -245,6 +338,10 @@ class TrnscopeApp(App[None]):
         """What the open profile(s) lost, coerced or could not link (the status line's ⚠ count)."""
         screen = self.screen
         if isinstance(screen, ExplorerScreen):
+            lines = screen.warning_lines()
+            if lines is not None:
+                self.push_screen(WarningsScreen([], lines))
+                return
             analyses = screen.analyses_shown()
             if analyses:
                 self.push_screen(WarningsScreen(analyses))

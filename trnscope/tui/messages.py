@@ -10,6 +10,7 @@ from textual.message import Message
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.compare import Comparison
+from trnscope.core.analysis.contracts import RanksOut
 from trnscope.core.formats import SourceRef
 
 
@@ -88,6 +89,34 @@ class ShowCompare(Message):
         super().__init__()
         self.comparison = comparison
         self.analyses = analyses
+
+
+class ShowRanks(Message):
+    """A worker finished the ranks analysis of ``sources`` (one per rank, in the
+    document's rank order); the app shows it."""
+
+    def __init__(self, document: RanksOut, sources: dict[int, SourceRef]) -> None:
+        super().__init__()
+        self.document = document
+        self.sources = sources
+
+
+class ShowCollective(Message):
+    """The ranks pane asks for one collective's lanes (one per rank)."""
+
+    def __init__(self, document: RanksOut, collective: int, sources: dict[int, SourceRef]) -> None:
+        super().__init__()
+        self.document = document
+        self.collective = collective
+        self.sources = sources
+
+
+class OpenRank(Message):
+    """The ranks pane asks for one rank's op table (the app loads it in a worker)."""
+
+    def __init__(self, source: SourceRef) -> None:
+        super().__init__()
+        self.source = source
 
 
 class AnalysisHost(Protocol):

@@ -20,6 +20,11 @@ class ExplorerScreen(Screen[None]):
         analysis = getattr(self, "analysis", None)
         return [analysis] if isinstance(analysis, Analysis) else []
 
+    def warning_lines(self) -> list[str] | None:
+        """For a pane that shows no one trace (the ranks view): the warnings the
+        warnings key lists instead of the traces' own."""
+        return None
+
     def can_go_back(self) -> bool:
         """Whether esc has something to do here (the first pane has nothing behind it)."""
         return len(self.app.screen_stack) > 2

@@ -46,8 +46,14 @@ class HelpScreen(TextScreen):
 class WarningsScreen(TextScreen):
     BINDINGS = [Binding("w", "dismiss", "Close")]
 
-    def __init__(self, analyses: list[Analysis]) -> None:
-        super().__init__(warnings_text(analyses))
+    def __init__(self, analyses: list[Analysis], lines: list[str] | None = None) -> None:
+        """The warnings of ``analyses``, or — for a pane that shows no one trace (the
+        ranks view) — the ``lines`` it gives."""
+        if lines is not None:
+            text = "\n".join(f"  ⚠ {escape(safe_text(w))}" for w in lines) or "  no warnings"
+        else:
+            text = warnings_text(analyses)
+        super().__init__(text)
 
 
 def warnings_text(analyses: list[Analysis]) -> str:

@@ -315,3 +315,71 @@ def encode(document: msgspec.Struct) -> str:
     """The document as indented JSON text (what the CLI writes), with every character
     that could act on a terminal escaped (``json_safe``: lossless)."""
     return json_safe(msgspec.json.format(msgspec.json.encode(document), indent=2).decode())
+
+
+# -- trnscope ranks -----------------------------------------------------------------
+
+
+class RankStepOut(msgspec.Struct):
+    step: int  # N of ProfilerStep#N; -1: the whole trace (it has no steps)
+    wall_us: float
+    compute_us: float  # device busy (or host busy without a device), collectives excluded
+    comm_us: float  # union of the collectives' executions
+    wait_us: float  # summed over the step's collectives: latest arrival − own arrival
+    overlap_pct: float  # share of comm that compute overlaps (HTA's definition)
+
+
+class RankOut(msgspec.Struct):
+    rank: int
+    source: str
+    label: str
+    compute: str  # "device" or "host": what compute_us counts
+    steps: list[RankStepOut]
+    wait_us: float  # over all steps
+    last_arrivals: int  # collectives this rank arrived last at (of those with several ranks)
+    warnings: list[str] = []
+
+
+class CollectiveOut(msgspec.Struct):
+    id: int  # position in this list (by first arrival); findings point here
+    name: str  # all_reduce, all_gather, …
+    group: str  # process group ("" when the traces do not say)
+    step: int
+    index: int  # its position among the group's collectives in that step
+    bytes: int  # message size (NCCL's: the larger of input and output); -1 unknown
+    ranks: list[int]  # the ranks that took part, ascending; the lists below follow it
+    arrival_us: list[float]  # per rank: when its call started, from the job's first event
+    wait_us: list[float]  # per rank: latest arrival − own arrival
+    duration_us: list[float]  # per rank: its execution (the call without one)
+    end_us: list[float]  # per rank: when the collective ended there (call or execution)
+    start_skew_us: float
+    end_skew_us: float
+    latency_us: float  # the shortest duration: the others include waiting
+    last_rank: int
+    lateness_us: float  # the last rank's arrival − the median arrival of the others
+    algo_bw_gbps: float  # bytes ÷ latency (0 when unknown)
+    bus_bw_gbps: float  # × NCCL's factor for the collective and group size
+    matched_by: str  # "comms id", "group + seq" or "order in step"
+    problems: list[str] = []  # disagreements between ranks (name, sizes, dtype, group size)
+
+
+class RankFindingOut(msgspec.Struct):
+    kind: str  # straggler | imbalance | slow_collective | low_overlap
+    severity: str  # "high" | "medium" | "low"
+    message: str
+    rank: int  # -1 when it is about no one rank
+    step: int  # -1 when it is about no one step
+    collective: int  # CollectiveOut.id, -1
+    evidence_us: float  # the time it accounts for (for straggler: what the other ranks lost)
+
+
+class RanksOut(msgspec.Struct):
+    """``trnscope ranks --format json``."""
+
+    world_size: int
+    ranks: list[RankOut]
+    collectives: list[CollectiveOut]
+    findings: list[RankFindingOut]
+    warnings: list[str]
+    noise_floor_us: float  # lateness below this is scheduling noise on these traces
+    schema_version: int = SCHEMA_VERSION

@@ -115,3 +115,22 @@ def check_lengths(struct: object, n: int, skip: tuple[str, ...] = ()) -> None:
         value = getattr(struct, name)
         if isinstance(value, np.ndarray | list) and len(value) != n:
             raise ValueError(f"{type(struct).__name__}.{name} has {len(value)} rows, not {n}")
+
+
+def medians_without_each(values: np.ndarray) -> np.ndarray:
+    """For each k, the median of ``values`` with element k left out (n ≥ 2), in one
+    sort: the leave-one-out medians a per-rank lateness needs, without n medians of n."""
+    values = np.asarray(values, dtype=np.float64)
+    n = values.size
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    position = np.empty(n, dtype=np.int64)
+    position[order] = np.arange(n)
+    rest = n - 1
+    lo, hi = (rest - 1) // 2, rest // 2  # the median's positions among the rest
+
+    def pick(i: int) -> np.ndarray:
+        # position i among the rest is i in the sorted whole below k's place, i + 1 from it
+        return ordered[np.where(i < position, i, i + 1)]
+
+    return (pick(lo) + pick(hi)) / 2.0

@@ -122,6 +122,18 @@ class Union:
         return union
 
 
+def difference(a: Union, b: Union) -> Union:
+    """The part of ``a`` that ``b`` does not cover."""
+    if not len(a) or not len(b):
+        return a
+    points = np.unique(np.concatenate([a.start, a.end, b.start, b.end]))
+    lo, hi = points[:-1], points[1:]
+    in_a = np.diff(a.covered_before(points)) > 0  # each elementary piece is wholly in or out
+    in_b = np.diff(b.covered_before(points)) > 0
+    keep = in_a & ~in_b
+    return Union(lo[keep], hi[keep])
+
+
 def unions_of_groups(group: np.ndarray, start: np.ndarray, end: np.ndarray, groups: int) -> list[Union]:
     """One ``Union`` per group id ``0 .. groups - 1`` of the intervals [start, end),
     built in whole-array passes (a trace may have 100,000 threads: one pass per thread

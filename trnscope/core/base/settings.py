@@ -6,6 +6,8 @@
 | ``TRNSCOPE_CACHE_MAX_BYTES`` | the cache's cap (bytes; 0 turns caching off) | 2 GiB |
 | ``TRNSCOPE_MAX_INFLATE_RATIO`` | how many times its size a gzip file may inflate to | 100 |
 | ``TRNSCOPE_DEBUG`` | ``1``: tracebacks instead of one-line errors | off |
+| ``TRNSCOPE_DASK_TIMEOUT`` | seconds to wait for a Dask scheduler to answer | 30 |
+| ``DASK_SCHEDULER_ADDRESS`` | Dask's own variable: ``ranks`` and ``summary --merge`` run on that scheduler | unset: a local process pool |
 
 Each is read when asked (not at import), so a test or an embedding program may set it.
 """
@@ -47,3 +49,15 @@ def max_inflate_ratio() -> float:
         return max(1.0, float(os.environ.get("TRNSCOPE_MAX_INFLATE_RATIO", "") or DEFAULT_INFLATE_RATIO))
     except (ValueError, OverflowError):
         return DEFAULT_INFLATE_RATIO
+
+
+def dask_scheduler_address() -> str:
+    """Dask's own variable (read by ``distributed`` too): where a cluster's scheduler is."""
+    return os.environ.get("DASK_SCHEDULER_ADDRESS", "").strip()
+
+
+def dask_timeout_s() -> float:
+    try:
+        return max(0.5, float(os.environ.get("TRNSCOPE_DASK_TIMEOUT", "") or 30.0))
+    except (ValueError, OverflowError):
+        return 30.0

@@ -92,6 +92,15 @@ def fmt_bytes(count: int) -> str:
     return f"{count} b"
 
 
+def fmt_rate(gb_per_s: float) -> str:
+    """A bandwidth in decimal units, three significant digits: ``1.04 GB/s``,
+    ``389 MB/s``, ``154 KB/s`` (bytes per ns are GB/s)."""
+    for scale, suffix in ((1.0, "GB/s"), (1e-3, "MB/s"), (1e-6, "KB/s")):
+        if abs(gb_per_s) >= scale:
+            return f"{gb_per_s / scale:.3g} {suffix}"
+    return f"{gb_per_s * 1e9:.3g} B/s"
+
+
 def fit_bytes(count: int, width: int) -> str:
     """``fmt_bytes`` where it fits, else fewer decimals: never a cut number."""
     text = fmt_bytes(count)

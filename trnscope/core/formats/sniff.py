@@ -36,6 +36,12 @@ def looks_like_kineto(path: Path) -> bool:
     return b'"traceEvents"' in head
 
 
+def looks_like_rank_trace(path: Path) -> bool:
+    """A trace one rank of a distributed job wrote: PyTorch puts ``distributedInfo``
+    before the events, so the head says it."""
+    return b'"distributedInfo"' in head_bytes(path, 256 << 10)
+
+
 def looks_like_neuron_json(path: Path) -> bool:
     head = head_bytes(path, 1 << 16)
     return head.lstrip()[:1] == b"{" and (

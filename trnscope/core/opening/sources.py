@@ -30,6 +30,7 @@ class Mode(Enum):
     ONE = "one"  # one trace: the selected one, else the first
     ALL = "all"  # every trace under one path (--merge)
     VARIANTS = "variants"  # two or three to compare: one per path, or all of one path
+    RANKS = "ranks"  # every trace under every path given (one per rank)
 
 
 class OpenOptions(LoadOptions, frozen=True):
@@ -64,6 +65,12 @@ def plan_sources(paths: Sequence[str], mode: Mode, select: str | None = None) ->
             shown = ", ".join(s.label for s in sources[:MAX_VARIANTS])
             notes.append(f"comparing the first {MAX_VARIANTS} of {len(sources)} variants: {shown}")
             sources = sources[:MAX_VARIANTS]
+    elif mode is Mode.RANKS:
+        if select is not None:
+            raise InputError("ranks reads every trace under the paths; leave out --select")
+        sources = [source for ref in refs for source in ref.sources]
+        if not sources:
+            raise InputError(f"{refs[0].root}: nothing to open")
     else:
         if len(refs) != 1:
             raise InputError("give one path (compare takes several)")
@@ -80,7 +87,7 @@ def plan_sources(paths: Sequence[str], mode: Mode, select: str | None = None) ->
                 others = ", ".join(s.label for s in ref.sources[1:6]) + (" …" if len(ref.sources) > 6 else "")
                 notes.append(
                     f"{paths[0]} holds {len(ref.sources)} traces; showing {sources[0].label!r} "
-                    f"(others: {others}; pick with --select, or sum them with --merge)"
+                    f"(others: {others}; pick with --select, sum them with --merge, or see them as ranks: trnscope ranks, or R)"
                 )
     return SourcePlan(sources, distinct_labels([s.label for s in sources]), refs, notes)
 

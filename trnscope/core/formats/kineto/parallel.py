@@ -248,7 +248,7 @@ def _memory_file(index: int) -> int:
 _worker_server_started = False
 
 
-def _pool_context() -> Any:
+def pool_context() -> Any:
     """``fork`` when this process has no other thread (the CLI: children start instantly
     with everything imported); otherwise the fork server (the TUI runs threads, and
     forking a threaded process can deadlock a child), if ``start_worker_server`` got it
@@ -312,7 +312,7 @@ def _parallel_decode(
     size = len(source.buffer)
     starts = [first, *_split_points(source.buffer, first, size, workers)]
     stops: list[int | None] = [*starts[1:], None]
-    ctx = _pool_context()
+    ctx = pool_context()
     if ctx is None:
         raise RuntimeError("no way to start worker processes from here")
     slots = ctx.Array("q", 2 * len(starts), lock=False)  # per worker: bytes done, events decoded

@@ -1,0 +1,211 @@
+"""Many ranks on SYNTHETIC NCCL-style traces (``trnscope.testing.synth_ranks``), whose
+every figure is known by construction: matching by Comms Id / Seq / order, the per
+collective figures, mismatched sizes, a missing rank, a rank whose window opens one
+collective later, imbalance, and the pure pieces (names, bus factors, the heat map and
+lanes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trnscope.cli.main import main
+from trnscope.core.analysis.collectives import canonical_collective
+from trnscope.core.analysis.contracts import RanksOut
+from trnscope.core.analysis.rank_view import LATE, collective_lanes, heat_map
+from trnscope.core.analysis.ranks import BY_COMMS_ID, BY_ORDER, BY_SEQ, bus_factor, reduce_ranks
+from trnscope.core.formats import discover
+from trnscope.core.formats.options import LoadOptions
+from trnscope.core.opening.executors import ExecutorChoice
+from trnscope.core.opening.ranks import analyse_ranks, rank_hints
+from trnscope.testing.synth_ranks import EPOCH_US, ISSUE_TO_KERNEL_US, RankPlan, message_bytes, write_ranks
+
+
+def _analyse(folder: Path, workers: int = 1, step: int | None = None) -> RanksOut:
+    document, _ = analyse_ranks(
+        discover(folder).sources, LoadOptions(use_cache=False), ExecutorChoice(workers), step=step
+    )
+    return document
+
+
+@pytest.mark.parametrize(("key", "level"), [("comms id", BY_COMMS_ID), ("seq", BY_SEQ), ("none", BY_ORDER)])
+def test_figures_are_exact_whatever_the_key(tmp_path: Path, key: str, level: str) -> None:
+    plan = RankPlan(held_back={(3, 1): 5_000}, key=key)
+    write_ranks(tmp_path, plan)
+    doc = _analyse(tmp_path)
+    assert doc.world_size == 4 and [r.rank for r in doc.ranks] == [0, 1, 2, 3]
+    assert len(doc.collectives) == plan.steps * len(plan.collectives)
+    assert {c.matched_by for c in doc.collectives} == {level}
+    origin = min(plan.step_start(0), plan.step_start(0))  # ProfilerStep#10 starts first
+    for c in doc.collectives:
+        step = c.step - plan.first_step
+        spec = plan.collectives[c.index]
+        arrivals = [plan.arrival(r, step, c.index) for r in range(4)]
+        assert c.arrival_us == [a - origin for a in arrivals]
+        assert c.start_skew_us == max(arrivals) - min(arrivals)
+        assert c.latency_us == spec.latency_us
+        assert c.end_skew_us == 0
+        assert c.bytes == message_bytes(spec, 4)
+        assert c.algo_bw_gbps == pytest.approx(c.bytes / (spec.latency_us * 1000))
+        assert c.bus_bw_gbps == pytest.approx(c.algo_bw_gbps * bus_factor(spec.name, 4))
+        assert c.wait_us == [max(arrivals) - a for a in arrivals]
+        assert c.duration_us == [plan.end(step, c.index) - a - ISSUE_TO_KERNEL_US for a in arrivals]
+        assert not c.problems
+    held = next(c for c in doc.collectives if c.step == plan.first_step + 1 and c.index == 0)
+    assert (held.last_rank, held.lateness_us) == (3, 5_000)
+    top = doc.findings[0]
+    assert (top.kind, top.rank, top.step, top.collective) == ("straggler", 3, plan.first_step + 1, held.id)
+    assert top.evidence_us == 3 * 5_000  # what the three other ranks lost
+    assert [f for f in doc.findings if f.kind == "straggler"] == [top]
+    waits = {r.rank: {s.step: s.wait_us for s in r.steps} for r in doc.ranks}
+    assert waits[0][plan.first_step + 1] == 5_000 and waits[3][plan.first_step + 1] == 0
+    assert origin == EPOCH_US
+
+
+def test_step_figures_and_overlap(tmp_path: Path) -> None:
+    plan = RankPlan()
+    write_ranks(tmp_path, plan)
+    doc = _analyse(tmp_path)
+    for r in doc.ranks:
+        assert r.compute == "device"
+        for s in r.steps:
+            step = s.step - plan.first_step
+            assert s.wall_us == plan.step_end(step) - plan.step_start(step)
+            assert s.compute_us == plan.compute_us - 20  # the GEMM kernel
+            comm = sum(plan.end(step, k) - plan.arrival(0, step, k) - ISSUE_TO_KERNEL_US for k in range(2))
+            assert s.comm_us == comm
+            assert s.overlap_pct == 0.0  # the kernels run one after the other
+    assert any(f.kind == "low_overlap" for f in doc.findings)
+
+
+def test_mismatched_sizes_are_said(tmp_path: Path) -> None:
+    write_ranks(tmp_path, RankPlan(wrong_size={(1, 0, 0): 999}))
+    doc = _analyse(tmp_path)
+    first = doc.collectives[0]
+    assert any("input elements differs" in p and "rank 1: 999" in p for p in first.problems)
+    assert any("disagree between ranks" in w for w in doc.warnings)
+
+
+def test_a_missing_rank_is_said_and_the_rest_analysed(tmp_path: Path) -> None:
+    write_ranks(tmp_path, RankPlan(skip_ranks=frozenset({2}), held_back={(1, 0): 4_000}))
+    doc = _analyse(tmp_path)
+    assert doc.world_size == 4 and [r.rank for r in doc.ranks] == [0, 1, 3]
+    assert any("3 of 4 ranks given" in w for w in doc.warnings)
+    assert doc.findings[0].rank == 1 and doc.collectives[0].ranks == [0, 1, 3]
+
+
+def test_a_window_that_opens_one_collective_later_is_aligned(tmp_path: Path) -> None:
+    plan = RankPlan(key="none", late_window=frozenset({1}), held_back={(2, 2): 3_000})
+    write_ranks(tmp_path, plan)
+    doc = _analyse(tmp_path)
+    first_step = [c for c in doc.collectives if c.step == plan.first_step]
+    assert [(c.name, c.ranks) for c in sorted(first_step, key=lambda c: c.index)] == [
+        ("all_reduce", [0, 2, 3]),
+        ("all_gather", [0, 1, 2, 3]),
+    ]
+    assert all(not c.problems for c in doc.collectives)
+    assert any("aligned by name" in w for w in doc.warnings)
+    assert doc.findings[0].rank == 2 and doc.findings[0].step == plan.first_step + 2
+
+
+def test_imbalance_names_the_slow_computing_rank(tmp_path: Path) -> None:
+    write_ranks(tmp_path, RankPlan(extra_compute={1: 1_500}, world=4))
+    doc = _analyse(tmp_path)
+    imbalance = [f for f in doc.findings if f.kind == "imbalance"]
+    assert [f.rank for f in imbalance] == [1]
+    assert imbalance[0].evidence_us == 3 * 1_500
+    assert "3 of 3 steps" in imbalance[0].message
+
+
+def test_pool_and_this_process_agree_and_step_filter(tmp_path: Path) -> None:
+    write_ranks(tmp_path, RankPlan(held_back={(0, 2): 2_500}))
+    assert _analyse(tmp_path, workers=1) == _analyse(tmp_path, workers=3)
+    only = _analyse(tmp_path, step=12)
+    assert {c.step for c in only.collectives} == {12} and all(len(r.steps) == 1 for r in only.ranks)
+    with pytest.raises(ValueError, match="no ProfilerStep#99"):
+        _analyse(tmp_path, step=99)
+
+
+def test_cli_json_contract_and_a_bad_rank(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_ranks(tmp_path, RankPlan(held_back={(3, 1): 5_000}))
+    (tmp_path / "rank9.json").write_text('{"traceEvents": [{"ph": "X", "name": "x", "ts": 1, "dur": 1')  # cut short
+    assert main(["ranks", str(tmp_path), "--format", "json", "--workers", "2", "--no-cache"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    for key in ("world_size", "ranks", "collectives", "findings", "warnings", "schema_version"):
+        assert key in doc
+    assert set(doc["ranks"][0]["steps"][0]) == {"step", "wall_us", "compute_us", "comm_us", "wait_us", "overlap_pct"}
+    assert {"id", "name", "group", "step", "index", "bytes", "ranks", "arrival_us", "start_skew_us", "end_skew_us",
+            "latency_us", "last_rank", "lateness_us", "algo_bw_gbps", "bus_bw_gbps"} <= set(doc["collectives"][0])  # fmt: skip
+    assert set(doc["findings"][0]) == {"kind", "severity", "message", "rank", "step", "collective", "evidence_us"}
+    assert doc["findings"][0]["rank"] == 3
+    assert main(["ranks", str(tmp_path / "nothing-here")]) == 2
+    assert "nothing-here" in capsys.readouterr().err
+
+
+def test_every_rank_unreadable_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for k in range(2):
+        (tmp_path / f"rank{k}.json").write_text('{"traceEvents": []}')
+    assert main(["ranks", str(tmp_path)]) in (0, 2)
+    err = capsys.readouterr()
+    assert "Traceback" not in err.err
+
+
+def test_an_unreachable_scheduler_is_one_line(tmp_path: Path) -> None:
+    """(In a child process: a Dask client leaves its event-loop thread behind.)"""
+    write_ranks(tmp_path, RankPlan(world=2))
+    run = subprocess.run(
+        [sys.executable, "-m", "trnscope", "ranks", str(tmp_path), "--scheduler", "tcp://127.0.0.1:9"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "TRNSCOPE_DASK_TIMEOUT": "1"},
+    )
+    assert run.returncode == 2
+    assert "Dask" in run.stderr and len(run.stderr.strip().splitlines()) == 1, run.stderr
+
+
+def test_names_factors_and_hints() -> None:
+    assert canonical_collective("c10d::allreduce_") == "all_reduce"
+    assert canonical_collective("ncclDevKernel_AllGather_RING_LL(ncclDevComm*)") == "all_gather"
+    assert canonical_collective("ncclKernel_ReduceScatter_RING_LL_Sum_float") == "reduce_scatter"
+    assert canonical_collective("c10d::_reduce_scatter_base_") == "reduce_scatter"
+    assert canonical_collective("gloo:all_gather") == "all_gather"
+    assert canonical_collective("c10d::alltoall_base_") == "all_to_all"
+    assert canonical_collective("aten::mm") == ""
+    assert bus_factor("all_reduce", 8) == pytest.approx(14 / 8)
+    assert bus_factor("all_gather", 8) == pytest.approx(7 / 8)
+    assert bus_factor("broadcast", 8) == 1.0
+    from trnscope.core.formats import SourceRef
+
+    assert rank_hints([SourceRef("rank3", "a"), SourceRef("rank1", "b")]) == [3, 1]
+    assert rank_hints([SourceRef("x", "a"), SourceRef("y", "b")]) == [0, 1]
+    assert rank_hints([SourceRef("pid 9001", "a"), SourceRef("pid 7", "b")]) == [1, 0]
+
+
+def test_heat_map_and_lanes_show_the_late_rank(tmp_path: Path) -> None:
+    write_ranks(tmp_path, RankPlan(held_back={(3, 1): 5_000}))
+    doc = _analyse(tmp_path)
+    rows, bins = heat_map(doc, 40)
+    assert bins == [[10], [11], [12]]
+    late = {row.rank: row.cells for row in rows}
+    assert late[3][1] == LATE and all(late[r][1] == "█" for r in (0, 1, 2))
+    held = next(c for c in doc.collectives if c.step == 11 and c.index == 0)
+    lanes, _, _ = collective_lanes(held, 60)
+    starts = {lane.rank: lane.text.index("▶") for lane in lanes}
+    assert starts[3] > 40 and all(starts[r] < 5 for r in (0, 1, 2))
+    assert [lane.rank for lane in lanes if lane.late] == [3]
+    assert all(len(lane.text) == 60 for lane in lanes)
+    # binned when steps outnumber columns
+    rows, bins = heat_map(doc, 2)
+    assert len(bins) == 2 and sum(len(b) for b in bins) == 3
+
+
+def test_reduce_is_independent_of_order(tmp_path: Path) -> None:
+    write_ranks(tmp_path, RankPlan(held_back={(2, 0): 3_000}))
+    _, summaries = analyse_ranks(discover(tmp_path).sources, LoadOptions(use_cache=False), ExecutorChoice(1))
+    assert reduce_ranks(summaries) == reduce_ranks(list(reversed(summaries)))

@@ -1,0 +1,235 @@
+"""``trnscope ranks`` on REAL multi-rank traces: torch.distributed on gloo, four
+processes on 127.0.0.1, rank 2 held back 80 ms before its first collective of
+ProfilerStep#2.  Every figure is checked against values computed here, independently,
+from the raw JSON (plain ``json``, no trnscope code); the same answer comes from this
+process, a process pool, and a real Dask LocalCluster on loopback."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+pytest.importorskip("torch")
+
+from trnscope.cli.main import main
+from trnscope.core.analysis.contracts import RanksOut, encode
+from trnscope.core.formats import discover
+from trnscope.core.formats.options import LoadOptions
+from trnscope.core.opening.executors import ExecutorChoice
+from trnscope.core.opening.ranks import analyse_ranks
+
+pytestmark = [pytest.mark.torch, pytest.mark.slow]
+
+HELD_RANK, HELD_STEP, HELD_MS = 2, 2, 80.0
+WORLD = 4
+
+
+@pytest.fixture(scope="module")
+def gloo_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("gloo_ranks")
+    code = (
+        "from pathlib import Path; from trnscope.testing.gloo_ranks import record; "
+        f"record(Path({str(out)!r}), {WORLD}, {HELD_RANK}, {HELD_STEP}, {HELD_MS})"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=240, capture_output=True)
+    assert len(list(out.glob("rank*.json"))) == WORLD
+    return out
+
+
+def _events(folder: Path, rank: int) -> list[dict[str, Any]]:
+    document = json.loads((folder / f"rank{rank}.json").read_text())
+    assert document["distributedInfo"]["rank"] == rank
+    return [e for e in document["traceEvents"] if e.get("ph") == "X"]
+
+
+def _step(events: list[dict[str, Any]], number: int) -> dict[str, Any]:
+    return next(e for e in events if e["name"] == f"ProfilerStep#{number}")
+
+
+def _calls(events: list[dict[str, Any]], number: int) -> list[dict[str, Any]]:
+    """The rank's c10d calls inside ProfilerStep#number, in time order."""
+    step = _step(events, number)
+    inside = [
+        e
+        for e in events
+        if e["name"].startswith("c10d::")
+        and step["ts"] <= e["ts"] < step["ts"] + step["dur"]
+        and e["tid"] == step["tid"]
+    ]
+    return sorted(inside, key=lambda e: e["ts"])
+
+
+def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    out: list[tuple[float, float]] = []
+    for s, e in sorted(intervals):
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
+
+
+def _length(runs: list[tuple[float, float]], lo: float, hi: float) -> float:
+    return sum(max(0.0, min(e, hi) - max(s, lo)) for s, e in runs)
+
+
+def _analyse(folder: Path, choice: ExecutorChoice) -> RanksOut:
+    document, _ = analyse_ranks(discover(folder).sources, LoadOptions(use_cache=False), choice)
+    return document
+
+
+@pytest.fixture(scope="module")
+def document(gloo_folder: Path) -> RanksOut:
+    return _analyse(gloo_folder, ExecutorChoice(workers=2))
+
+
+def test_the_held_back_rank_is_named_at_its_collective(document: RanksOut) -> None:
+    top = document.findings[0]
+    assert (top.kind, top.rank, top.step) == ("straggler", HELD_RANK, HELD_STEP)
+    collective = document.collectives[top.collective]
+    assert (collective.name, collective.step, collective.index, collective.last_rank) == (
+        "all_reduce",
+        HELD_STEP,
+        0,
+        HELD_RANK,
+    )
+    assert "outside any op" in top.message  # it slept: the idle gap is the evidence
+    others = [f for f in document.findings if f.kind == "straggler" and f.rank != HELD_RANK]
+    assert not others, [f.message for f in others]
+
+
+def test_every_collective_figure_matches_the_raw_json(gloo_folder: Path, document: RanksOut) -> None:
+    events = {r: _events(gloo_folder, r) for r in range(WORLD)}
+    origin = min(min(e["ts"] for e in evs if e["ts"] > 0) for evs in events.values())
+    del origin  # arrivals are compared as differences (the zero is trnscope's own)
+    for number in (1, 2, 3):
+        calls = {r: _calls(events[r], number) for r in range(WORLD)}
+        assert {len(c) for c in calls.values()} == {3}  # all_reduce, all_gather, broadcast
+        mine = [c for c in document.collectives if c.step == number]
+        assert [c.name for c in sorted(mine, key=lambda c: c.index)] == ["all_reduce", "all_gather", "broadcast"]
+        for c in mine:
+            arrival = {r: calls[r][c.index]["ts"] for r in range(WORLD)}
+            latest = max(arrival.values())
+            last = max(arrival, key=lambda r: arrival[r])
+            others = [a for r, a in arrival.items() if r != last]
+            assert c.ranks == list(range(WORLD))
+            assert c.last_rank == last
+            assert c.start_skew_us == pytest.approx(latest - min(arrival.values()), abs=2e-3)
+            assert c.lateness_us == pytest.approx(latest - statistics.median(others), abs=2e-3)
+            for r in range(WORLD):
+                assert c.wait_us[r] == pytest.approx(latest - arrival[r], abs=2e-3)
+                assert c.arrival_us[r] - c.arrival_us[0] == pytest.approx(arrival[r] - arrival[0], abs=2e-3)
+            # latency: the shortest gloo execution across ranks (the k-th gloo range of that op after the call)
+            kind = {"all_reduce": "gloo:all_reduce", "all_gather": "gloo:all_gather", "broadcast": "gloo:broadcast"}
+            durations = []
+            for r in range(WORLD):
+                runs = sorted(
+                    (e for e in events[r] if e["name"] == kind[c.name] and e["ts"] >= arrival[r]), key=lambda e: e["ts"]
+                )
+                durations.append(runs[0]["dur"])
+            assert c.latency_us == pytest.approx(min(durations), abs=2e-3)
+            elements = 128 * 128 if c.name != "all_gather" else 32 * WORLD
+            assert c.bytes == elements * 4
+
+
+def test_per_rank_step_figures_match_the_raw_json(gloo_folder: Path, document: RanksOut) -> None:
+    for rank_out in document.ranks:
+        events = _events(gloo_folder, rank_out.rank)
+        workers = {e["tid"] for e in events if e["name"].startswith("gloo:")}
+        calls = [(e["ts"], e["ts"] + e["dur"]) for e in events if e["name"].startswith("c10d::")]
+        ops = [(e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") == "cpu_op" and e["tid"] not in workers]
+        executions = [(e["ts"], e["ts"] + e["dur"]) for e in events if e["name"].startswith("gloo:")]
+        busy, in_calls, comm = _union(ops + calls), _union(calls), _union(executions)
+        for s in rank_out.steps:
+            step = _step(events, s.step)
+            lo, hi = step["ts"], step["ts"] + step["dur"]
+            assert s.wall_us == pytest.approx(step["dur"], abs=2e-3)
+            compute = _length(busy, lo, hi) - _length(in_calls, lo, hi)
+            assert s.compute_us == pytest.approx(compute, abs=5e-3)
+            assert s.comm_us == pytest.approx(_length(comm, lo, hi), abs=5e-3)
+    held = next(r for r in document.ranks if r.rank == HELD_RANK)
+    others = [r for r in document.ranks if r.rank != HELD_RANK]
+    held_wait = next(s.wait_us for s in held.steps if s.step == HELD_STEP)
+    # everyone else waited for the held rank in that step: at least most of its sleep
+    for r in others:
+        wait = next(s.wait_us for s in r.steps if s.step == HELD_STEP)
+        assert wait > 0.5 * HELD_MS * 1000 > held_wait
+
+
+_DASK_SCRIPT = """
+import json, os, subprocess, sys
+from pathlib import Path
+import distributed
+from trnscope.core.formats import discover
+from trnscope.core.formats.options import LoadOptions
+from trnscope.core.opening.executors import ExecutorChoice
+from trnscope.core.opening.ranks import analyse_ranks
+from trnscope.core.analysis.contracts import encode
+
+folder = Path(sys.argv[1])
+sources = discover(folder).sources
+load = LoadOptions(use_cache=False)
+with distributed.LocalCluster(
+    n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+) as cluster:
+    on_dask, _ = analyse_ranks(sources, load, ExecutorChoice(scheduler=cluster.scheduler_address))
+    cli = subprocess.run(
+        [sys.executable, "-m", "trnscope", "ranks", str(folder), "--format", "json", "--no-cache"],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "DASK_SCHEDULER_ADDRESS": cluster.scheduler_address},
+    )
+print(json.dumps({"api": json.loads(encode(on_dask)), "cli": json.loads(cli.stdout or "null"), "err": cli.stderr}))
+"""
+
+
+def test_one_process_a_pool_and_dask_give_the_same_document(gloo_folder: Path, document: RanksOut) -> None:
+    """A real Dask LocalCluster on loopback (in a child process, so its threads do not
+    outlive the test here), through the API and through the CLI with Dask's own
+    DASK_SCHEDULER_ADDRESS: the same document as this process and the local pool."""
+    pytest.importorskip("distributed")
+    in_process = _analyse(gloo_folder, ExecutorChoice(workers=1))
+    assert in_process == document
+    run = subprocess.run(
+        [sys.executable, "-c", _DASK_SCRIPT, str(gloo_folder)], capture_output=True, text=True, timeout=240
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    expected = json.loads(encode(document))
+    assert result["api"] == expected
+    assert result["cli"] == expected, result["err"]
+
+
+def test_cli_text_names_the_rank_step_and_collective(gloo_folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ranks", str(gloo_folder), "--workers", "2"]) == 0
+    out = capsys.readouterr().out
+    assert f"rank {HELD_RANK} arrived" in out and f"all_reduce #0 of step {HELD_STEP}" in out
+    assert main(["ranks", str(gloo_folder), "--step", str(HELD_STEP), "--format", "json"]) == 0
+    only = json.loads(capsys.readouterr().out)
+    assert {c["step"] for c in only["collectives"]} == {HELD_STEP}
+    assert main(["ranks", str(gloo_folder), "--step", "99"]) == 2
+    assert "no ProfilerStep#99" in capsys.readouterr().err
+
+
+def test_summary_merge_runs_on_the_pool_and_keeps_exact_figures(
+    gloo_folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trnscope.core.analysis.summary import merge_summary_figures, summary_document, summary_figures
+    from trnscope.core.opening.open import open_analysis
+
+    parts = [summary_figures(open_analysis(s), extras=frozenset()) for s in discover(gloo_folder).sources]
+    expected = summary_document(merge_summary_figures(parts, str(gloo_folder)), limit=0)
+    for workers in ("1", "3"):
+        assert main(["summary", str(gloo_folder), "--merge", "--format", "json", "--workers", workers]) == 0
+        got = json.loads(capsys.readouterr().out)
+        assert [(o["name"], o["calls"], o["self_cpu_us"], o["cpu_total_us"]) for o in got["ops"]] == [
+            (o.name, o.calls, o.self_cpu_us, o.cpu_total_us) for o in expected.ops
+        ]
+        assert got["totals"] == msgspec.to_builtins(expected.totals)
+        assert got["merged"] == expected.merged

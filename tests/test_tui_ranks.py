@@ -1,0 +1,137 @@
+"""The Ranks pane at 80×24: what ``open`` shows first for a folder of per-rank traces
+(SYNTHETIC, ``trnscope.testing.synth_ranks``), its keys, the collective lanes, the way
+into one rank's op table and back; and 512 ranks scrolling without trouble."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.app import App
+
+from tests.tui_helpers import press, settle, wait_loaded
+from trnscope.core.analysis.collectives import CollectiveCall
+from trnscope.core.analysis.rank_summary import RankStep, RankSummary
+from trnscope.core.analysis.rank_view import LATE
+from trnscope.core.analysis.ranks import reduce_ranks
+from trnscope.testing.synth_ranks import RankPlan, write_ranks
+from trnscope.tui.app import TrnscopeApp
+from trnscope.tui.messages import ShowCollective
+from trnscope.tui.screen_collective import CollectiveScreen
+from trnscope.tui.screen_ops import OpsScreen
+from trnscope.tui.screen_ranks import RanksScreen
+from trnscope.tui.screen_text import HelpScreen, WarningsScreen
+from trnscope.tui.vtable import VirtualTable
+
+
+def _table_text(screen: RanksScreen | CollectiveScreen, row: int) -> str:
+    table = screen.query_one(VirtualTable)
+    model = table.model
+    assert model is not None
+    return " ".join(c.plain if hasattr(c, "plain") else str(c) for c in model.cells(int(model.order[row])))
+
+
+async def test_a_rank_folder_opens_on_the_ranks_pane_and_leads_everywhere(tmp_path: Path) -> None:
+    write_ranks(tmp_path, RankPlan(world=8, held_back={(5, 1): 6_000}, skip_ranks=frozenset()))
+    app = TrnscopeApp([str(tmp_path)], use_cache=False, workers=1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot)
+        ranks = app.screen
+        assert isinstance(ranks, RanksScreen)
+        summary = str(ranks.query_one("#rk-summary").render())
+        assert "8 ranks" in summary and "straggler" in summary and "rank 5" in summary
+        first = _table_text(ranks, 0)
+        assert first.startswith("5 ") and LATE in first  # the rank that held the others back comes first
+        await press(pilot, "question_mark")
+        assert isinstance(app.screen, HelpScreen) and "ranks ↔ collectives" in app.screen.text
+        await press(pilot, "escape", "w")
+        assert isinstance(app.screen, WarningsScreen)
+        await press(pilot, "escape", "c")
+        assert _table_text(ranks, 0).split()[1] == "all_reduce"  # the largest skew first
+        await press(pilot, "enter")
+        lanes = app.screen
+        assert isinstance(lanes, CollectiveScreen) and lanes.collective.last_rank == 5
+        assert all(len(_table_text(lanes, k)) > 40 for k in range(8))
+        await press(pilot, "escape")
+        assert app.screen is ranks
+        await press(pilot, "c", "enter")
+        for _ in range(100):
+            await settle(pilot)
+            if isinstance(app.screen, OpsScreen):
+                break
+        assert isinstance(app.screen, OpsScreen) and app.screen.analysis.trace.source.endswith("rank5.json")
+        await press(pilot, "escape")
+        assert app.screen is ranks
+        await press(pilot, "escape")  # the first pane: the app stays
+        assert app.screen is ranks and app.is_running
+
+
+async def test_R_reaches_the_ranks_pane_from_a_selected_rank(tmp_path: Path) -> None:
+    write_ranks(tmp_path, RankPlan(world=4, held_back={(2, 0): 4_000}))
+    app = TrnscopeApp([str(tmp_path)], select="rank1", use_cache=False, workers=1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot)
+        assert isinstance(app.screen, OpsScreen)
+        await press(pilot, "R")
+        for _ in range(100):
+            await settle(pilot)
+            if isinstance(app.screen, RanksScreen):
+                break
+        assert isinstance(app.screen, RanksScreen)
+        assert app.screen.document.findings[0].rank == 2
+
+
+def _many(world: int, steps: int) -> list[RankSummary]:
+    out = []
+    for r in range(world):
+        step_rows, calls = [], []
+        for s in range(steps):
+            t0 = 10**18 + s * 10**8
+            step_rows.append(RankStep(s, t0, t0 + 90_000_000, 50_000_000, 20_000_000, 10_000_000))
+            late = 30_000_000 if (r, s) == (300, 7) else (r * 7919) % 200_000
+            arrival = t0 + 50_000_000 + late
+            end = t0 + 50_000_000 + 30_000_000 * (s == 7) + 400_000
+            calls.append(
+                CollectiveCall("all_reduce", "c10d::allreduce_", "0", s, "", s, 0, arrival, arrival + 20_000,
+                               arrival + 25_000, end, 1 << 20, 1 << 20, "Float", 4, world, 1_000, "", 1_000 + late)
+            )  # fmt: skip
+        out.append(
+            RankSummary(f"rank{r}", f"rank{r}", r, world, "nccl", "cuda", "device", 10**18, 10**18 + steps * 10**8,
+                        True, step_rows, calls)
+        )  # fmt: skip
+    return out
+
+
+class _Host(App[None]):
+    def __init__(self, screen: RanksScreen) -> None:
+        super().__init__()
+        self._first = screen
+
+    def on_mount(self) -> None:
+        self.push_screen(self._first)
+
+    def on_show_collective(self, message: ShowCollective) -> None:  # as the app does
+        self.push_screen(CollectiveScreen(message.document, message.collective, message.sources))
+
+
+async def test_512_ranks_scroll_at_80x24() -> None:
+    document = reduce_ranks(_many(512, 40))
+    assert document.findings[0].rank == 300 and document.findings[0].step == 7
+    screen = RanksScreen(document, {})
+    async with _Host(screen).run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert _table_text(screen, 0).startswith("300 ")
+        heat = _table_text(screen, 0).split()[1]
+        assert LATE in heat
+        await press(pilot, "end")
+        table = screen.query_one(VirtualTable)
+        assert table.cursor == 511
+        await press(pilot, "enter")  # no trace behind these summaries: said, not a crash
+        assert app_is_alive(pilot)
+        await press(pilot, "c", "enter")
+        assert isinstance(pilot.app.screen, CollectiveScreen)
+        await press(pilot, "end")
+        assert pilot.app.screen.query_one(VirtualTable).cursor == 511
+
+
+def app_is_alive(pilot: object) -> bool:
+    return bool(getattr(pilot, "app").is_running)  # noqa: B009

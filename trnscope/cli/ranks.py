@@ -1,0 +1,197 @@
+"""``trnscope ranks``: which rank held the others back, in which step, at which
+collective — as text or JSON.
+
+The traces are read by ``core.opening.ranks.analyse_ranks`` on a local process pool
+(``--workers``) or a Dask cluster (``--scheduler`` / ``--scheduler-file`` /
+``DASK_SCHEDULER_ADDRESS``); this module only presents the result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from trnscope.cli.sources import clear_progress_line
+from trnscope.cli.textout import wrap_words
+from trnscope.cli.width import output_width
+from trnscope.core.analysis.contracts import RankOut, RanksOut, encode
+from trnscope.core.base.errors import TrnscopeError
+from trnscope.core.base.text import safe_text, shorten
+from trnscope.core.base.units import fmt_bytes, fmt_rate, fmt_time_ns
+from trnscope.core.formats.options import LoadOptions
+from trnscope.core.opening.executors import ExecutorChoice
+from trnscope.core.opening.ranks import analyse_ranks
+from trnscope.core.opening.sources import Mode, plan_sources
+
+RANKS_SHOWN = 32  # text output: more ranks than this show the latest and a count
+COLLECTIVES_SHOWN = 10
+STRAGGLER_MARK = "▲"
+MESSAGE_LIMIT = 600
+
+
+def add_arguments(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "ranks",
+        help="many ranks: which rank held the others back, in which step, at which collective",
+        description=(
+            "Reads one trace per rank (a folder of per-rank traces, several files, or a Neuron multi-rank "
+            "profile), matches every collective across ranks, and names stragglers. Runs on a local process "
+            "pool, or on a Dask cluster with --scheduler / --scheduler-file / DASK_SCHEDULER_ADDRESS "
+            "(pip install 'trnscope[dask]')."
+        ),
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="a folder of per-rank traces, or the traces themselves")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--step", type=int, default=None, metavar="K", help="only ProfilerStep#K")
+    p.add_argument(
+        "--workers", type=int, default=None, metavar="N", help="local processes reading ranks (default: CPU count)"
+    )
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", default="", metavar="ADDRESS", help="a Dask scheduler, e.g. tcp://host:8786")
+    where.add_argument(
+        "--scheduler-file", default="", metavar="FILE", help="a Dask scheduler file (SLURM and the like)"
+    )
+    p.add_argument(
+        "--skip", action="append", default=[], metavar="CATEGORY", help="drop a category at load, e.g. --skip python"
+    )
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the parsed-index cache")
+
+
+def _progress() -> object:
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int) -> None:
+        sys.stderr.write(f"\rreading ranks: {done}/{total}")
+        sys.stderr.flush()
+
+    return show
+
+
+def cmd_ranks(args: argparse.Namespace) -> int:
+    if args.workers is not None and args.workers < 1:
+        raise TrnscopeError("--workers must be 1 or more")
+    plan = plan_sources(args.paths, Mode.RANKS)
+    load = LoadOptions(skip=tuple(args.skip), use_cache=not args.no_cache)
+    choice = ExecutorChoice(workers=args.workers, scheduler=args.scheduler, scheduler_file=args.scheduler_file)
+    progress = _progress()
+    try:
+        document, _ = analyse_ranks(plan.sources, load, choice, progress if callable(progress) else None, args.step)
+    except ValueError as error:
+        raise TrnscopeError(str(error)) from None
+    finally:
+        clear_progress_line()
+    document.warnings[:0] = plan.notes
+    if args.format == "json":
+        sys.stdout.write(encode(document) + "\n")
+    else:
+        sys.stdout.write(render_ranks(document, output_width(), choice.describe(len(plan.sources))))
+    sys.stdout.flush()
+    return 0
+
+
+def render_ranks(doc: RanksOut, width: int, ran_on: str = "") -> str:
+    lines = [_headline(doc, ran_on), ""]
+    lines += _finding_lines(doc, width)
+    lines.append("")
+    lines += _rank_lines(doc, width)
+    lines.append("")
+    lines += _collective_lines(doc)
+    if doc.warnings:
+        lines.append("")
+        for warning in doc.warnings:
+            lines += wrap_words("warning: " + safe_text(shorten(warning, MESSAGE_LIMIT)), width, "")
+    return "\n".join(lines) + "\n"
+
+
+def _headline(doc: RanksOut, ran_on: str) -> str:
+    kinds = sorted({r.compute for r in doc.ranks})
+    matched = doc.collectives[0].matched_by if doc.collectives else "—"
+    given = len(doc.ranks)
+    world = f"{given} ranks" if given == doc.world_size else f"{given} of {doc.world_size} ranks"
+    read = f", read by {ran_on}" if ran_on else ""
+    return (
+        f"{world} ({'/'.join(kinds)} compute), {len(doc.collectives):,} collectives matched by {matched}; "
+        f"lateness under {fmt_time_ns(doc.noise_floor_us * 1000)} is noise here{read}"
+    )
+
+
+def _finding_lines(doc: RanksOut, width: int) -> list[str]:
+    if not doc.findings:
+        return ["findings: none above the noise floor — no rank held the others back"]
+    lines = ["findings"]
+    for i, f in enumerate(doc.findings, 1):
+        lines.append(f"{i}. {f.severity.upper():<6} {f.kind}: {fmt_time_ns(f.evidence_us * 1000)}")
+        lines += wrap_words(safe_text(shorten(f.message, MESSAGE_LIMIT)), width - 3, "   ")
+    return lines
+
+
+def _step_columns(doc: RanksOut, width: int) -> tuple[list[int], int]:
+    """The steps that fit beside the rank and total columns (the slowest first, shown in
+    step order), and how many did not."""
+    steps = sorted({s.step for r in doc.ranks for s in r.steps})
+    cell = 11
+    room = max(1, (width - 6 - 12 - 8) // cell)
+    if len(steps) <= room:
+        return steps, 0
+    wall: dict[int, float] = {}
+    for r in doc.ranks:
+        for s in r.steps:
+            wall[s.step] = max(wall.get(s.step, 0.0), s.wall_us)
+    slowest = sorted(steps, key=lambda n: -wall[n])[:room]
+    return sorted(slowest), len(steps) - room
+
+
+def _rank_lines(doc: RanksOut, width: int) -> list[str]:
+    steps, hidden = _step_columns(doc, width)
+    late = {(f.rank, f.step) for f in doc.findings if f.kind == "straggler"}
+    lines = ["wait in collectives per rank and step (" + STRAGGLER_MARK + ": held the others back)"]
+    header = f"{'rank':>5} " + "".join(f"{('step ' + str(n)) if n >= 0 else 'trace':>11}" for n in steps)
+    lines.append(header + f"{'total':>12}{'last at':>8}")
+    shown: list[RankOut] = doc.ranks
+    if len(doc.ranks) > RANKS_SHOWN:
+        shown = sorted(doc.ranks, key=lambda r: (-r.last_arrivals, r.wait_us))[:RANKS_SHOWN]
+        shown.sort(key=lambda r: r.rank)
+    for r in shown:
+        cells = []
+        by_step = {s.step: s for s in r.steps}
+        for n in steps:
+            s = by_step.get(n)
+            text = fmt_time_ns(s.wait_us * 1000) if s else "—"
+            mark = STRAGGLER_MARK if (r.rank, n) in late else " "
+            cells.append(f"{text:>10}{mark}")
+        lines.append(f"{r.rank:>5} " + "".join(cells) + f"{fmt_time_ns(r.wait_us * 1000):>12}{r.last_arrivals:>8}")
+    if len(shown) < len(doc.ranks):
+        lines.append(
+            f"  {len(doc.ranks) - len(shown):,} more ranks not shown: these {len(shown)} arrived last most often "
+            "(--format json lists all)"
+        )
+    if hidden:
+        lines.append(f"  {hidden:,} faster steps not shown (--step K shows one; --format json has all)")
+    lines.append("  last at: how many collectives the rank arrived last at")
+    return lines
+
+
+def _collective_lines(doc: RanksOut) -> list[str]:
+    worst = sorted(doc.collectives, key=lambda c: -c.start_skew_us)[:COLLECTIVES_SHOWN]
+    if not worst:
+        return ["no collectives matched across ranks"]
+    lines = [f"collectives with the largest start skew ({len(worst)} of {len(doc.collectives):,})"]
+    lines.append(
+        f"{'id':>5} {'name':<15}{'step':>5}{'#':>4}{'bytes':>10}{'skew':>11}{'latency':>11}{'last':>5}{'bus bw':>12}"
+    )
+    for c in worst:
+        bandwidth = fmt_rate(c.bus_bw_gbps) if c.bus_bw_gbps > 0 else "—"
+        step = str(c.step) if c.step >= 0 else "—"
+        problems = " !" if c.problems else ""
+        size = fmt_bytes(c.bytes) if c.bytes >= 0 else "—"
+        lines.append(
+            f"{c.id:>5} {safe_text(c.name)[:15]:<15}{step:>5}{c.index:>4}{size:>10}"
+            f"{fmt_time_ns(c.start_skew_us * 1000):>11}{fmt_time_ns(c.latency_us * 1000):>11}{c.last_rank:>5}"
+            f" {bandwidth:>11}{problems}"
+        )
+    lines.append(
+        "  skew: latest − earliest arrival; latency: the shortest duration across ranks"
+        + ("; !: ranks disagree (see warnings)" if any(c.problems for c in worst) else "")
+    )
+    return lines

@@ -1,0 +1,153 @@
+"""One rank's trace reduced to what a multi-rank analysis needs: per ProfilerStep its
+wall, compute, communication and their overlap, and its collectives.
+
+The summary is small (a few numbers per step and per collective) and picklable, so a
+process pool or a Dask worker can build it where the trace lies and send only it back
+(``core.opening.ranks``).  Every time is an integer nanosecond on the trace's absolute
+clock; nothing is rounded here.
+
+Definitions (one each, used everywhere):
+
+* **wall**: the ProfilerStep range on the thread that ran the step.
+* **compute**: the union of device kernels and copies that are not collectives inside
+  the step; on a trace without device work, the union of the host's ops minus the
+  collective calls, on every thread except gloo's worker threads.
+* **comm**: the union of the collectives' executions inside the step (the call itself
+  where there is no execution).
+* **overlap**: the part of comm that compute covers (HTA's comm/compute overlap is
+  overlap ÷ comm).
+"""
+
+from __future__ import annotations
+
+import msgspec
+import numpy as np
+
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.collectives import NO_STEP, CollectiveCall, canonical_collective, find_collectives
+from trnscope.core.analysis.summary import SummaryFigures
+from trnscope.core.base.intervals import Union, difference
+from trnscope.core.model.roles import Role
+from trnscope.core.model.vocab import PH_X
+
+
+class RankStep(msgspec.Struct, array_like=True):
+    step: int  # N of ProfilerStep#N; NO_STEP: the whole trace (no steps in it)
+    start_ns: int
+    end_ns: int
+    compute_ns: int
+    comm_ns: int
+    overlap_ns: int
+
+    @property
+    def wall_ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+
+class RankSummary(msgspec.Struct):
+    source: str
+    label: str
+    rank: int  # distributedInfo.rank; -1 when the trace does not say
+    world_size: int  # -1 when the trace does not say
+    backend: str  # distributedInfo.backend ("nccl", "gloo"), "neuron", ""
+    device_kind: str
+    compute_kind: str  # "device" or "host": what compute counts
+    start_ns: int  # the trace's first event
+    end_ns: int
+    clock_is_unix: bool
+    steps: list[RankStep]
+    collectives: list[CollectiveCall]
+    warnings: list[str] = []
+    summary: SummaryFigures | None = None  # the op table, when asked for (summary --merge)
+
+
+def _info(analysis: Analysis) -> dict[str, object]:
+    info = analysis.trace.metadata.get("distributedInfo")
+    return info if isinstance(info, dict) else {}
+
+
+def _whole_int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else -1
+
+
+def _compute(analysis: Analysis, calls: list[CollectiveCall]) -> tuple[str, Union]:
+    """("device" | "host", the union of compute intervals)."""
+    trace = analysis.trace
+    ev = trace.events
+    origin = trace.origin_ns
+    timed = ev.ph == PH_X
+    collective_name = np.array([canonical_collective(n) != "" for n in trace.names] or [False], dtype=bool)
+    device = np.flatnonzero(timed & np.isin(ev.role, [int(Role.KERNEL), int(Role.MEMORY)]) & ~collective_name[ev.name])
+    if device.size:
+        return "device", Union(ev.ts[device] + origin, ev.ts[device] + np.maximum(ev.dur[device], 0) + origin)
+    # host: ops on every thread but the ones collectives execute on (gloo's workers),
+    # minus the collective calls (and the ops inside them, such as record_param_comms)
+    worker_threads = np.unique(ev.thread[timed & (ev.role == int(Role.ANNOTATION)) & collective_name[ev.name]])
+    call_threads = np.unique(ev.thread[timed & (ev.role == int(Role.OP)) & collective_name[ev.name]])
+    workers = np.setdiff1d(worker_threads, call_threads)
+    ops = np.flatnonzero(timed & (ev.role == int(Role.OP)) & ~np.isin(ev.thread, workers))
+    busy = Union(ev.ts[ops] + origin, ev.ts[ops] + np.maximum(ev.dur[ops], 0) + origin)
+    in_calls = Union(
+        np.array([c.arrival_ns for c in calls], dtype=np.int64),
+        np.array([c.call_end_ns for c in calls], dtype=np.int64),
+    )
+    return "host", difference(busy, in_calls)
+
+
+def _comm(calls: list[CollectiveCall]) -> Union:
+    starts = [c.exec_start_ns if c.exec_start_ns >= 0 else c.arrival_ns for c in calls]
+    ends = [c.exec_end_ns if c.exec_start_ns >= 0 else c.call_end_ns for c in calls]
+    return Union(np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64))
+
+
+def rank_steps(analysis: Analysis, calls: list[CollectiveCall]) -> tuple[str, list[RankStep]]:
+    """Per ProfilerStep (or, without steps, for the whole trace) the figures above."""
+    origin = analysis.trace.origin_ns
+    windows = [
+        (int(s.name.rpartition("#")[2]), s.start + origin, s.end + origin)
+        for s in analysis.steps()
+        if s.name.startswith("ProfilerStep#") and s.name.rpartition("#")[2].isdigit()
+    ]
+    if not windows:
+        first, last = analysis.trace.span_ns
+        windows = [(NO_STEP, first + origin, last + origin)]
+    kind, compute = _compute(analysis, calls)
+    comm = _comm(calls)
+    # |compute ∩ comm| = |compute| + |comm| − |compute ∪ comm|
+    either = Union(np.concatenate([compute.start, comm.start]), np.concatenate([compute.end, comm.end]))
+    steps = []
+    for number, start, end in windows:
+        compute_ns = compute.covered(start, end)
+        comm_ns = comm.covered(start, end)
+        overlap = compute_ns + comm_ns - either.covered(start, end)
+        steps.append(RankStep(number, start, end, compute_ns, comm_ns, overlap))
+    return kind, steps
+
+
+def summarize_collectives(analysis: Analysis, label: str, summary: SummaryFigures | None = None) -> RankSummary:
+    """The summary of one rank's trace."""
+    trace = analysis.trace
+    facts = find_collectives(analysis)
+    kind, steps = rank_steps(analysis, facts.calls)
+    info = _info(analysis)
+    first, last = trace.span_ns
+    backend = str(info.get("backend", "")) or ("neuron" if trace.device_kind == "neuron" else "")
+    warnings = list(facts.warnings)
+    if not facts.calls:
+        warnings.append("no collective calls in this trace")
+    return RankSummary(
+        source=trace.source,
+        label=label,
+        rank=_whole_int(info.get("rank")),
+        world_size=_whole_int(info.get("world_size")),
+        backend=backend,
+        device_kind=trace.device_kind,
+        compute_kind=kind,
+        start_ns=first + trace.origin_ns,
+        end_ns=last + trace.origin_ns,
+        clock_is_unix=trace.origin_is_unix,
+        steps=steps,
+        collectives=facts.calls,
+        warnings=warnings,
+        summary=summary,
+    )

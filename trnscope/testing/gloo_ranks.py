@@ -1,0 +1,84 @@
+"""Record REAL multi-rank traces: ``torch.distributed`` on gloo, several processes on
+127.0.0.1, each profiled with ``torch.profiler``; one rank can be held back (a sleep
+before its first collective) in one step.
+
+Run as a module to record a folder by hand:
+``python -m trnscope.testing.gloo_ranks OUT [--world 4] [--held-rank 2] [--held-step 2] [--held-ms 80]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import time
+from pathlib import Path
+
+ACTIVE_STEPS = 3  # ProfilerStep#1 … #3 are recorded (step 0 is the warm-up)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _rank_main(rank: int, world: int, out: str, port: int, held_rank: int, held_step: int, held_ms: float) -> None:
+    import torch
+    import torch.distributed as dist
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    torch.set_num_threads(1)
+    x = torch.randn(128, 128)
+
+    def save(prof: profile) -> None:
+        prof.export_chrome_trace(str(Path(out) / f"rank{rank}.json"))
+
+    activities = [ProfilerActivity.CPU]
+    with profile(
+        activities=activities,
+        schedule=schedule(wait=0, warmup=1, active=ACTIVE_STEPS),
+        record_shapes=True,
+        on_trace_ready=save,
+    ) as prof:
+        for step in range(1 + ACTIVE_STEPS):
+            y = x @ x
+            if rank == held_rank and step == held_step:
+                time.sleep(held_ms / 1000.0)
+            dist.all_reduce(y)
+            gathered = [torch.empty(32) for _ in range(world)]
+            dist.all_gather(gathered, torch.ones(32) * rank)
+            dist.broadcast(y, src=0)
+            prof.step()
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def record(out: Path, world: int = 4, held_rank: int = 2, held_step: int = 2, held_ms: float = 80.0) -> list[Path]:
+    """Record ``world`` ranks into ``out/rank<N>.json``; rank ``held_rank`` sleeps
+    ``held_ms`` before its first collective of ProfilerStep#``held_step``."""
+    import torch.multiprocessing as mp
+
+    out.mkdir(parents=True, exist_ok=True)
+    mp.spawn(_rank_main, args=(world, str(out), free_port(), held_rank, held_step, held_ms), nprocs=world, join=True)
+    return sorted(out.glob("rank*.json"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="record real gloo multi-rank traces on 127.0.0.1")
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--world", type=int, default=4)
+    parser.add_argument("--held-rank", type=int, default=2)
+    parser.add_argument("--held-step", type=int, default=2)
+    parser.add_argument("--held-ms", type=float, default=80.0)
+    args = parser.parse_args()
+    for path in record(args.out, args.world, args.held_rank, args.held_step, args.held_ms):
+        print(path)
+
+
+if __name__ == "__main__":
+    main()
