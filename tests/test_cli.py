@@ -378,7 +378,7 @@ def test_open_passes_its_options_to_the_app(monkeypatch, small_synthetic) -> Non
     monkeypatch.setattr(trnscope.tui.app, "TrnscopeApp", RecordingApp)
     monkeypatch.setattr(kineto, "start_worker_server", lambda: None)
     argv = ["open", str(path), "--theme", "ansi", "--select", "0", "--skip", "python", "--no-cache", "--workers", "1"]
-    assert main([*argv, "--export"]) == 0
+    assert main([*argv, "--export", "--warmup", "2"]) == 0
     assert made == {
         "paths": [str(path)],
         "select": "0",
@@ -387,6 +387,7 @@ def test_open_passes_its_options_to_the_app(monkeypatch, small_synthetic) -> Non
         "theme": "ansi",
         "workers": 1,
         "export": True,
+        "warmup": 2,
         "ran": True,
     }
 

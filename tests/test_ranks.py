@@ -209,3 +209,22 @@ def test_reduce_is_independent_of_order(tmp_path: Path) -> None:
     write_ranks(tmp_path, RankPlan(held_back={(2, 0): 3_000}))
     _, summaries = analyse_ranks(discover(tmp_path).sources, LoadOptions(use_cache=False), ExecutorChoice(1))
     assert reduce_ranks(summaries) == reduce_ranks(list(reversed(summaries)))
+
+
+def test_neuron_ranks_match_cc_running_across_process_folders(tmp_path: Path) -> None:
+    """SYNTHETIC Neuron profile of three processes (explorer JSON export): the system
+    traces' cc_running events are matched by order, and the late process is named."""
+    from trnscope.testing.synth_neuron import SynthOptions, write_layout
+
+    write_layout(
+        tmp_path, "explorer_json", ranks=3, options=SynthOptions(collectives=2, collective_late=(5001, 1, 3_000_000))
+    )
+    doc = _analyse(tmp_path)
+    assert len(doc.ranks) == 3 and len(doc.collectives) == 6
+    assert all(c.ranks == [0, 1, 2] and c.latency_us == 200 for c in doc.collectives)
+    late = max(doc.collectives, key=lambda c: c.start_skew_us)
+    assert late.last_rank == 1
+    assert late.lateness_us == pytest.approx(3_000, abs=0.2)  # the device clock's conversion: ns apart
+    top = doc.findings[0]
+    assert (top.kind, top.rank, top.collective) == ("straggler", 1, late.id)
+    assert top.evidence_us == pytest.approx(6_000, abs=0.5)

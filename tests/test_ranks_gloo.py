@@ -176,8 +176,10 @@ from trnscope.core.analysis.contracts import encode
 folder = Path(sys.argv[1])
 sources = discover(folder).sources
 load = LoadOptions(use_cache=False)
+scheduler_file = folder.parent / "scheduler.json"
 with distributed.LocalCluster(
-    n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+    n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None,
+    scheduler_kwargs={"scheduler_file": str(scheduler_file)},
 ) as cluster:
     on_dask, _ = analyse_ranks(sources, load, ExecutorChoice(scheduler=cluster.scheduler_address))
     cli = subprocess.run(
@@ -185,7 +187,13 @@ with distributed.LocalCluster(
         capture_output=True, text=True, timeout=120,
         env={**os.environ, "DASK_SCHEDULER_ADDRESS": cluster.scheduler_address},
     )
-print(json.dumps({"api": json.loads(encode(on_dask)), "cli": json.loads(cli.stdout or "null"), "err": cli.stderr}))
+    by_file = subprocess.run(
+        [sys.executable, "-m", "trnscope", "ranks", str(folder), "--format", "json", "--no-cache",
+         "--scheduler-file", str(scheduler_file)],
+        capture_output=True, text=True, timeout=120,
+    )
+print(json.dumps({"api": json.loads(encode(on_dask)), "cli": json.loads(cli.stdout or "null"),
+                  "file": json.loads(by_file.stdout or "null"), "err": cli.stderr + by_file.stderr}))
 """
 
 
@@ -204,6 +212,7 @@ def test_one_process_a_pool_and_dask_give_the_same_document(gloo_folder: Path, d
     expected = json.loads(encode(document))
     assert result["api"] == expected
     assert result["cli"] == expected, result["err"]
+    assert result["file"] == expected, result["err"]
 
 
 def test_cli_text_names_the_rank_step_and_collective(gloo_folder: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,10 +8,13 @@ import sys
 from typing import Any
 
 from trnscope.cli.sources import open_sources
-from trnscope.cli.textout import csv_writer, text_console
+from trnscope.cli.text_table import NAME_MIN, NumberColumn, layout, print_columns
+from trnscope.cli.textout import csv_writer, text_console, wrap_words
 from trnscope.cli.width import output_width
 from trnscope.core.analysis.compare import METRICS, CompareRow, Comparison, compare, with_metric
 from trnscope.core.analysis.contracts import compare_document, encode, figures_document
+from trnscope.core.analysis.distribution import RatioInterval
+from trnscope.core.base.errors import TrnscopeError
 from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fmt_ratio, fmt_time_ns, us
 from trnscope.core.opening.sources import Mode
@@ -64,100 +67,210 @@ def render_csv(comparison: Comparison, limit: int, terminal: bool = False) -> st
     return out.getvalue()
 
 
-def render_table(comparison: Comparison, limit: int, width: int) -> str:
-    from rich.table import Table
+LETTERS = "ABC"
 
-    console = text_console(width)
+
+def variant_legend(comparison: Comparison) -> list[str]:
+    """``A = eager (baseline)``, one line per variant: columns are headed by the letter,
+    so a long trace name never pushes a number off the line."""
+    out = []
+    for letter, label, synthetic in zip(LETTERS, comparison.labels, comparison.synthetic, strict=False):
+        marks = [m for m, on in (("baseline", letter == "A"), ("SYNTHETIC", synthetic)) if on]
+        out.append(f"{letter} = {safe_text(label)}" + (f"  ({', '.join(marks)})" if marks else ""))
+    return out
+
+
+def _time_or_dash(value: float | None) -> str:
+    return "—" if value is None else fmt_time_ns(value)
+
+
+def _rows_table(
+    console: Any, title: str, comparison: Comparison, rows: list[CompareRow], width: int, show_kind: bool
+) -> list[str]:
+    """One section of aligned rows: the metric per variant, then Δ and × against A; a
+    row missing from a variant shows — there and in its Δ and ×.  Returns the hidden
+    columns."""
     metric = METRICS[comparison.primary]
-    baseline = comparison.labels[0]
-    marks = ["SYNTHETIC" if s else "" for s in comparison.synthetic]
+    count = comparison.primary == "calls"
+    letters = LETTERS[: len(comparison.labels)]
+    texts = [("Name", [row.key for row in rows], NAME_MIN, 100)]
+    if show_kind:
+        texts.append(("kind", [row.kind for row in rows], 6, 45))
 
-    def table(title: str, rows: list[CompareRow], show_kind: bool) -> None:
-        t = Table(title=title, title_justify="left", box=None, show_edge=False, header_style="bold")
-        t.add_column("Name", no_wrap=True, overflow="ellipsis", max_width=48)
-        if show_kind:
-            t.add_column("kind", no_wrap=True)
-        for label in comparison.labels:
-            t.add_column(f"{safe_text(label)} {metric}", justify="right", no_wrap=True)
-        for label in comparison.labels[1:]:
-            t.add_column(f"Δ {safe_text(label)}", justify="right", no_wrap=True)
-            t.add_column(f"×{safe_text(baseline)}", justify="right", no_wrap=True)
+    def cell(value: int) -> str:
+        return f"{value:,}" if count else fmt_time_ns(value)
+
+    numbers = [
+        NumberColumn(
+            f"{letter} {metric}" if k == 0 else letter,
+            90 - k,
+            [cell(row.metric(comparison.primary)[k]) if row.present[k] else "—" for row in rows],
+        )
+        for k, letter in enumerate(letters)
+    ]
+    for k, letter in enumerate(letters[1:], start=1):
+        deltas, ratios = [], []
         for row in rows:
             values = row.metric(comparison.primary)
-            cells = [safe_text(row.key)] + ([row.kind] if show_kind else [])
-            cells += [fmt_time_ns(v) if p else "—" for v, p in zip(values, row.present)]
-            for v in values[1:]:
-                cells += [("+" if v >= values[0] else "") + fmt_time_ns(v - values[0]), fmt_ratio(v, values[0])]
-            t.add_row(*cells)
-        console.print(t)
-        console.print()
-
-    console.print(
-        "Comparing "
-        + " vs ".join(
-            f"{safe_text(label)}{' (' + mark + ')' if mark else ''}" for label, mark in zip(comparison.labels, marks)
-        )
-        + f"  (baseline: {safe_text(baseline)})"
-    )
+            if row.present[0] and row.present[k]:
+                delta = values[k] - values[0]
+                deltas.append(("+" if delta >= 0 else "-") + cell(abs(delta)))
+                ratios.append(fmt_ratio(values[k], values[0]) or "—")
+            else:
+                deltas.append("new" if row.present[k] else "gone" if row.present[0] else "—")
+                ratios.append("—")
+        numbers.append(NumberColumn(f"Δ{letter}", 60 - k, deltas))
+        numbers.append(NumberColumn(f"×{letter}", 40 - k, ratios))
+    kept_texts, kept, gone = layout(width, texts, numbers)
+    print_columns(console, title, kept_texts, kept, len(rows))
     console.print()
-    if comparison.diagnosis:
-        t = Table(
-            title="Diagnosis (trnscope diagnose)", title_justify="left", box=None, show_edge=False, header_style="bold"
-        )
-        t.add_column("", no_wrap=True)
-        for label in comparison.labels:
-            t.add_column(safe_text(label), justify="right", no_wrap=True)
+    return gone
+
+
+def _verdict(interval: RatioInterval | None) -> str:
+    if interval is None or interval.ratio != interval.ratio:
+        return "—"
+    if interval.within_noise:
+        return "within noise"
+    return "faster" if interval.high < 1.0 else "slower"
+
+
+def _ratio_text(interval: RatioInterval | None) -> str:
+    if interval is None or interval.ratio != interval.ratio:
+        return "—"
+    return f"×{interval.ratio:.3f} [{interval.low:.3f}–{interval.high:.3f}]"
+
+
+def _kernel_runs_lines(comparison: Comparison, width: int, console: Any) -> list[str]:
+    """Each aligned kernel: every variant's distribution, then each variant against A."""
+    hidden: list[str] = []
+    for index, row in enumerate(comparison.kernel_runs):
+        letters = [LETTERS[k] for k, runs in enumerate(row.runs) if runs is not None]
+        present = [runs for runs in row.runs if runs is not None]
+        texts = [("", letters, 1, 100), ("Kernel", [safe_text(r.name) for r in present], 12, 95)]
+        numbers = [
+            NumberColumn("Calls", 90, [f"{r.calls:,}" for r in present]),
+            NumberColumn("Median", 89, [fmt_time_ns(r.median_ns) for r in present]),
+            NumberColumn("Mean", 80, [fmt_time_ns(r.mean_ns) for r in present]),
+            NumberColumn("P10", 60, [fmt_time_ns(r.p10_ns) for r in present]),
+            NumberColumn("P90", 61, [fmt_time_ns(r.p90_ns) for r in present]),
+            NumberColumn("Std", 50, [fmt_time_ns(r.std_ns) for r in present]),
+            NumberColumn("Min", 30, [fmt_time_ns(r.min_ns) for r in present]),
+            NumberColumn("Max", 31, [fmt_time_ns(r.max_ns) for r in present]),
+        ]
+        kept_texts, kept, gone = layout(width, texts, numbers)
+        hidden += [h for h in gone if h not in hidden]
+        title = "Kernel executions" + (f" #{index + 1}" if len(comparison.kernel_runs) > 1 else "")
+        title += f" (aligned by {row.aligned_by}; each execution's device time)"
+        print_columns(console, title, kept_texts, kept, len(present))
+        for k in range(1, len(row.runs)):
+            if row.runs[k] is None or row.runs[0] is None:
+                continue
+            median, mean = row.median_ratio[k], row.mean_ratio[k]
+            line = f"  {LETTERS[k]} vs A: median {_ratio_text(median)}, mean {_ratio_text(mean)} → {_verdict(median)}"
+            for piece in wrap_words(line, width, "  ") or [line]:
+                console.print(piece)
+        console.print()
+    if comparison.kernel_runs:
+        legend = "ratio: the variant's statistic ÷ A's [95% bootstrap interval, fixed seed]; within noise: it holds 1"
+        for line in wrap_words(legend, width, "  "):
+            console.print(line)
+        console.print()
+    return hidden
+
+
+def render_table(comparison: Comparison, limit: int, width: int, hide: tuple[str, ...] = ()) -> str:
+    console = text_console(width)
+    for line in variant_legend(comparison):
+        console.print(line)
+    console.print()
+    hidden: list[str] = []
+    hidden += _kernel_runs_lines(comparison, width, console)
+    if comparison.diagnosis and not comparison.kernel_runs:
         d = comparison.diagnosis
-        t.add_row("device idle", *[f"{x.device_idle_pct:.1f}%" for x in d])
-        t.add_row("host-bound steps", *[f"{x.host_bound_steps} of {x.steps}" for x in d])
-        t.add_row("device launches per step", *[f"{x.dispatches_per_step:g}" for x in d])
-        t.add_row("largest finding", *[x.top_finding or "—" for x in d])
-        console.print(t)
+        rows_named = ["device idle", "host-bound steps", "device launches per step", "largest finding"]
+        texts = [("Diagnosis (trnscope diagnose)", rows_named, 24, 100)]
+        numbers = [
+            NumberColumn(
+                letter,
+                90 - k,
+                [
+                    f"{x.device_idle_pct:.1f}%",
+                    f"{x.host_bound_steps} of {x.steps}",
+                    f"{x.dispatches_per_step:g}",
+                    x.top_finding or "—",
+                ],
+            )
+            for k, (letter, x) in enumerate(zip(LETTERS, d, strict=False))
+        ]
+        kept_texts, kept, gone = layout(width, texts, numbers)
+        hidden += gone
+        print_columns(console, "", kept_texts, kept, 4)
         console.print()
     if comparison.regions:
-        table(
+        hidden += _rows_table(
+            console,
             "Regions (record_function ranges; device work charged to the region that launched it)",
+            comparison,
             _cap(comparison.regions, limit),
+            width,
             False,
         )
     if comparison.kernels:
-        t = Table(title="Device work per region", title_justify="left", box=None, show_edge=False, header_style="bold")
-        t.add_column("Region", no_wrap=True)
-        for label in comparison.labels:
-            t.add_column(
-                safe_text(label),
-                no_wrap=True,
-                overflow="ellipsis",
-                max_width=max(20, (width - 20) // len(comparison.labels)),
-            )
-        for row in _cap(comparison.kernels, limit):
-            t.add_row(
-                safe_text(row.key),
-                *[
-                    f"{fmt_time_ns(v.device_total_ns)} {safe_text(d)}" if v is not None else "—"
-                    for v, d in zip(row.values, row.detail)
-                ],
-            )
-        console.print(t)
+        rows = _cap(comparison.kernels, limit)
+        texts = [("Region", [safe_text(row.key) for row in rows], NAME_MIN, 100)]
+        for k, letter in enumerate(LETTERS[: len(comparison.labels)]):
+            cells = []
+            for row in rows:
+                value, detail = row.values[k], row.detail[k] if k < len(row.detail) else ""
+                cells.append(f"{fmt_time_ns(value.device_total_ns)} {safe_text(detail)}".strip() if value else "—")
+            texts.append((letter, cells, 12, 90 - k))
+        kept_texts, _, gone = layout(width, texts, [])
+        hidden += gone
+        print_columns(console, "Device work per region (the kernels behind it)", kept_texts, [], len(rows))
         console.print()
-    table("Ops, by largest change", _cap(comparison.rows, limit), True)
+    shown = [row for row in comparison.rows if row.kind not in hide]
+    only_kernels = comparison.kernel_runs and all(row.kind == "kernel" for row in comparison.rows)
+    if not only_kernels:  # a kernel benchmark's "ops" are its kernels, compared above
+        hidden += _rows_table(console, "Ops, by largest change", comparison, _cap(shown, limit), width, True)
+    if len(shown) < len(comparison.rows):
+        console.print(f"({len(comparison.rows) - len(shown):,} rows of kind {', '.join(hide)} hidden: --hide)")
+    if hidden:
+        unique = list(dict.fromkeys(hidden))
+        console.print(f"(hidden at {width} columns: {', '.join(unique)}; set COLUMNS, or --format csv / json)")
+    for note in comparison.notes:
+        for line in wrap_words("note: " + safe_text(note), width, ""):
+            console.print(line)
     return console.export_text()
+
+
+def _align_pairs(args: argparse.Namespace) -> list[tuple[str, str]]:
+    pairs = []
+    for item in getattr(args, "align", []) or []:
+        base, sep, other = item.partition("=")
+        if not sep or not base or not other:
+            raise TrnscopeError(f"--align {item!r}: give BASELINE_KERNEL=OTHER_KERNEL")
+        pairs.append((base, other))
+    return pairs
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     opened = open_sources(args, args.paths, Mode.VARIANTS)
     for note in opened.notes:
         sys.stderr.write(f"note: {safe_text(note)}\n")
-    comparison = compare(opened.analyses, opened.labels)
+    comparison = compare(opened.analyses, opened.labels, _align_pairs(args))
     if getattr(args, "metric", None):
-        comparison = with_metric(comparison, f"{args.metric}_ns")
+        comparison = with_metric(comparison, "calls" if args.metric == "calls" else f"{args.metric}_ns")
     limit = args.limit if args.limit is not None else (25 if args.format == "table" else 0)
+    if limit < 0:
+        raise TrnscopeError("--limit must be 0 (no limit) or more")
+    hide = tuple(h for item in getattr(args, "hide", []) or [] for h in item.split(",") if h)
     if args.format == "json":
         sys.stdout.write(render_json(comparison, limit))
     elif args.format == "csv":
         sys.stdout.write(render_csv(comparison, limit, terminal=sys.stdout.isatty()))
     else:
-        sys.stdout.write(render_table(comparison, limit, output_width()))
+        sys.stdout.write(render_table(comparison, limit, output_width(), hide))
     sys.stdout.flush()
     opened.finish()
     return 0

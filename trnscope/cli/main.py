@@ -44,6 +44,13 @@ def _add_load_options(parser: argparse.ArgumentParser) -> None:
         help="parallel processes: decoding one trace, or reading traces with --merge (default: CPU count)",
     )
     parser.add_argument(
+        "--warmup",
+        type=int,
+        default=0,
+        metavar="N",
+        help="leave out the first N NeuronCore executions of each kernel (benchmark warm-ups)",
+    )
+    parser.add_argument(
         "--export",
         action="store_true",
         help="run neuron-explorer first on raw Neuron captures (.pb/.ntff) that have no export yet",
@@ -149,8 +156,22 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("table", "csv", "json"), default="table")
     p.add_argument("--limit", type=int, default=None, metavar="N")
     p.add_argument(
+        "--hide",
+        action="append",
+        default=[],
+        metavar="KIND",
+        help="hide op rows of a kind: python, annotation, runtime, op (comma-separated, repeatable)",
+    )
+    p.add_argument(
+        "--align",
+        action="append",
+        default=[],
+        metavar="A=B",
+        help="kernel benchmarks: the baseline's kernel A goes with kernel B of the other variants (repeatable)",
+    )
+    p.add_argument(
         "--metric",
-        choices=("device_total", "self_cpu", "cpu_total", "dispatch"),
+        choices=("device_total", "self_cpu", "cpu_total", "dispatch", "calls"),
         default=None,
         help="what rows are compared and sorted by (default: device total if any variant has device time, else CPU total)",
     )
@@ -302,7 +323,7 @@ def merged_figures(args: argparse.Namespace, extras: set[str]) -> SummaryFigures
                 finally:
                     clear_progress_line()
     request = SummaryRequest(args.group_by, args.stack_depth, args.step, frozenset(extras))
-    load = LoadOptions(skip=tuple(args.skip), use_cache=not args.no_cache)
+    load = LoadOptions(skip=tuple(args.skip), use_cache=not args.no_cache, warmup=max(0, args.warmup))
     results = map_ranks(rank_jobs(plan.sources, load, request), ExecutorChoice(workers=args.workers))
     failed = [r for r in results if r.error]
     if failed:  # a sum with a trace missing would look complete: refuse it

@@ -55,6 +55,9 @@ def add_arguments(sub: argparse._SubParsersAction) -> None:  # type: ignore[type
         "--skip", action="append", default=[], metavar="CATEGORY", help="drop a category at load, e.g. --skip python"
     )
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the parsed-index cache")
+    p.add_argument(
+        "--warmup", type=int, default=0, metavar="N", help="leave out the first N NeuronCore executions of each kernel"
+    )
 
 
 def _progress() -> object:
@@ -72,7 +75,7 @@ def cmd_ranks(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise TrnscopeError("--workers must be 1 or more")
     plan = plan_sources(args.paths, Mode.RANKS)
-    load = LoadOptions(skip=tuple(args.skip), use_cache=not args.no_cache)
+    load = LoadOptions(skip=tuple(args.skip), use_cache=not args.no_cache, warmup=max(0, args.warmup))
     choice = ExecutorChoice(workers=args.workers, scheduler=args.scheduler, scheduler_file=args.scheduler_file)
     progress = _progress()
     try:

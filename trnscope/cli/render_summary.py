@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 
+from trnscope.cli.text_table import NAME_MIN, NumberColumn, layout, print_columns
 from trnscope.cli.textout import csv_writer, text_console
 from trnscope.core.analysis.columns import OP_COLUMNS, Needs, OpColumn, Unit
 from trnscope.core.analysis.contracts import OpOut, SummaryOut, encode
@@ -34,10 +35,25 @@ def render_csv(summary: SummaryOut, which: str = "ops", terminal: bool = False) 
     out = io.StringIO()
     writer = csv_writer(out, terminal)
     if which == "kernels":
-        writer.writerow(["name", "calls", "total_us", "mean_us", "min_us", "max_us", "op"])
+        writer.writerow(
+            [
+                "name",
+                "calls",
+                "total_us",
+                "mean_us",
+                "min_us",
+                "max_us",
+                "median_us",
+                "p10_us",
+                "p90_us",
+                "std_us",
+                "op",
+            ]
+        )
         for k in summary.kernels:
+            spread = ["" if v is None else v for v in (k.median_us, k.p10_us, k.p90_us, k.std_us)]
             writer.writerow(
-                [k.name, k.calls, k.total_us, round(k.total_us / max(k.calls, 1), 3), k.min_us, k.max_us, k.op]
+                [k.name, k.calls, k.total_us, round(k.total_us / max(k.calls, 1), 3), k.min_us, k.max_us, *spread, k.op]
             )
         return out.getvalue()
     writer.writerow(["name", "input_shapes", "stack", "kind", *(c.field for c in OP_COLUMNS)])
@@ -54,10 +70,14 @@ def render_csv(summary: SummaryOut, which: str = "ops", terminal: bool = False) 
     return out.getvalue()
 
 
+def _spread_cell(value: float | None) -> str:
+    return "—" if value is None else fmt_time_ns(value * 1000)
+
+
 def _op_text_columns(summary: SummaryOut) -> list[tuple[str, list[str], int, int]]:
     """(header, cells, minimum width, priority) of the op table's text columns."""
     ops = summary.ops
-    texts = [("Name", [op.name for op in ops], _NAME_MIN, 100)]
+    texts = [("Name", [op.name for op in ops], NAME_MIN, 100)]
     if summary.group_by == "shape":
         shapes = [
             "" if op.input_shapes is None else msgspec.json.encode(op.input_shapes).decode().replace(",", ", ")
@@ -126,93 +146,15 @@ def extras_that_fit(summary: SummaryOut, width: int) -> set[str]:
     candidates = set(_not_computed(summary))
     if not candidates:
         return set()
-    numbers = [_NumberColumn(c.header(summary.device_label), c.priority, ["0"]) for c in table_columns(summary)]
+    numbers = [NumberColumn(c.header(summary.device_label), c.priority, ["0"]) for c in table_columns(summary)]
     planned = {}
     for column in OP_COLUMNS:
         if column.extra in candidates and column.needs is not Needs.DEVICE_MEMORY:
             header = column.header(summary.device_label)
             planned[header] = column.extra
-            numbers.append(_NumberColumn(header, column.priority, ["0" * _WIDEST[column.unit]]))
-    _texts, kept, _gone = _layout(width, _op_text_columns(summary), numbers)
+            numbers.append(NumberColumn(header, column.priority, ["0" * _WIDEST[column.unit]]))
+    _texts, kept, _gone = layout(width, _op_text_columns(summary), numbers)
     return {planned[c.header] for c in kept if c.header in planned}
-
-
-class _NumberColumn:
-    """A right-aligned column of the text table: its header, how much it matters when
-    the width runs out (lower goes first) and its cells."""
-
-    def __init__(self, header: str, priority: int, cells: list[str]) -> None:
-        self.header = header
-        self.priority = priority
-        self.cells = cells
-
-    @property
-    def width(self) -> int:
-        return max([len(self.header), *(len(c) for c in self.cells)])
-
-
-_NAME_MIN = 18  # the name column never gets narrower than this
-_GAP = 2
-
-
-def _layout(
-    width: int, text_columns: list[tuple[str, list[str], int, int]], numbers: list[_NumberColumn]
-) -> tuple[list[tuple[str, list[str], int]], list[_NumberColumn], list[str]]:
-    """Columns that fit ``width``.  Numbers are never cut, so whole columns go, least
-    important first (text columns after the first have a priority too); text columns
-    (name, shapes, launching op) get their minimum, then what is left — the first one
-    first — and lose their middle when still too narrow.  Returns the kept text columns
-    with their widths, the kept number columns and the headers of the hidden ones."""
-    kept_numbers = list(numbers)
-    kept_texts = list(text_columns)
-    hidden: list[str] = []
-
-    def needed() -> int:
-        return sum(c.width + _GAP for c in kept_numbers) + sum(t[2] + _GAP for t in kept_texts)
-
-    while needed() > width:
-        candidates: list[tuple[int, str]] = [(c.priority, c.header) for c in kept_numbers]
-        candidates += [(t[3], t[0]) for t in kept_texts[1:]]
-        if not candidates:
-            break
-        _, header = min(candidates)
-        hidden.append(header)
-        kept_numbers = [c for c in kept_numbers if c.header != header]
-        kept_texts = [t for t in kept_texts if t[0] != header or t is kept_texts[0]]
-    spare = width - needed()
-    out = []
-    for header, cells, min_w, _priority in kept_texts:
-        longest = max([len(header), *(len(c) for c in cells)])
-        extra = max(min(longest - min_w, spare), 0)
-        spare -= extra
-        out.append((header, cells, min_w + extra))
-    kept_numbers.sort(key=lambda c: numbers.index(c))
-    return out, kept_numbers, hidden
-
-
-def _elide_middle(text: str, width: int) -> str:
-    if len(text) <= width or width < 8:
-        return text[:width]
-    tail = (width - 1) // 3
-    return text[: width - 1 - tail] + "…" + text[len(text) - tail :]
-
-
-def _print_columns(
-    console: Any, title: str, texts: list[tuple[str, list[str], int]], numbers: list[_NumberColumn], rows: int
-) -> None:
-    from rich.table import Table
-
-    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for header, _cells, width in texts:
-        t.add_column(header, no_wrap=True, width=width, overflow="crop")
-    for column in numbers:
-        t.add_column(column.header, justify="right", no_wrap=True, width=column.width)
-    for i in range(rows):
-        t.add_row(
-            *[safe_text(_elide_middle(cells[i], width)) for _h, cells, width in texts],
-            *[safe_text(c.cells[i]) for c in numbers],
-        )
-    console.print(t)
 
 
 def render_table(summary: SummaryOut, width: int | None = None, which: str = "both") -> str:
@@ -237,12 +179,12 @@ def render_table(summary: SummaryOut, width: int | None = None, which: str = "bo
         total_dev = summary.totals.self_device_us
         texts = _op_text_columns(summary)
         numbers = [
-            _NumberColumn(column.header(device), column.priority, [_text_cell(column, op) for op in ops])
+            NumberColumn(column.header(device), column.priority, [_text_cell(column, op) for op in ops])
             for column in table_columns(summary)
         ]
-        kept_texts, kept, gone = _layout(width, texts, numbers)
+        kept_texts, kept, gone = layout(width, texts, numbers)
         hidden += gone + _not_computed_headers(summary)
-        _print_columns(console, title, kept_texts, kept, len(ops))
+        print_columns(console, title, kept_texts, kept, len(ops))
         console.print(f"Self CPU time total: {fmt_time_ns(total_cpu * 1000)}")
         if has_device:
             console.print(f"Self {device} time total: {fmt_time_ns(total_dev * 1000)}")
@@ -251,19 +193,29 @@ def render_table(summary: SummaryOut, width: int | None = None, which: str = "bo
         console.print()
         kernels = summary.kernels
         texts = [
-            ("Kernel", [k.name for k in kernels], _NAME_MIN, 100),
+            ("Kernel", [k.name for k in kernels], NAME_MIN, 100),
             ("Launched by", [k.op or "—" for k in kernels], 12, 50),
         ]
         numbers = [
-            _NumberColumn("Calls", 90, [f"{k.calls:,}" for k in kernels]),
-            _NumberColumn("Total", 80, [fmt_time_ns(k.total_us * 1000) for k in kernels]),
-            _NumberColumn("Mean", 60, [fmt_time_ns(k.total_us * 1000 / max(k.calls, 1)) for k in kernels]),
-            _NumberColumn("Min", 30, [fmt_time_ns(k.min_us * 1000) for k in kernels]),
-            _NumberColumn("Max", 40, [fmt_time_ns(k.max_us * 1000) for k in kernels]),
+            NumberColumn("Calls", 90, [f"{k.calls:,}" for k in kernels]),
+            NumberColumn("Total", 80, [fmt_time_ns(k.total_us * 1000) for k in kernels]),
+            NumberColumn("Mean", 60, [fmt_time_ns(k.total_us * 1000 / max(k.calls, 1)) for k in kernels]),
+            NumberColumn("Min", 30, [fmt_time_ns(k.min_us * 1000) for k in kernels]),
+            NumberColumn("Max", 40, [fmt_time_ns(k.max_us * 1000) for k in kernels]),
         ]
-        kept_texts, kept, gone = _layout(width, texts, numbers)
+        if any(k.calls > 1 and k.median_us is not None for k in kernels):  # a kernel run many times: its spread
+            numbers += [
+                NumberColumn(title, priority, [_spread_cell(getattr(k, field)) for k in kernels])
+                for title, field, priority in (
+                    ("Median", "median_us", 70),
+                    ("P10", "p10_us", 25),
+                    ("P90", "p90_us", 26),
+                    ("Std", "std_us", 20),
+                )
+            ]
+        kept_texts, kept, gone = layout(width, texts, numbers)
         hidden += [h for h in gone if h not in hidden]
-        _print_columns(console, "Device events (kernels, copies)", kept_texts, kept, len(kernels))
+        print_columns(console, "Device events (kernels, copies)", kept_texts, kept, len(kernels))
     if hidden:
         console.print(
             f"(hidden at {width} columns: {', '.join(hidden)}; set COLUMNS, or --format csv"

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import msgspec
 
 from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.base.errors import TrnscopeError
 from trnscope.core.formats.neuron.export import ExportProgress
 from trnscope.core.formats.source import Progress
 from trnscope.core.opening.sources import Mode, OpenOptions, SourcePlan, open_source, plan_sources
@@ -40,7 +41,15 @@ def options_from(args: argparse.Namespace) -> OpenOptions:
         use_cache=not getattr(args, "no_cache", False),
         workers=getattr(args, "workers", None),
         export=getattr(args, "export", False),
+        warmup=_warmup(args),
     )
+
+
+def _warmup(args: argparse.Namespace) -> int:
+    value = int(getattr(args, "warmup", 0) or 0)
+    if value < 0:
+        raise TrnscopeError("--warmup must be 0 or more")
+    return value
 
 
 def _progress_printer() -> Progress | None:

@@ -20,9 +20,47 @@ from trnscope.core.formats.neuron.discover import SYNTHETIC_MARKER
 from trnscope.testing.synth_neuron import write_synthetic_session
 
 SESSION_NAME = "trn_synthetic_rmsnorm_session"
+NKI_NAME = "nki_synthetic_rmsnorm_benchmarks"
+SYNTHETIC_NOTE = (
+    "SYNTHETIC: written by trnscope.testing.build_samples from neuron-evidence.md §8 (no real runtime events "
+    "file is public). Three NKI RMSNorm kernel variants as their benchmarks would save them.\n"
+)
+
+
+def write_nki_benchmarks(folder: Path) -> None:
+    """Three kernel variants' runtime events: a baseline (LNC=2, device clock, warm-ups
+    kept), a tiled one 8% faster, a fused one twice as fast (host clock, the form
+    re-serialised by an alignment harness)."""
+    from trnscope.testing.synth_nrt_events import write_benchmark
+
+    folder.mkdir(parents=True)
+    (folder / SYNTHETIC_MARKER).write_text(SYNTHETIC_NOTE)
+    write_benchmark(folder / "rmsnorm_baseline.json", kernel="rmsnorm_baseline", median_us=124, lnc=2, warmup=3,
+                    executions=50, seed=11)  # fmt: skip
+    write_benchmark(folder / "rmsnorm_tiled.json", kernel="rmsnorm_tiled", median_us=114, lnc=2, warmup=3,
+                    executions=50, seed=12)  # fmt: skip
+    write_benchmark(folder / "rmsnorm_fused.json", kernel="rmsnorm_fused", median_us=62, lnc=2, warmup=3,
+                    executions=50, seed=13, clock="host", pretty=True)  # fmt: skip
+
+
+def _swap_in(out: Path, name: str, write: object) -> Path:
+    target = out / name
+    if target.exists() and not (target / SYNTHETIC_MARKER).is_file():
+        raise SystemExit(f"{target} exists and is not a synthetic sample written by this tool; not replacing it")
+    staging = Path(tempfile.mkdtemp(prefix=".build-", dir=out))
+    try:
+        write(staging / name)  # type: ignore[operator]
+        if target.exists():
+            shutil.rmtree(target)
+        (staging / name).rename(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
 
 
 def build(out: Path) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    _swap_in(out, NKI_NAME, write_nki_benchmarks)
     target = out / SESSION_NAME
     if target.exists() and not (target / SYNTHETIC_MARKER).is_file():
         raise SystemExit(f"{target} exists and is not a synthetic sample written by this tool; not replacing it")

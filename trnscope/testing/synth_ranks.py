@@ -61,6 +61,7 @@ class RankPlan:
     step_period_us: int = 20_000
     collectives: tuple[Collective, ...] = (Collective(), Collective("all_gather", 1 << 18, "BFloat16", 300))
     gap_us: int = 100  # between one collective's end and the next call
+    ops_per_step: int = 0  # small host ops inside the matmul's time (a realistic op count per step)
     held_back: dict[tuple[int, int], int] = field(default_factory=dict)  # idle before the first call
     extra_compute: dict[int, int] = field(default_factory=dict)  # rank → µs more compute every step
     key: str = "seq"  # "comms id", "seq" or "none": what record_param_comms carries
@@ -121,6 +122,9 @@ def rank_events(plan: RankPlan, rank: int) -> list[dict[str, Any]]:
         events.append(annotation(f"ProfilerStep#{plan.first_step + step}", start, plan.step_end(step) - start))
         compute = plan.compute_us + plan.extra_compute.get(rank, 0)
         events.append(op("aten::mm", start + 10, compute - 10, ext=correlation))
+        for k in range(plan.ops_per_step):  # nested in the matmul's time, on the same thread
+            at = start + 11 + k * max(1, (compute - 12) // max(plan.ops_per_step, 1))
+            events.append(op("aten::view", at, 1))
         events.append(launch(start + 12, 5, correlation=correlation, ext=correlation))
         events.append(kernel("sm90_xmma_gemm_f32", start + 20, compute - 20, correlation=correlation))
         correlation += 1

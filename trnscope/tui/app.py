@@ -26,7 +26,7 @@ from trnscope.core.formats import ProfileRef, SourceRef
 from trnscope.core.formats.sniff import looks_like_rank_trace
 from trnscope.core.opening.executors import ExecutorChoice
 from trnscope.core.opening.ranks import analyse_ranks
-from trnscope.core.opening.sources import Mode, OpenOptions, open_source, plan_sources
+from trnscope.core.opening.sources import Mode, OpenOptions, is_variants_folder, open_source, plan_sources
 from trnscope.tui.commands import TrnscopeCommands
 from trnscope.tui.keyhelp import help_text
 from trnscope.tui.messages import (
@@ -141,10 +141,13 @@ class TrnscopeApp(App[None]):
         theme: str | None = None,
         workers: int | None = None,
         export: bool = False,
+        warmup: int = 0,
     ) -> None:
         super().__init__()
         self.paths = paths
-        self.options = OpenOptions(select=select, skip=skip, use_cache=use_cache, workers=workers, export=export)
+        self.options = OpenOptions(
+            select=select, skip=skip, use_cache=use_cache, workers=workers, export=export, warmup=warmup
+        )
         self.requested_theme = theme
         self._cancel = threading.Event()
         self.ref: ProfileRef | None = None
@@ -239,6 +242,9 @@ class TrnscopeApp(App[None]):
         try:
             mode = Mode.VARIANTS if len(self.paths) > 1 else Mode.ONE
             plan = plan_sources(self.paths, mode, self.options.select)
+            if mode is Mode.ONE and self.options.select is None and is_variants_folder(plan.refs[0]):
+                mode = Mode.VARIANTS  # kernel benchmark files: compared, as a capture session is
+                plan = plan_sources(self.paths, mode)
             self.refs = plan.refs
             self.ref = plan.refs[0]
             if self._is_multi_rank():

@@ -25,6 +25,7 @@ def run_open(args: argparse.Namespace) -> int:
         theme=args.theme,
         workers=args.workers,
         export=args.export,
+        warmup=max(0, int(getattr(args, "warmup", 0) or 0)),
     )
     app.run()
     if app.return_code:

@@ -406,13 +406,54 @@ def compare_model(comparison: Comparison, rows: list[CompareRow], width: int) ->
                 out.append(number(values[k], column.width) if present[k] else Text("—", style="dim"))
             elif key.startswith("d"):
                 k = int(key[1:])
+                if not (present[0] and present[k]):  # absent on one side: no difference to show
+                    out.append(Text("new" if present[k] else "gone" if present[0] else "—", style="dim"))
+                    continue
                 delta = values[k] - values[0]
                 style = "green" if delta < 0 else "red" if delta > 0 else "dim"
                 sign = "+" if delta > 0 else ""
                 out.append(Text(sign + number(delta, column.width - len(sign)), style=style))
             elif key.startswith("r"):
                 k = int(key[1:])
-                out.append(fmt_ratio(values[k], values[0]))
+                out.append(fmt_ratio(values[k], values[0]) if present[0] and present[k] else Text("—", style="dim"))
         return out
 
     return TableModel(columns, len(rows), cells)
+
+
+def kernel_runs_model(comparison: Comparison) -> tuple[TableModel, list[tuple[int, int]]]:
+    """Kernel benchmarks: a row per (aligned kernel, variant) with its distribution and,
+    for B and C, the ratio of medians to A with its bootstrap interval."""
+    rows = [(k, v) for k, row in enumerate(comparison.kernel_runs) for v, r in enumerate(row.runs) if r is not None]
+    columns = [
+        Column("v", "", 2, "left"),
+        Column("name", "Kernel", 12, "left", flex=True),
+        Column("calls", "Calls", 6),
+        Column("median", "Median", 8),
+        Column("p10", "P10", 8),
+        Column("p90", "P90", 8),
+        Column("ratio", "Median ÷ A [95%]", 22),
+    ]
+
+    def cells(i: int) -> list[str | Text]:
+        k, v = rows[i]
+        row = comparison.kernel_runs[k]
+        runs = row.runs[v]
+        assert runs is not None
+        interval = row.median_ratio[v] if v < len(row.median_ratio) else None
+        if interval is None or interval.ratio != interval.ratio:
+            ratio: str | Text = Text("baseline" if v == 0 else "—", style="dim")
+        else:
+            style = "dim" if interval.within_noise else "green" if interval.high < 1 else "red"
+            ratio = Text(f"×{interval.ratio:.3f} [{interval.low:.2f}–{interval.high:.2f}]", style=style)
+        return [
+            Text(VARIANT_LETTERS[v], style="bold"),
+            runs.name,
+            fit_count(runs.calls, 6),
+            fit_time_short(runs.median_ns, 8),
+            fit_time_short(runs.p10_ns, 8),
+            fit_time_short(runs.p90_ns, 8),
+            ratio,
+        ]
+
+    return TableModel(columns, len(rows), cells), rows

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -9,16 +10,19 @@ from textual.widgets import Footer, Input, Static
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.compare import METRICS, CompareRow, Comparison, with_metric
+from trnscope.core.analysis.distribution import sparkline
 from trnscope.core.base.text import safe_text, user_pattern
 from trnscope.core.base.units import fmt_time_short
 from trnscope.tui.filterbox import FilterScreen
 from trnscope.tui.messages import ShowDrill, ShowOps
-from trnscope.tui.models import VARIANT_LETTERS, compare_model
+from trnscope.tui.models import VARIANT_LETTERS, compare_model, kernel_runs_model
 from trnscope.tui.panes import pane
 from trnscope.tui.vtable import Column, TableModel, VirtualTable
 
 VIEWS = ("regions", "ops", "kernels", "diagnosis")
+KERNEL_RUNS = "kernel runs"
 VIEW_TITLES = {
+    KERNEL_RUNS: "kernel executions: distribution per variant, median ÷ A with a 95% bootstrap interval",
     "diagnosis": "which variant is best and why (trnscope diagnose per variant)",
     "regions": "regions (record_function ranges; device work charged to the region that launched it)",
     "ops": "ops, by largest change",
@@ -29,7 +33,7 @@ VIEW_TITLES = {
 @pane("Compare", order=30)
 class CompareScreen(FilterScreen):
     BINDINGS = [
-        Binding("v", "view", "View", tooltip="regions → ops → device work per region → diagnosis"),
+        Binding("v", "view", "View", tooltip="(kernel runs →) regions → ops → device work per region → diagnosis"),
         Binding("1", "side(0)", "A", tooltip="enter drills into variant A"),
         Binding("2", "side(1)", "B", tooltip="enter drills into variant B"),
         Binding("3", "side(2)", "C", tooltip="enter drills into variant C"),
@@ -55,7 +59,9 @@ class CompareScreen(FilterScreen):
         self.labels = comparison.labels
         self.root = root
         self.comparison = comparison
-        self.view = "regions" if self.comparison.regions else "ops"
+        self.views = ((KERNEL_RUNS,) if comparison.kernel_runs else ()) + VIEWS
+        self.view = KERNEL_RUNS if comparison.kernel_runs else "regions" if self.comparison.regions else "ops"
+        self.kernel_rows: list[tuple[int, int]] = []
         self.side = 0
         self._filter = ""
         self.show_python = False  # Python frames crowd the op view; p shows them
@@ -82,7 +88,7 @@ class CompareScreen(FilterScreen):
         return self.shown_rows
 
     def _select_rows(self) -> list[CompareRow]:
-        if self.view == "diagnosis":
+        if self.view in ("diagnosis", KERNEL_RUNS):
             return []
         rows = {"regions": self.comparison.regions, "ops": self.comparison.rows, "kernels": self.comparison.kernels}[
             self.view
@@ -110,8 +116,8 @@ class CompareScreen(FilterScreen):
         info = f"{self.view}: {VIEW_TITLES[self.view]}"
         if self.filter_text:
             info = f"filter /{safe_text(self.filter_text)}/ · " + info
-        if not self.shown_rows and self.view != "diagnosis":
-            info = "no rows match (esc clears) · " + info
+        if not self.shown_rows and self.view not in ("diagnosis", KERNEL_RUNS):
+            info = ("no rows match (esc clears) · " if self.filter_text else "no rows in this view · ") + info
         self.query_one("#compare-info", Static).update(
             Text(
                 f"{info} · v view · m metric · enter drills into {VARIANT_LETTERS[self.side]}",
@@ -121,9 +127,26 @@ class CompareScreen(FilterScreen):
             )
         )
         view = self.query_one(VirtualTable)
+        detail = self.query_one("#compare-detail", Static)
+        if self.view == KERNEL_RUNS:
+            model, self.kernel_rows = kernel_runs_model(self.comparison)
+            view.set_model(model)
+            self._kernel_detail(0)
+            return
         if self.view == "diagnosis":
             view.set_model(self._diagnosis_model())
+            detail.update(
+                Text("per variant: trnscope diagnose's figures (d on a variant's op table shows all)", style="dim")
+            )
             return
+        if not self.shown_rows:  # nothing shown: the detail describes nothing either
+            detail.update(
+                Text(
+                    "the table is empty: "
+                    + ("no row matches the filter" if self.filter_text else "this view has no rows"),
+                    style="dim",
+                )
+            )
         view.set_model(compare_model(self.comparison, self.shown_rows, view.size.width or self.app.size.width))
 
     def _diagnosis_model(self) -> TableModel:
@@ -143,7 +166,39 @@ class CompareScreen(FilterScreen):
 
         return TableModel(columns, len(rows) if d else 0, cells)
 
+    def _kernel_detail(self, index: int) -> None:
+        detail = self.query_one("#compare-detail", Static)
+        if not 0 <= index < len(self.kernel_rows):
+            detail.update(Text("no kernel executions", style="dim"))
+            return
+        k, v = self.kernel_rows[index]
+        row = self.comparison.kernel_runs[k]
+        runs = row.runs[v]
+        assert runs is not None
+        width = max(20, (self.size.width or 80) - 24)
+        picture, lo, hi = sparkline(np.array(runs.durations), width)
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(f"{VARIANT_LETTERS[v]} {safe_text(runs.name)}", style="bold")
+        text.append(
+            f" · {runs.calls:,} executions · mean {fmt_time_short(runs.mean_ns)} · std {fmt_time_short(runs.std_ns)}"
+            f" · min {fmt_time_short(runs.min_ns)} · max {fmt_time_short(runs.max_ns)} · aligned by {row.aligned_by}\n"
+        )
+        text.append(f"{fmt_time_short(lo):>9} ", style="dim")
+        text.append(picture, style="cyan")
+        text.append(f" {fmt_time_short(hi)}", style="dim")
+        interval = row.median_ratio[v] if v < len(row.median_ratio) else None
+        if interval is not None and interval.ratio == interval.ratio:
+            verdict = "within noise" if interval.within_noise else "faster" if interval.high < 1 else "slower"
+            text.append(
+                f"\nmedian ÷ A ×{interval.ratio:.3f}, 95% bootstrap interval {interval.low:.3f}–{interval.high:.3f}: "
+                f"{verdict}"
+            )
+        detail.update(text)
+
     def on_virtual_table_cursor_moved(self, message: VirtualTable.CursorMoved) -> None:
+        if self.view == KERNEL_RUNS:
+            self._kernel_detail(message.index)
+            return
         rows = self._rows()
         if 0 <= message.index < len(rows):
             row = rows[message.index]
@@ -167,6 +222,17 @@ class CompareScreen(FilterScreen):
             self.query_one("#compare-detail", Static).update(joined)
 
     def on_virtual_table_selected(self, message: VirtualTable.Selected) -> None:
+        if self.view == KERNEL_RUNS:
+            if 0 <= message.index < len(self.kernel_rows):
+                k, v = self.kernel_rows[message.index]
+                runs = self.comparison.kernel_runs[k].runs[v]
+                analysis = self.analyses[v]
+                table = analysis.op_table()
+                groups = [g for g in range(len(table)) if runs is not None and table.name[g] == runs.name]
+                if groups:
+                    self.notify(f"variant {VARIANT_LETTERS[v]}: {self.labels[v]}", timeout=3)
+                    self.post_message(ShowDrill(analysis, table, groups[0]))
+            return
         if self.view == "diagnosis":
             self.notify("d on a variant's op table shows its whole diagnosis")
             return
@@ -190,6 +256,7 @@ class CompareScreen(FilterScreen):
         if not matches:
             self.notify(f"{row.key!r} has no instances in {self.labels[side]}")
             return
+        self.notify(f"variant {VARIANT_LETTERS[side]}: {self.labels[side]}", timeout=3)
         self.post_message(ShowDrill(analysis, table, matches[0]))
 
     def action_metric(self) -> None:
@@ -211,8 +278,14 @@ class CompareScreen(FilterScreen):
         self._show()
 
     def action_view(self) -> None:
-        self.view = VIEWS[(VIEWS.index(self.view) + 1) % len(VIEWS)]
+        self.view = self.views[(self.views.index(self.view) + 1) % len(self.views)]
         self._show()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # 3/C only in a three-way compare
+        if action == "side" and parameters and isinstance(parameters[0], int) and parameters[0] >= len(self.labels):
+            return False
+        return super().check_action(action, parameters)
 
     def action_side(self, side: int) -> None:
         if side < len(self.analyses):

@@ -17,7 +17,7 @@ import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.backends import device_hop_providers
-from trnscope.core.analysis.chain_model import Chain, ChainContext, Gaps, Hop, chain_gaps, us
+from trnscope.core.analysis.chain_model import Chain, ChainContext, Gaps, Hop, HopMaker, chain_gaps, us
 from trnscope.core.analysis.flops import COUNTED_OPS, UNKNOWN, flops_of
 from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fit_si, fmt_time_ns
@@ -125,23 +125,7 @@ def build_chain(
     ev = trace.events
     links = analysis.links
     origin = int(ev.ts[row])
-
-    def hop(r: int, kind: str, depth: int = 0, details: dict[str, Any] | None = None, name: str | None = None) -> Hop:
-        role = Role(int(ev.role[r]))
-        layer = LAYER_NAMES.get(LAYER_OF_ROLE[role], "framework")
-        return Hop(
-            layer=layer,
-            name=name or trace.names[int(ev.name[r])],
-            start_us=us(int(ev.ts[r]) - origin),
-            dur_us=us(max(int(ev.dur[r]), 0)),
-            thread_or_stream=trace.threads[int(ev.thread[r])].display,
-            details=details
-            if details is not None
-            else _details(analysis, r, lazy_args and kind in ("op", "runtime", "kernel", "memory")),
-            kind=kind,
-            depth=depth,
-            row=int(r),
-        )
+    hop = _hop_maker(analysis, origin, lazy_args)
 
     hops: list[Hop] = []
     notes: list[str] = []
@@ -230,6 +214,64 @@ def build_chain(
     )
 
 
+def _hop_maker(analysis: Analysis, origin: int, lazy_args: bool) -> HopMaker:
+    """Hops of this analysis's rows, times from ``origin``."""
+    trace = analysis.trace
+    ev = trace.events
+
+    def hop(r: int, kind: str, depth: int = 0, details: dict[str, Any] | None = None, name: str | None = None) -> Hop:
+        role = Role(int(ev.role[r]))
+        layer = LAYER_NAMES.get(LAYER_OF_ROLE[role], "framework")
+        return Hop(
+            layer=layer,
+            name=name or trace.names[int(ev.name[r])],
+            start_us=us(int(ev.ts[r]) - origin),
+            dur_us=us(max(int(ev.dur[r]), 0)),
+            thread_or_stream=trace.threads[int(ev.thread[r])].display,
+            details=details
+            if details is not None
+            else _details(analysis, r, lazy_args and kind in ("op", "runtime", "kernel", "memory")),
+            kind=kind,
+            depth=depth,
+            row=int(r),
+        )
+
+    return hop
+
+
+def _unlinked_device_chain(analysis: Analysis, row: int, instance: int, instances: int) -> Chain | None:
+    """A device row no op launched, drawn by its backend when one claims it (a kernel
+    benchmark's NeuronCore execution: its runtime request's stages, then the execution
+    and its engines); None when no backend does."""
+    provider = next((p for p in device_hop_providers(analysis) if p.claims(row)), None)
+    if provider is None:
+        return None
+    ev = analysis.trace.events
+    hops: list[Hop] = []
+    context = ChainContext(
+        trace=analysis.trace,
+        hops=hops,
+        hop=_hop_maker(analysis, int(ev.ts[row]), True),
+        origin=int(ev.ts[row]),
+        depth=-1,
+    )
+    provider.device_hops(context, row)
+    runtime = [h for h in hops if h.kind == "runtime"]
+    device_us = next((h.dur_us for h in hops if h.kind == "execution"), us(max(int(ev.dur[row]), 0)))
+    gaps = chain_gaps(hops, runtime, host_us=0.0)
+    gaps.device_us = device_us
+    return Chain(
+        analysis.trace.names[int(ev.name[row])],
+        instance,
+        instances,
+        row,
+        hops,
+        gaps,
+        ["no framework op launched it (a kernel benchmark, or outside the capture window): its runtime request and "
+         "execution"],
+    )  # fmt: skip
+
+
 def chain_for_row(analysis: Analysis, row: int, instance: int, instances: int) -> Chain:
     """A device row's chain is its launching op's chain; an unlinked one stands alone."""
     ev = analysis.trace.events
@@ -246,7 +288,9 @@ def chain_for_row(analysis: Analysis, row: int, instance: int, instances: int) -
                 0, f"device event {analysis.trace.names[int(ev.name[row])]!r}: chain of the op that launched it"
             )
             return chain
-
+        drawn = _unlinked_device_chain(analysis, row, instance, instances)
+        if drawn is not None:
+            return drawn
         hop = Hop(
             "device",
             analysis.trace.names[int(ev.name[row])],

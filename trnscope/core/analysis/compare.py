@@ -15,6 +15,7 @@ import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.compare_model import CompareRow, Comparison, Figures, VariantDiagnosis
+from trnscope.core.analysis.kernel_compare import compare_kernel_runs, is_kernel_benchmark
 from trnscope.core.model.roles import Role, is_profiler_step
 
 __all__ = ["METRICS", "CompareRow", "Comparison", "Figures", "VariantDiagnosis", "compare", "with_metric"]
@@ -143,7 +144,7 @@ def variant_diagnosis(analysis: Analysis) -> VariantDiagnosis:
     )
 
 
-def compare(analyses: list[Analysis], labels: list[str]) -> Comparison:
+def compare(analyses: list[Analysis], labels: list[str], align: list[tuple[str, str]] | None = None) -> Comparison:
     if not 2 <= len(analyses) <= 3:
         raise ValueError("compare takes two or three variants")
     dispatches = [dispatch_per_row(a) for a in analyses]  # once per variant, for ops and regions
@@ -193,6 +194,7 @@ def compare(analyses: list[Analysis], labels: list[str]) -> Comparison:
     comparison_rows = (rows, regions, kernel_rows)
     sort_rows(comparison_rows, primary)
     device_label = next((a.op_table().device_label for a in analyses if a.op_table().total_self_device > 0), "DEVICE")
+    runs, notes = compare_kernel_runs(analyses, align) if align or is_kernel_benchmark(analyses) else ([], [])
     return Comparison(
         labels,
         rows,
@@ -202,6 +204,8 @@ def compare(analyses: list[Analysis], labels: list[str]) -> Comparison:
         device_label,
         [a.trace.synthetic for a in analyses],
         [variant_diagnosis(a) for a in analyses],
+        kernel_runs=runs,
+        notes=notes,
     )
 
 

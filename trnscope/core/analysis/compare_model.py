@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import msgspec
 
+from trnscope.core.analysis.distribution import RatioInterval
+
 
 class Figures(msgspec.Struct):
     calls: int = 0  # op calls; device launches in the per-region device view
@@ -43,6 +45,31 @@ class VariantDiagnosis(msgspec.Struct):
     top_finding: str = ""  # the kind of the finding that accounts for the most time
 
 
+class KernelRuns(msgspec.Struct):
+    """One variant's executions of one kernel (ns)."""
+
+    name: str
+    calls: int
+    total_ns: int
+    mean_ns: float
+    median_ns: float
+    p10_ns: float
+    p90_ns: float
+    min_ns: int
+    max_ns: int
+    std_ns: float
+    durations: list[int]  # in time order (what the bootstrap resamples)
+
+
+class KernelRunRow(msgspec.Struct):
+    """One aligned kernel across the variants (None: the variant has no match)."""
+
+    runs: list[KernelRuns | None]
+    median_ratio: list[RatioInterval | None]  # per variant against the baseline (None for it)
+    mean_ratio: list[RatioInterval | None]
+    aligned_by: str  # "align", "single", "name" or "position"
+
+
 class Comparison(msgspec.Struct):
     labels: list[str]
     rows: list[CompareRow]
@@ -52,6 +79,9 @@ class Comparison(msgspec.Struct):
     device_label: str
     synthetic: list[bool]
     diagnosis: list[VariantDiagnosis] = []
+    # kernel benchmarks: each aligned kernel's executions, distributions and ratios
+    kernel_runs: list[KernelRunRow] = []
+    notes: list[str] = []
 
     def delta(self, row: CompareRow, metric: str | None = None) -> list[int]:
         values = row.metric(metric or self.primary)

@@ -69,6 +69,11 @@ class KernelOut(msgspec.Struct):
     min_us: float
     max_us: float
     op: str
+    # the spread of its durations (core/analysis/distribution.py); null in a merged summary
+    median_us: float | None = None
+    p10_us: float | None = None
+    p90_us: float | None = None
+    std_us: float | None = None
 
 
 class LinkOut(msgspec.Struct):
@@ -250,6 +255,42 @@ class DiagnosisRowOut(msgspec.Struct):
     top_finding: str
 
 
+class KernelRunsOut(msgspec.Struct):
+    """One variant's executions of an aligned kernel (``distribution.py`` defines each)."""
+
+    variant: str
+    name: str
+    calls: int
+    total_us: float
+    mean_us: float
+    median_us: float
+    p10_us: float
+    p90_us: float
+    min_us: float
+    max_us: float
+    std_us: float
+
+
+class RatioOut(msgspec.Struct):
+    """A variant's statistic ÷ the baseline's, with its 95% bootstrap interval."""
+
+    variant: str
+    median_ratio: float
+    median_low: float
+    median_high: float
+    mean_ratio: float
+    mean_low: float
+    mean_high: float
+    within_noise: bool  # the median's interval holds 1
+    verdict: str  # "faster", "slower" or "within noise"
+
+
+class KernelRunRowOut(msgspec.Struct):
+    aligned_by: str  # "align" (--align), "single", "name" or "position"
+    runs: list[KernelRunsOut]  # the variants that have this kernel
+    against_baseline: list[RatioOut]
+
+
 class CompareOut(msgspec.Struct):
     """``trnscope compare --format json``."""
 
@@ -261,6 +302,50 @@ class CompareOut(msgspec.Struct):
     ops: list[CompareRowOut]
     schema_version: int = SCHEMA_VERSION
     diagnosis: dict[str, DiagnosisRowOut] = {}  # per variant label
+    kernel_runs: list[KernelRunRowOut] = []  # kernel benchmarks: executions compared
+    notes: list[str] = []
+
+
+def _kernel_run_rows(comparison: Comparison) -> list[KernelRunRowOut]:
+    out = []
+    for row in comparison.kernel_runs:
+        runs = [
+            KernelRunsOut(
+                label,
+                r.name,
+                r.calls,
+                us(r.total_ns),
+                us(r.mean_ns),
+                us(r.median_ns),
+                us(r.p10_ns),
+                us(r.p90_ns),
+                us(r.min_ns),
+                us(r.max_ns),
+                us(r.std_ns),
+            )
+            for label, r in zip(comparison.labels, row.runs, strict=False)
+            if r is not None
+        ]
+        ratios = []
+        for label, median, mean in zip(comparison.labels[1:], row.median_ratio[1:], row.mean_ratio[1:], strict=False):
+            if median is None or mean is None:
+                continue
+            verdict = "within noise" if median.within_noise else ("faster" if median.high < 1.0 else "slower")
+            ratios.append(
+                RatioOut(
+                    label,
+                    round(median.ratio, 6),
+                    round(median.low, 6),
+                    round(median.high, 6),
+                    round(mean.ratio, 6),
+                    round(mean.low, 6),
+                    round(mean.high, 6),
+                    median.within_noise,
+                    verdict,
+                )
+            )
+        out.append(KernelRunRowOut(row.aligned_by, runs, ratios))
+    return out
 
 
 def figures_document(value: Figures | None) -> FiguresOut | None:
@@ -308,6 +393,8 @@ def compare_document(comparison: Comparison, limit: int = 0) -> CompareOut:
             label: DiagnosisRowOut(d.device_idle_pct, d.host_bound_steps, d.steps, d.dispatches_per_step, d.top_finding)
             for label, d in zip(comparison.labels, comparison.diagnosis)
         },
+        kernel_runs=_kernel_run_rows(comparison),
+        notes=comparison.notes,
     )
 
 

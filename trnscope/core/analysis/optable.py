@@ -16,6 +16,7 @@ from enum import StrEnum
 import msgspec
 import numpy as np
 
+from trnscope.core.analysis.distribution import Spread, group_spread
 from trnscope.core.base.arrays import group_order, unique_inverse
 from trnscope.core.base.jsondepth import decode_bounded
 from trnscope.core.link.linker import MEMORY_EVENT_NAMES, Links
@@ -415,6 +416,7 @@ class KernelTable(msgspec.Struct):
     instance_rows: np.ndarray
     instance_offsets: np.ndarray
     launch_times: list[dict[str, int]] = []  # per kernel: ns launched by each op name (what top_op is the largest of)
+    spread: Spread | None = None  # median, p10, p90, std of each kernel's durations (``distribution``)
 
     def __len__(self) -> int:
         return len(self.name)
@@ -469,6 +471,7 @@ def build_kernel_table(trace: Trace, links: Links, rows_mask: np.ndarray | None 
         top_op.append(trace.names[int(best[k])] if best[k] >= 0 else "")
         share[k] = best_time[k] / total[k] if best[k] >= 0 and total[k] > 0 else 0.0
     return KernelTable(
+        spread=group_spread(dur, inverse, groups),
         name=[trace.names[int(i)] for i in names],
         role=ev.role[rows[order[offsets[:-1]]]] if groups else np.empty(0, np.uint8),
         calls=calls,

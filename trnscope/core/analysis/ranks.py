@@ -533,6 +533,8 @@ def _stands_out(figures: list[_Figures], rank: int) -> int:
 
 def _why_late(call: CollectiveCall, f: _Figures) -> str:
     """What the late rank did right before the call, when the trace shows it."""
+    if call.idle_before_ns < 0:
+        return ""  # no calling thread in the trace (a Neuron system trace's cc_running)
     if call.idle_before_ns >= 0 and call.idle_before_ns >= f.lateness // 2:
         return (
             f" — it spent {fmt_time_ns(call.idle_before_ns)} outside any op just before the call "

@@ -109,6 +109,16 @@ class KernelFigures(msgspec.Struct):
     minimum: list[int]
     maximum: list[int]
     launch_times: list[dict[str, int]]  # ns launched by each op name: the top one is "op"
+    # the spread of each kernel's durations (ns; -1 unknown: a merge of traces has none)
+    median: list[float] = []
+    p10: list[float] = []
+    p90: list[float] = []
+    std: list[float] = []
+
+
+def _known(values: object) -> list[float]:
+    array = np.asarray(values, dtype=np.float64)
+    return np.where(np.isnan(array), -1.0, array).tolist()
 
 
 class SummaryFigures(msgspec.Struct):
@@ -184,6 +194,10 @@ def summary_figures(
             minimum=kernels.minimum.tolist(),
             maximum=kernels.maximum.tolist(),
             launch_times=kernels.launch_times,
+            median=_known(kernels.spread.median) if kernels.spread else [],
+            p10=_known(kernels.spread.p10) if kernels.spread else [],
+            p90=_known(kernels.spread.p90) if kernels.spread else [],
+            std=_known(kernels.spread.std) if kernels.spread else [],
         ),
         link=LinkOut(
             report.device_events,
@@ -200,6 +214,18 @@ def summary_figures(
         step=analysis.steps()[step].name if step >= 0 else "",
         neuron=neuron_summary(analysis),
     )
+
+
+def _spread_note(parts: list[SummaryFigures]) -> list[str]:
+    """A merge adds exact sums; percentiles of several traces' executions cannot be
+    added up from theirs, so a merged kernel table has none — said, not faked."""
+    if any(c > 1 for p in parts for c in p.kernels.calls):
+        return ["kernel median, p10/p90 and std are per trace: the merged table shows none (open one trace for them)"]
+    return []
+
+
+def _spread_us(values: list[float], i: int) -> float | None:
+    return us(values[i]) if i < len(values) and values[i] >= 0 else None
 
 
 def merge_summary_figures(parts: list[SummaryFigures], source: str) -> SummaryFigures:
@@ -242,7 +268,7 @@ def merge_summary_figures(parts: list[SummaryFigures], source: str) -> SummaryFi
         ops=merge_figures([p.ops for p in parts]),
         kernels=KernelFigures(list(kernel_slots), calls, total, minimum, maximum, launch_times),
         link=LinkOut(*[sum(getattr(p.link, f) for p in parts) for f in LinkOut.__struct_fields__]),
-        warnings=[f"{p.label}: {w}" for p in parts for w in p.warnings],
+        warnings=[f"{p.label}: {w}" for p in parts for w in p.warnings] + _spread_note(parts),
         extras={
             name: "computed" if "computed" in found else ("not computed" if "not computed" in found else "absent")
             for name, found in states.items()
@@ -308,7 +334,20 @@ def summary_document(
     for i in korder:
         launched = k.launch_times[i] if i < len(k.launch_times) else {}
         top = max(launched.items(), key=lambda item: item[1])[0] if launched else ""
-        kernel_rows.append(KernelOut(k.name[i], k.calls[i], us(k.total[i]), us(k.minimum[i]), us(k.maximum[i]), top))
+        kernel_rows.append(
+            KernelOut(
+                k.name[i],
+                k.calls[i],
+                us(k.total[i]),
+                us(k.minimum[i]),
+                us(k.maximum[i]),
+                top,
+                median_us=_spread_us(k.median, i),
+                p10_us=_spread_us(k.p10, i),
+                p90_us=_spread_us(k.p90, i),
+                std_us=_spread_us(k.std, i),
+            )
+        )
     link = figures.link
     return SummaryOut(
         source=figures.source,
@@ -443,7 +482,7 @@ def _neuron_link_warnings(analysis: Analysis) -> list[str]:
             f"{no_link:,} of {r.executions:,} NeuronCore executions have no runtime event tied to them by exec_id, "
             "flow_id or nrta_seq_id; they count in the kernel table only"
         )
-    if r.outside_ops:
+    if r.outside_ops and analysis.trace.format != "neuron-events":  # a kernel benchmark has no ops
         out.append(
             f"{r.outside_ops:,} of {r.executions:,} NeuronCore executions were requested by runtime calls that no "
             "profiled op encloses"

@@ -48,7 +48,12 @@ def load_neuron_profile(
         return load_kineto(framework, single, progress=progress, cancelled=cancelled)
 
     return load_neuron(
-        path, use_cache=options.use_cache, prefer=prefer, read_framework=read_framework, read_args=event_args
+        path,
+        use_cache=options.use_cache,
+        prefer=prefer,
+        read_framework=read_framework,
+        read_args=event_args,
+        warmup=options.warmup,
     )
 
 
@@ -67,6 +72,10 @@ def load_source(
         from trnscope.core.formats.kineto.loader import load_kineto
 
         trace = load_kineto(path, options, progress=progress, cancelled=cancelled)
+        if options.warmup:
+            trace.warnings.append(
+                f"--warmup {options.warmup} leaves out NeuronCore executions; this trace has none: nothing left out"
+            )
     trace.label = source.label
     trace.synthetic = trace.synthetic or source.synthetic
     return trace

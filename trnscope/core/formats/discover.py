@@ -9,7 +9,7 @@ import msgspec
 
 from trnscope.core.base.errors import InputError
 from trnscope.core.base.text import natural_key, numbers_in
-from trnscope.core.formats.sniff import looks_like_kineto, looks_like_neuron_json
+from trnscope.core.formats.sniff import head_bytes, looks_like_kineto, looks_like_neuron_json, looks_like_runtime_events
 from trnscope.core.formats.source import check_readable_file
 from trnscope.core.model.session import SESSION_FILE, SessionManifest, read_manifest
 
@@ -120,6 +120,13 @@ def _discover_folder(folder: Path) -> ProfileRef:
         raise InputError(f"permission denied: {folder}") from None
     if (folder / SESSION_FILE).is_file():
         return _discover_session(folder)
+    events = _runtime_event_files(folder)
+    if events:  # kernel benchmarks' runtime events: one variant per file, named after it
+        return ProfileRef(
+            str(folder),
+            "folder",
+            [SourceRef(_label_for(p, folder), str(p), kind="neuron", synthetic=_marked_synthetic(p)) for p in events],
+        )
     from trnscope.core.formats.neuron.discover import find_neuron_sessions
 
     neuron = find_neuron_sessions(folder)
@@ -138,6 +145,35 @@ def _discover_folder(folder: Path) -> ProfileRef:
             f"{folder}: no PyTorch profiler trace (.json / .json.gz with traceEvents) found in this folder"
         )
     return ProfileRef(str(folder), "folder", [SourceRef(_label_for(p, folder), str(p)) for p in traces])
+
+
+def _runtime_event_files(folder: Path) -> list[Path]:
+    """The Neuron runtime events files right in ``folder`` when it holds nothing else a
+    Neuron or Kineto reader would take (a folder of kernel benchmark results)."""
+    found, other = [], False
+    try:
+        entries = sorted(folder.iterdir(), key=lambda entry: natural_key(entry.name))
+    except OSError:
+        return []
+    for entry in entries:
+        try:
+            if entry.name.startswith(".") or not entry.is_file():
+                other = other or (entry.is_dir() and not entry.name.startswith("."))
+                continue
+            if not entry.name.endswith((".json", ".json.gz")):
+                continue
+            head = head_bytes(entry, 1 << 16)
+        except OSError:
+            continue
+        if looks_like_runtime_events(head):
+            found.append(entry)
+        elif b'"traceEvents"' in head or b'"trace_event' in head:
+            other = True
+    return [] if other else found
+
+
+def _marked_synthetic(path: Path) -> bool:
+    return (path.parent / "SYNTHETIC.txt").exists() or b'"synthetic"' in head_bytes(path, 4096).lower()
 
 
 def _discover_session(folder: Path) -> ProfileRef:

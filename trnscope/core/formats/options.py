@@ -14,6 +14,7 @@ class LoadOptions(msgspec.Struct, frozen=True):
     skip: tuple[str, ...] = ()  # categories dropped at load ("python": python_function)
     use_cache: bool = True  # read and write the caches (index, decompressed copy)
     workers: int | None = None  # decode processes (None: the CPU count)
+    warmup: int = 0  # NeuronCore executions left out at the start of each kernel (--warmup)
 
 
 DEFAULT = LoadOptions()

@@ -44,6 +44,19 @@ def looks_like_rank_trace(path: Path) -> bool:
 
 def looks_like_neuron_json(path: Path) -> bool:
     head = head_bytes(path, 1 << 16)
+    if looks_like_runtime_events(head):
+        return True
     return head.lstrip()[:1] == b"{" and (
         b'"trace_event"' in head or b'"trace_events"' in head or b'"instruction"' in head
     )
+
+
+def looks_like_runtime_events(head: bytes) -> bool:
+    """The head of a Neuron runtime events file (NKI / nkipy / nrtpy benchmarks): an
+    ``{"events": [...]}`` envelope, a bare list of events, or a kernel profile holding
+    them as text under ``"events_json"``."""
+    if b'"traceEvents"' in head:
+        return False
+    if b'"events_json"' in head:
+        return True
+    return b'"event_type"' in head and (b'"tracking_id"' in head or b'"phase"' in head)

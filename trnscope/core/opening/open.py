@@ -24,7 +24,9 @@ def open_analysis(
     cancelled: Callable[[], bool] | None = None,
 ) -> Analysis:
     path = Path(source.path)
-    key = {"skip": sorted(options.skip), "kind": source.kind}  # what the cached index depends on
+    key: dict[str, object] = {"skip": sorted(options.skip), "kind": source.kind}  # what the cached index depends on
+    if options.warmup:
+        key["warmup"] = options.warmup
     cacheable = options.use_cache and path.is_file() and source.kind == "kineto"
     if cacheable:
         started = time.perf_counter()

@@ -92,6 +92,16 @@ def plan_sources(paths: Sequence[str], mode: Mode, select: str | None = None) ->
     return SourcePlan(sources, distinct_labels([s.label for s in sources]), refs, notes)
 
 
+def is_variants_folder(ref: ProfileRef) -> bool:
+    """A folder of kernel benchmark files (Neuron runtime events): variants of one
+    kernel, opened side by side."""
+    return (
+        ref.kind == "folder"
+        and len(ref.sources) >= 2
+        and all(s.kind == "neuron" and Path(s.path).is_file() for s in ref.sources)
+    )
+
+
 def distinct_labels(labels: list[str]) -> list[str]:
     """The labels, numbered when two are the same (two files called trace.json)."""
     if len(set(labels)) < len(labels):
@@ -110,5 +120,5 @@ def open_source(
     """One source as an ``Analysis``, through the index cache unless ``use_cache`` is off."""
     if options.export and source.kind == "neuron":
         ensure_export(Path(source.path), progress=export_progress)
-    load = LoadOptions(skip=options.skip, use_cache=options.use_cache, workers=options.workers)
+    load = LoadOptions(skip=options.skip, use_cache=options.use_cache, workers=options.workers, warmup=options.warmup)
     return open_analysis(source, load, progress=progress, cancelled=cancelled)

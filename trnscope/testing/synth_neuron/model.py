@@ -35,6 +35,8 @@ class SynthOptions(msgspec.Struct):
     device_files: str = "model"  # "model": one device profile per NEFF; "session": one per NeuronCore
     execution_info: bool = False  # Parquet ExecutionInfo table in each device profile
     framework_in_system: bool = False  # every framework event copied into the system profile (type 99999)
+    collectives: int = 0  # cc_running events per step: collectives all ranks share (on one shared clock)
+    collective_late: tuple[int, int, int] = (-1, -1, 0)  # (pid, step, ns): that rank joins that step's first late
 
 
 class ExecTruth(msgspec.Struct):

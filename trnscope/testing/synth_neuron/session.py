@@ -45,6 +45,12 @@ class _Host(msgspec.Struct):
     corr: int
 
 
+CC_START_NS = 1_000_000_000  # synthetic collectives: where they start, after the base time
+CC_STEP_NS = 10_000_000
+CC_GAP_NS = 5_000_000
+CC_LATENCY_NS = 200_000
+
+
 class _Request(msgspec.Struct):
     """One runtime request and the execution it runs."""
 
@@ -534,6 +540,7 @@ class SessionWriter:
             device = [0]
             ops_cpu = sum(self.op(name, key, dims, device) for name, key, dims in ops)
             region_end = self.clock.advance(4_000)
+            self._collectives(step)
             # the host waits for the device (torch.neuron.synchronize()) to end the step
             sync_start = self.clock.advance(1_000)
             last_device_end = self.executions[-1].host_end_ns - BASE_TIME_NS
@@ -561,6 +568,29 @@ class SessionWriter:
             self._add_truth("rmsnorm", region_dur, region_dur - ops_cpu, device[0])
             self._add_truth("ProfilerStep*", step_dur, step_dur - region_dur - sync_dur, device[0])
             self._add_truth("neuron::synchronize", sync_dur, sync_dur, 0)
+
+    def _collectives(self, step: int) -> None:
+        """``options.collectives`` cc_running events for this step, at times every rank
+        shares (1 s after the capture's base, 10 ms a step, 5 ms apart): a collective
+        runs until the last rank has joined, then 200 µs."""
+        late_pid, late_step, late_ns = self.options.collective_late
+        for k in range(self.options.collectives):
+            planned = CC_START_NS + step * CC_STEP_NS + k * CC_GAP_NS
+            delay = late_ns if (self.pid, step, k) == (late_pid, late_step, 0) else 0
+            everyone = late_ns if (step, k) == (late_step, 0) and late_pid >= 0 else 0
+            start = planned + delay
+            end = planned + everyone + CC_LATENCY_NS
+            self._sys(
+                "cc_running",
+                "neuron_hw",
+                start,
+                end - start,
+                0,
+                gid=0,
+                op_id=step * self.options.collectives + k,
+                algorithm="ring",
+                nc_timestamp_ns=device_ns(start),
+            )
 
     def _add_truth(self, name: str, total: int, self_cpu: int, device_total: int) -> None:
         truth = self.ops[name]

@@ -29,7 +29,7 @@ import msgspec
 
 from trnscope.core.base.fs import is_dir, is_file
 from trnscope.core.base.text import natural_key
-from trnscope.core.formats.sniff import head_bytes
+from trnscope.core.formats.sniff import head_bytes, looks_like_runtime_events
 
 SYNTHETIC_MARKER = "SYNTHETIC.txt"
 _PID_DIR = re.compile(r"^(?P<instance>.+)_pid_(?P<pid>\d+)$")
@@ -92,6 +92,8 @@ def json_role(path: Path) -> str:
         head = head_bytes(path, 1 << 16)
     except OSError:
         return ""
+    if looks_like_runtime_events(head):
+        return "system"  # the runtime's own events (read by runtime_events)
     stripped = head.lstrip()
     if stripped[:1] == b"[":
         return "framework" if b'"ph"' in head else ""

@@ -41,6 +41,7 @@ from trnscope.core.formats.neuron.discover import (
 from trnscope.core.formats.neuron.executions import Executions, executions_from_cores
 from trnscope.core.formats.neuron.export import cached_export, corrupt_export, discard_export, explorer_command
 from trnscope.core.formats.neuron.mapping import FrameworkOp, read_mappings
+from trnscope.core.formats.neuron.runtime_events import read_runtime_events
 from trnscope.core.formats.neuron.system import (
     NONE,
     SOURCE_FRAMEWORK,
@@ -51,6 +52,7 @@ from trnscope.core.formats.neuron.system import (
     read_system_json,
     read_system_parquet,
 )
+from trnscope.core.formats.sniff import head_bytes, looks_like_runtime_events
 from trnscope.core.model.roles import Role
 from trnscope.core.model.trace import EventColumns, LoadStats, ThreadInfo, Trace
 from trnscope.core.model.vocab import PH_X, Interner
@@ -67,7 +69,8 @@ def _model_label(name: str, model_id: int) -> str:
     if not name:
         return f"model {model_id}" if model_id >= 0 else "NeuronCore execution"
     path = Path(name)
-    label = path.parent.name if path.stem in ("model", "graph") and path.parent.name else path.stem
+    generic = ("model", "graph", "file", "neff", "kernel", "compiled")  # the folder names the kernel
+    label = path.parent.name if path.stem in generic and path.parent.name else path.stem
     return label or name
 
 
@@ -91,6 +94,7 @@ def load_neuron(
     prefer: str | None = None,
     read_framework: FrameworkReader | None = None,
     read_args: ArgsReader | None = None,
+    warmup: int = 0,
 ) -> Trace:
     """Read a Neuron profile.  ``read_framework`` reads its framework trace (a Kineto
     trace): the Neuron backend adds layers to whatever the Kineto backend reads,
@@ -137,7 +141,7 @@ def load_neuron(
             warnings.append(f"the cached neuron-explorer export was unreadable and was removed ({error})")
             system, profiles = None, []
     elif files.system_json:
-        system = read_system_json(Path(files.system_json[0]))
+        system = read_system_file(Path(files.system_json[0]))
         device_files = [Path(p) for p in files.device_json]
         if system.device_profiles:  # several ranks' files side by side: the listed ones are ours
             listed = [p for p in device_files if p.stem in system.device_profiles or p.name in system.device_profiles]
@@ -159,6 +163,8 @@ def load_neuron(
         )
     if system is not None and files.pid >= 0:
         system = _only_process(system, files.pid, warnings)
+    if system is not None and warmup > 0:
+        system = without_warmup(system, warmup, warnings)
     if trace is None and system is None:
         if files.has_raw:
             raise InputError(f"{folder}: nothing readable yet: {_raw_warning(files, corrupt)}")
@@ -167,12 +173,14 @@ def load_neuron(
     if trace is None:
         assert system is not None
         trace = _empty_trace(folder, system)
+        if system.from_runtime_events:  # a kernel benchmark: no ops is what it is, not a loss
+            trace.warnings = []
     mapping = _mappings(files, warnings)
     fwd_thread = _forward_threads(trace, read_args) if mapping and not framework_from_system else {}
     data = _merge(trace, system, profiles, mapping, export_format, files, folder, framework_from_system)
     data.op_fwd_thread = fwd_thread
     trace.backend = data
-    trace.format = "neuron"
+    trace.format = "neuron-events" if system is not None and system.from_runtime_events else "neuron"
     trace.device_kind = "neuron"
     if not trace.device_name:
         trace.device_name = "AWS Trainium (NeuronCore)"
@@ -189,6 +197,39 @@ def load_neuron(
         or any((p / "SYNTHETIC.txt").exists() for p in folder.parents)
     )
     return trace
+
+
+def without_warmup(system: SystemEvents, warmup: int, warnings: list[str]) -> SystemEvents:
+    """The system events without the first ``warmup`` executions of each kernel (model),
+    in time order, and every runtime event of theirs (same exec_id)."""
+    execution = names_index(system, "nc_exec_running")
+    runs = np.flatnonzero((system.name == execution) & (system.exec_id != NONE))
+    if execution < 0 or runs.size == 0:
+        warnings.append(f"--warmup {warmup}: no executions with an exec_id here, so none could be left out")
+        return system
+    first_start: dict[tuple[int, int], int] = {}
+    for row in runs.tolist():
+        key = (int(system.model_id[row]), int(system.exec_id[row]))
+        first_start[key] = min(first_start.get(key, int(system.start[row])), int(system.start[row]))
+    by_model: dict[int, list[tuple[int, int]]] = {}
+    for (model, exec_id), start in first_start.items():
+        by_model.setdefault(model, []).append((start, exec_id))
+    dropped = {e for runs_of in by_model.values() for _, e in sorted(runs_of)[:warmup]}
+    keep = np.flatnonzero(~np.isin(system.exec_id, np.array(sorted(dropped), dtype=np.int64)))
+    kernels = len(by_model)
+    warnings.append(
+        f"--warmup {warmup}: the first {warmup} execution{'s' if warmup != 1 else ''} of each of {kernels} "
+        f"kernel{'s' if kernels != 1 else ''} left out ({len(dropped)} in all)"
+    )
+    return _take(system, keep)
+
+
+def read_system_file(path: Path) -> SystemEvents:
+    """A system profile in JSON: a Neuron Explorer export, or the runtime's own events
+    (what NKI / nkipy benchmarks save)."""
+    if looks_like_runtime_events(head_bytes(path, 1 << 16)):
+        return read_runtime_events(path)
+    return read_system_json(path)
 
 
 def _forward_threads(trace: Trace, read_args: ArgsReader | None) -> dict[int, int]:
@@ -269,6 +310,7 @@ def _take(system: SystemEvents, rows: np.ndarray) -> SystemEvents:
         instance=system.instance,
         warnings=system.warnings,
         device_profiles=system.device_profiles,
+        from_runtime_events=system.from_runtime_events,
     )
 
 

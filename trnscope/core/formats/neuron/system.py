@@ -79,6 +79,7 @@ class SystemEvents(msgspec.Struct):
     warnings: list[str] = []
     # device profile name → (logical NeuronCore, model id) from device_profile_list / DeviceProfileList
     device_profiles: dict[str, tuple[int, int]] = {}
+    from_runtime_events: bool = False  # the runtime's own events JSON (a kernel benchmark), no Explorer export
 
     def __len__(self) -> int:
         return int(self.name.shape[0])
@@ -158,7 +159,7 @@ class _Builder:
             for k, v in self.columns.items()
         }
         return SystemEvents(
-            **arrays,
+            **arrays,  # type: ignore[arg-type]  # every column an ndarray; the other fields are given by name
             flow_offsets=np.array(self.flow_offsets, dtype=np.int64),
             flow_ids=np.array(self.flow_ids, dtype=np.int64),
             names=list(self.names.keys()),

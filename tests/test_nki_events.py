@@ -1,0 +1,182 @@
+"""Neuron runtime events JSON (NKI / nkipy / nrtpy kernel benchmarks) on SYNTHETIC
+fixtures built from ``neuron-evidence.md`` §8 (``trnscope.testing.synth_nrt_events``):
+every figure against the fixture's own truth, computed independently."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from trnscope.cli.main import main
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.distribution import bootstrap_ratio, group_spread, sparkline
+from trnscope.core.formats import discover, load_path
+from trnscope.core.formats.options import LoadOptions
+from trnscope.testing.synth_nrt_events import benchmark_events, write_benchmark, write_kernel_profile
+
+NO_CACHE = LoadOptions(use_cache=False)
+
+
+def _kernel(analysis: Analysis) -> tuple[np.ndarray, np.ndarray]:
+    """(start, duration) of the executions, in time order."""
+    table = analysis.kernel_table()
+    assert len(table) == 1
+    rows = np.sort(table.instances(0))
+    ev = analysis.trace.events
+    order = np.argsort(ev.ts[rows])
+    return ev.ts[rows][order] + analysis.trace.origin_ns, ev.dur[rows][order]
+
+
+@pytest.mark.parametrize("lnc", [1, 2])
+@pytest.mark.parametrize("clock", ["device", "host"])
+def test_one_execution_per_exec_id_whose_time_is_the_union_of_its_cores(tmp_path: Path, lnc: int, clock: str) -> None:
+    path = tmp_path / "bench.json"
+    truth = write_benchmark(path, lnc=lnc, clock=clock, executions=12)
+    analysis = Analysis(load_path(path, NO_CACHE))
+    starts, durations = _kernel(analysis)
+    assert durations.tolist() == [e.union_ns for e in truth.executions]
+    assert starts.tolist() == [e.host_start for e in truth.executions]  # placed by its own sync point
+    assert analysis.trace.format == "neuron-events"
+    said = " ".join(analysis.trace.warnings)
+    assert ("NeuronCore clock" in said) == (clock == "device")
+    assert "not inside their kbl_exec_wait" not in said
+
+
+def test_disjoint_cores_add_up_and_span_and_longest_are_secondary(tmp_path: Path) -> None:
+    path = tmp_path / "disjoint.json"
+    truth = write_benchmark(path, lnc=2, disjoint_cores=True, executions=5)
+    analysis = Analysis(load_path(path, NO_CACHE))
+    _, durations = _kernel(analysis)
+    assert durations.tolist() == [e.union_ns for e in truth.executions]
+    assert all(e.union_ns < e.span_ns for e in truth.executions)
+    from trnscope.core.analysis.chain import chain_for_row
+
+    row = int(np.sort(analysis.kernel_table().instances(0))[0])
+    chain = chain_for_row(analysis, row, 0, 5)
+    execution = next(h for h in chain.hops if h.kind == "execution")
+    text = json.dumps(execution.details)
+    assert "span" in text and "longest" in text
+    runtime = [h.name for h in chain.hops if h.kind == "runtime"]
+    assert runtime[:5] == ["nrt_execute", "kbl_exec_pre", "kmgr_exec_core", "kbl_exec_wait", "kbl_exec_post"]
+
+
+def test_drifting_offsets_need_the_sync_point_of_the_same_exec_id(tmp_path: Path) -> None:
+    """With a drift of 37 ns per execution, the 40th execution placed by the first sync
+    point would be 1.4 us off: each is placed exactly."""
+    path = tmp_path / "drift.json"
+    truth = write_benchmark(path, executions=40, clock="device")
+    starts, _ = _kernel(Analysis(load_path(path, NO_CACHE)))
+    assert starts.tolist() == [e.host_start for e in truth.executions]
+
+
+def test_broken_pairs_and_unknown_types_are_counted_not_fatal(tmp_path: Path) -> None:
+    path = tmp_path / "broken.json"
+    truth = write_benchmark(path, broken_pairs=True, executions=10)
+    analysis = Analysis(load_path(path, NO_CACHE))
+    _, durations = _kernel(analysis)
+    assert durations.size == 10
+    said = analysis.trace.warnings
+    assert "1 START without STOP (left out)" in said
+    assert "1 STOP without START (left out)" in said
+    assert any("STOP comes before their START" in w for w in said)
+    assert any("phase 'unknown'" in w for w in said)
+    names = set(analysis.trace.names)
+    assert "mystery_event_2027" in names and "nrt_tensor_write" in names  # unknown types shown, not dropped
+    del truth
+
+
+def test_layouts_bare_list_pretty_and_kernel_profile(tmp_path: Path) -> None:
+    document, truth = benchmark_events(executions=6)
+    (tmp_path / "list").mkdir()
+    bare = tmp_path / "list" / "audit.json"
+    bare.write_text(json.dumps(document["events"]))
+    pretty = tmp_path / "system-trace.json"
+    write_benchmark(pretty, pretty=True, executions=6)
+    profile = tmp_path / "kernel_profile.json"
+    write_kernel_profile(profile, executions=6)
+    for path in (bare, pretty, profile):
+        ref = discover(path)
+        assert ref.kind == "neuron", path
+        _, durations = _kernel(Analysis(load_path(path, NO_CACHE)))
+        assert durations.tolist() == [e.union_ns for e in truth.executions], path
+
+
+def test_warmup_leaves_out_the_first_executions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "with_warmup.json"
+    truth = write_benchmark(path, warmup=3, executions=10)
+    assert main(["summary", str(path), "--format", "json", "--warmup", "3", "--no-cache"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    kernel = doc["kernels"][0]
+    measured = [e.union_ns for e in truth.measured(3)]
+    assert kernel["calls"] == 10
+    assert kernel["total_us"] == pytest.approx(sum(measured) / 1000, abs=1e-3)
+    assert kernel["median_us"] == pytest.approx(statistics.median(measured) / 1000, abs=1e-3)
+    assert kernel["std_us"] == pytest.approx(statistics.stdev(measured) / 1000, abs=1e-3)
+    assert kernel["p10_us"] == pytest.approx(float(np.percentile(measured, 10)) / 1000, abs=1e-3)
+    assert kernel["p90_us"] == pytest.approx(float(np.percentile(measured, 90)) / 1000, abs=1e-3)
+    assert any("--warmup 3" in w for w in doc["warnings"])
+    # without --warmup the cold starts are in, and diagnose still sees a slow first execution
+    assert main(["summary", str(path), "--format", "json", "--no-cache"]) == 0
+    assert json.loads(capsys.readouterr().out)["kernels"][0]["calls"] == 13
+
+
+def test_compare_variants_says_which_difference_is_real(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_benchmark(tmp_path / "a_baseline.json", kernel="k_baseline", median_us=100, seed=1, executions=30)
+    write_benchmark(tmp_path / "b_same.json", kernel="k_same", median_us=100.5, seed=2, executions=30)
+    write_benchmark(tmp_path / "c_fast.json", kernel="k_fast", median_us=70, seed=3, executions=30)
+    assert main(["compare", str(tmp_path), "--format", "json", "--no-cache"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    row = doc["kernel_runs"][0]
+    assert row["aligned_by"] == "single"
+    verdicts = {r["variant"]: r["verdict"] for r in row["against_baseline"]}
+    assert verdicts == {"b_same": "within noise", "c_fast": "faster"}
+    fast = next(r for r in row["against_baseline"] if r["variant"] == "c_fast")
+    assert fast["median_low"] < fast["median_ratio"] < fast["median_high"] < 1
+    assert main(["compare", str(tmp_path), "--no-cache"]) == 0
+    text = capsys.readouterr().out
+    assert "A = a_baseline" in text and "within noise" in text and "→ faster" in text
+
+
+def test_align_names_kernels_that_differ(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from trnscope.testing.synth_nrt_events import write_benchmark as write
+
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    doc_a, _ = benchmark_events(kernel="alpha", model_id=1, executions=8, seed=1)
+    doc_b, _ = benchmark_events(kernel="beta", model_id=1, executions=8, seed=2, median_us=50)
+    extra, _ = benchmark_events(kernel="gamma", model_id=2, executions=8, seed=3, nc_idx=1)
+    doc_a["events"] += extra["events"]
+    doc_b["events"] += extra["events"]
+    a.write_text(json.dumps(doc_a))
+    b.write_text(json.dumps(doc_b))
+    assert main(["compare", str(a), str(b), "--format", "json", "--align", "alpha=beta", "--no-cache"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    first = doc["kernel_runs"][0]
+    assert first["aligned_by"] == "align" and [r["name"] for r in first["runs"]] == ["alpha", "beta"]
+    assert any(r["aligned_by"] == "name" and r["runs"][0]["name"] == "gamma" for r in doc["kernel_runs"])
+    del write
+
+
+def test_statistics_definitions() -> None:
+    values = np.array([5.0, 1.0, 3.0, 2.0, 4.0, 10.0, 20.0])
+    group = np.array([0, 0, 0, 0, 0, 1, 1])
+    spread = group_spread(values, group, 3)
+    assert spread.median[0] == 3.0 and spread.p10[0] == pytest.approx(np.percentile([1, 2, 3, 4, 5], 10))
+    assert spread.std[0] == pytest.approx(statistics.stdev([1, 2, 3, 4, 5]))
+    assert spread.median[1] == 15.0 and np.isnan(spread.median[2])
+    same = bootstrap_ratio(np.arange(100.0) + 100, np.arange(100.0) + 100)
+    assert same.within_noise and same.ratio == 1.0
+    assert bootstrap_ratio(np.arange(100.0) + 100, np.arange(100.0) + 100) == same  # fixed seed
+    picture, lo, hi = sparkline(np.array([1.0, 1.0, 2.0, 9.0]), 8)
+    assert len(picture) == 8 and (lo, hi) == (1.0, 9.0)
+
+
+def test_not_runtime_events_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "events.json"
+    path.write_text('{"events": "not a list", "data_version": 2, "x": {"event_type": "a", "phase": "start"}}')
+    assert main(["summary", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err

@@ -1,0 +1,88 @@
+"""Text tables laid out for a width: numbers are never cut — whole columns go, least
+important first, and the caller says which; text columns lose their middle (where two
+long names differ least), never their end.  ``summary`` and ``compare`` print through
+this."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trnscope.core.base.text import safe_text
+
+
+class NumberColumn:
+    """A right-aligned column of the text table: its header, how much it matters when
+    the width runs out (lower goes first) and its cells."""
+
+    def __init__(self, header: str, priority: int, cells: list[str]) -> None:
+        self.header = header
+        self.priority = priority
+        self.cells = cells
+
+    @property
+    def width(self) -> int:
+        return max([len(self.header), *(len(c) for c in self.cells)])
+
+
+NAME_MIN = 18  # the name column never gets narrower than this
+GAP = 2
+
+
+def layout(
+    width: int, text_columns: list[tuple[str, list[str], int, int]], numbers: list[NumberColumn]
+) -> tuple[list[tuple[str, list[str], int]], list[NumberColumn], list[str]]:
+    """Columns that fit ``width``.  Numbers are never cut, so whole columns go, least
+    important first (text columns after the first have a priority too); text columns
+    (name, shapes, launching op) get their minimum, then what is left — the first one
+    first — and lose their middle when still too narrow.  Returns the kept text columns
+    with their widths, the kept number columns and the headers of the hidden ones."""
+    kept_numbers = list(numbers)
+    kept_texts = list(text_columns)
+    hidden: list[str] = []
+
+    def needed() -> int:
+        return sum(c.width + GAP for c in kept_numbers) + sum(t[2] + GAP for t in kept_texts)
+
+    while needed() > width:
+        candidates: list[tuple[int, str]] = [(c.priority, c.header) for c in kept_numbers]
+        candidates += [(t[3], t[0]) for t in kept_texts[1:]]
+        if not candidates:
+            break
+        _, header = min(candidates)
+        hidden.append(header)
+        kept_numbers = [c for c in kept_numbers if c.header != header]
+        kept_texts = [t for t in kept_texts if t[0] != header or t is kept_texts[0]]
+    spare = width - needed()
+    out = []
+    for header, cells, min_w, _priority in kept_texts:
+        longest = max([len(header), *(len(c) for c in cells)])
+        extra = max(min(longest - min_w, spare), 0)
+        spare -= extra
+        out.append((header, cells, min_w + extra))
+    kept_numbers.sort(key=lambda c: numbers.index(c))
+    return out, kept_numbers, hidden
+
+
+def elide_middle(text: str, width: int) -> str:
+    if len(text) <= width or width < 8:
+        return text[:width]
+    tail = (width - 1) // 3
+    return text[: width - 1 - tail] + "…" + text[len(text) - tail :]
+
+
+def print_columns(
+    console: Any, title: str, texts: list[tuple[str, list[str], int]], numbers: list[NumberColumn], rows: int
+) -> None:
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, box=None, header_style="bold")
+    for header, _cells, width in texts:
+        t.add_column(header, no_wrap=True, width=width, overflow="crop")
+    for column in numbers:
+        t.add_column(column.header, justify="right", no_wrap=True, width=column.width)
+    for i in range(rows):
+        t.add_row(
+            *[safe_text(elide_middle(cells[i], width)) for _h, cells, width in texts],
+            *[safe_text(c.cells[i]) for c in numbers],
+        )
+    console.print(t)
