@@ -27,6 +27,7 @@ _OWN_OPTIONS = {
     "--device": "device",
     "--demo": "demo",
     "--size": "size",
+    "--iterations": "iterations",
 }
 
 
@@ -44,12 +45,25 @@ def split_script_arguments(rest: list[str], args: argparse.Namespace) -> list[st
         if name in _OWN_OPTIONS and (inline or index + 1 < len(rest)):
             value = inline or rest[index + 1]
             field = _OWN_OPTIONS[name]
-            setattr(args, field, int(value) if field in ("steps", "warmup") else value)
+            setattr(args, field, int(value) if field in ("steps", "warmup", "iterations") else value)
             index += 1 if inline else 2
             continue
         kept.append(item)
         index += 1
     return kept
+
+
+def _capture_nki(rest: list[str], args: argparse.Namespace) -> int:
+    from trnscope.capture.nki_benchmark import load_variants, record
+
+    if len(rest) != 1:
+        raise TrnscopeError("usage: trnscope capture nki KERNELS.py --out DIR [--warmup W] [--iterations N]")
+    variants = load_variants(Path(rest[0]))
+    warmup = 3 if args.warmup is None else max(0, args.warmup)
+    iterations = max(1, getattr(args, "iterations", None) or 50)
+    written = record(variants, Path(args.out), warmup=warmup, iterations=iterations, log=_log)
+    _log(f"{len(written)} benchmark events files in {args.out}: trnscope compare {args.out}")
+    return 0
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
@@ -71,6 +85,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
     from trnscope.capture.workspace import check_output_folder
 
     check_output_folder(Path(args.out))  # before any work: a refusal should come first
+    if rest and rest[0] == "nki":  # NKI kernel benchmarks: no torch needed
+        return _capture_nki(rest[1:], args)
     _require_torch()
     from trnscope.capture.recorder import CaptureOptions
 

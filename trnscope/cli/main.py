@@ -181,7 +181,10 @@ def _parser() -> argparse.ArgumentParser:
 
     add_ranks_arguments(sub)
 
-    p = sub.add_parser("capture", help="record a profile: a built-in demo, or your script")
+    p = sub.add_parser(
+        "capture",
+        help="record a profile: a built-in demo, your script (capture run SCRIPT.py) or NKI kernels (capture nki FILE.py)",
+    )
     p.add_argument("--demo", metavar="NAME", help="built-in demo: rmsnorm, attention (or 'list')")
     p.add_argument("--out", metavar="DIR", help="session folder to create")
     p.add_argument("--steps", type=int, default=None, metavar="N")
@@ -189,6 +192,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default=None, metavar="KIND", help="neuron, cuda or cpu (default: what this host has)")
     p.add_argument("--size", default=None, metavar="PRESET", help="demo size preset: small (default) or large")
     p.add_argument("--memory", action="store_true", help="profile_memory=True: memory columns per op (adds overhead)")
+    p.add_argument(
+        "--iterations", type=int, default=None, metavar="N", help="capture nki: measured runs per kernel (default 50)"
+    )
     p.add_argument("rest", nargs=argparse.REMAINDER, help="'run SCRIPT.py [ARGS...]' to profile a script")
 
     p = sub.add_parser("cache", help="show or clear the parsed-index cache")

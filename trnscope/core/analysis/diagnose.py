@@ -214,7 +214,21 @@ def _findings(
     links = analysis.links
     out: list[FindingOut] = []
     device_busy = all_device.length
-    for name, rows in lanes.items():
+    benchmark = trace.format == "neuron-events"  # the gaps between executions are the benchmark loop's
+    if benchmark:
+        out.append(
+            _finding(
+                analysis,
+                "kernel_benchmark",
+                "a kernel benchmark's runtime events: the device idles between executions by the benchmark "
+                "loop's design, not for a workload's reasons — compare the executions (trnscope compare) instead",
+                -1,
+                0,
+                wall,
+                severity="info",
+            )
+        )
+    for name, rows in ({} if benchmark else lanes).items():
         union = unions[name]
         span = int(union.end[-1] - union.start[0]) if len(union) else 0
         idle = span - union.length
