@@ -15,7 +15,7 @@ from conftest import CORPUS, SAMPLES, requires_corpus
 from trnscope.cli.main import main
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.contracts import DiagnoseOut
-from trnscope.core.analysis.diagnose import diagnose
+from trnscope.core.analysis.diagnose import diagnose, noise_floor_ns
 from trnscope.core.analysis.timeline import build_lanes, coverage, glyphs, parse_time, under
 from trnscope.core.base.intervals import Union
 from trnscope.core.formats import load_path
@@ -71,15 +71,20 @@ def test_diagnosis_definitions_on_a_hand_built_trace(tmp_path: Path) -> None:
 @pytest.mark.parametrize("path", CORPUS_TRACES, ids=lambda p: p.name.split(".")[0])
 def test_diagnosis_explains_the_idle_time_of_every_corpus_trace(path: Path) -> None:
     """The idle findings partition each device's idle time: their evidence adds up to
-    it exactly (one device per corpus trace)."""
-    doc = diagnose(Analysis(load_path(path)))
+    it exactly (one device per corpus trace), less any part under the noise floor (not
+    shown: a 0.011 µs gap is no finding)."""
+    analysis = Analysis(load_path(path))
+    doc = diagnose(analysis)
+    floor_us = noise_floor_ns(analysis.wall_ns) / 1000
     msgspec.json.decode(msgspec.json.encode(doc), type=DiagnoseOut)  # the contract round-trips
     for device in doc.devices:
         assert 0 <= device.busy_us <= device.span_us + 1e-3
         assert device.idle_us == pytest.approx(device.span_us - device.busy_us, abs=2e-3)
     if len(doc.devices) == 1:
         explained = sum(f.evidence_us for f in doc.findings if f.kind in ("device_idle", "small_kernels"))
-        assert explained == pytest.approx(doc.devices[0].idle_us, abs=2e-3)
+        idle = doc.devices[0].idle_us
+        assert explained <= idle + 2e-3
+        assert explained == pytest.approx(idle, abs=2e-3) or idle - explained < 2 * floor_us
     severities = [f.severity for f in doc.findings]
     assert severities == sorted(severities, key=lambda s: s == "info")  # losses first
     # busy and span recomputed independently from the raw JSON (stdlib json, a plain

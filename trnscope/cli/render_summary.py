@@ -225,7 +225,8 @@ def render_table(summary: SummaryOut, width: int | None = None, which: str = "bo
     if summary.link and summary.link.device_events:
         link = summary.link
         reasons = [
-            (link.unlinkable, "launched before the capture window"),
+            (link.before_window, "launched before the capture window"),
+            (link.unlinkable - link.before_window, "with no link in the trace"),
             (link.outside_ops, "launched by runtime calls outside any op"),
             (link.unresolved, "with links that lead nowhere"),
         ]

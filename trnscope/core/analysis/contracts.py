@@ -85,6 +85,7 @@ class LinkOut(msgspec.Struct):
     unlinkable: int
     outside_ops: int
     unresolved: int
+    before_window: int = 0  # of the unlinkable: those that start before the first profiled op
 
 
 class NeuronOpOut(msgspec.Struct):

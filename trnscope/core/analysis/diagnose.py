@@ -34,6 +34,15 @@ from trnscope.core.model.roles import Role, is_profiler_step
 
 SMALL_KERNEL_NS = 10_000
 LONG_QUEUE_NS = 50_000
+NOISE_FLOOR_NS = 50_000  # a finding accounts for at least this …
+NOISE_FLOOR_SHARE = 0.005  # … and this share of the trace's wall time, or it is not shown
+
+
+def noise_floor_ns(wall: int) -> int:
+    """The least time a finding must account for to be shown."""
+    return max(NOISE_FLOOR_NS, int(NOISE_FLOOR_SHARE * wall))
+
+
 _SYNC = re.compile(
     r"(cudaDeviceSynchronize|cudaStreamSynchronize|cudaEventSynchronize|hipDeviceSynchronize|hipStreamSynchronize"
     r"|hipEventSynchronize|aten::item|aten::_local_scalar_dense|neuron::synchronize|synchronize\b|nrt_.*wait)",
@@ -158,7 +167,12 @@ def diagnose(analysis: Analysis) -> DiagnoseOut:
             StepOut(name, us(length), us(host_busy), us(device_busy), "device" if 2 * device_busy >= length else "host")
         )
 
-    findings = _findings(analysis, lanes, unions, syncs, wall, host_total, all_device)
+    device_bound_wall = sum(s.wall_us for s in steps if s.bound == "device")
+    mostly_device_bound = 2 * device_bound_wall >= sum(s.wall_us for s in steps) and bool(steps)
+    findings = _findings(analysis, lanes, unions, syncs, wall, host_total, all_device, mostly_device_bound, len(steps))
+    # below the noise floor a finding is not a finding (a 0.011 µs gap is no advice)
+    floor = noise_floor_ns(wall)
+    findings = [f for f in findings if f.severity == "info" or f.evidence_us * 1000 >= floor]
     # time lost first; "info" findings (not a loss) after them
     findings.sort(key=lambda f: (f.severity == "info", -f.evidence_us))
     return DiagnoseOut(trace.label or trace.source, devices, steps, findings)
@@ -208,7 +222,12 @@ def _findings(
     wall: int,
     host_total: int,
     all_device: Union,
+    device_bound: bool,
+    step_count: int,
 ) -> list[FindingOut]:
+    """Findings whose advice follows the steps' own verdict: where the steps are mostly
+    device-bound, idle gaps are not called launch-bound and the host running ahead is
+    the expected picture; where they are host-bound, the opposite."""
     trace = analysis.trace
     ev = trace.events
     links = analysis.links
@@ -269,7 +288,9 @@ def _findings(
             advice = (
                 f"the host spends {ratio:.1f} µs per µs of device work — launch-bound: fuse ops, use torch.compile / "
                 "CUDA graphs, or give each launch more work"
-                if idle >= 0.3 * span
+                if idle >= 0.3 * span and not device_bound
+                else "the steps are device-bound; these gaps are where the host or a sync held the device up"
+                if device_bound
                 else "the device is mostly busy; these gaps are where the host or a sync held it up"
             )
             out.append(
@@ -286,6 +307,11 @@ def _findings(
             )
     if syncs.size:
         waited = Union(ev.ts[syncs], ev.ts[syncs] + ev.dur[syncs])
+        # what a sync costs is the device idling while the host waits (with nothing queued);
+        # waiting while the device is busy is the device's time, not the sync's
+        device_idle_in_wait = waited.length - sum(
+            all_device.covered(int(a), int(b)) for a, b in zip(waited.start, waited.end, strict=True)
+        )
         if waited.length >= 0.05 * wall:
             longest = int(syncs[np.argmax(ev.dur[syncs])])
             names: dict[str, int] = {}
@@ -293,16 +319,24 @@ def _findings(
                 names[trace.names[int(ev.name[r])]] = names.get(trace.names[int(ev.name[r])], 0) + 1
             listed = ", ".join(f"{n} ×{c}" for n, c in sorted(names.items(), key=lambda x: -x[1])[:3])
             parent = int(links.raw_parent[longest])
+            per_step = syncs.size / max(step_count, 1)
+            advice = (
+                "one sync per step: the host waits for the step's device work to finish — the wait is device time, "
+                "not an avoidable sync"
+                if per_step <= 1.0
+                else "while it waits nothing new is queued — sync once per step, avoid .item() / printing tensors "
+                "inside the loop"
+            )
             out.append(
                 _finding(
                     analysis,
                     "synchronization",
-                    f"the host waited {fmt_time_ns(waited.length)} in {syncs.size:,} synchronisations ({listed}); "
-                    "while it waits nothing new is queued — sync once per step, avoid .item() / printing "
-                    "tensors inside the loop",
+                    f"the host waited {fmt_time_ns(waited.length)} in {syncs.size:,} synchronisations ({listed}); the "
+                    f"device sat idle for {fmt_time_ns(device_idle_in_wait)} of it; {advice}",
                     parent if parent >= 0 and ev.role[parent] == int(Role.OP) else longest,
-                    waited.length,
+                    device_idle_in_wait,
                     wall,
+                    severity="info" if per_step <= 1.0 else "",
                 )
             )
     launched = np.flatnonzero(np.isin(ev.role, _DEVICE_WORK) & (links.device_launch >= 0))
@@ -318,8 +352,12 @@ def _findings(
                     analysis,
                     "long_queue",
                     f"{int(deep.sum()):,} device events waited more than {LONG_QUEUE_NS // 1000} µs after their launch "
-                    f"(longest {fmt_time_ns(int(queue.max()))}): the host runs ahead of the device — device-bound; "
-                    "speed up the device work itself",
+                    f"(longest {fmt_time_ns(int(queue.max()))}): the host runs ahead of the device"
+                    + (
+                        " — the steps are device-bound; speed up the device work itself"
+                        if device_bound
+                        else " at times (the steps are host-bound overall: see the other findings)"
+                    ),
                     int(links.device_op[worst]),
                     q.length,
                     wall,

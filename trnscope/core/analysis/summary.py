@@ -208,6 +208,7 @@ def summary_figures(
             report.unlinkable,
             report.outside_ops,
             report.unresolved,
+            report.before_window,
         ),
         warnings=analysis_warnings(analysis, extra_warnings),
         extras=state,
@@ -429,10 +430,17 @@ def link_warnings(analysis: Analysis) -> list[str]:
         out += _neuron_link_warnings(analysis)
         report = msgspec.structs.replace(report, unlinkable=0, outside_ops=0)  # said above, per execution
     if report.unlinkable:
-        out.append(
-            f"{report.unlinkable:,} of {report.device_events:,} device events carry no link to the host "
-            "(launched before the capture window); they count in the kernel table only"
-        )
+        early, other = report.before_window, report.unlinkable - report.before_window
+        if early:
+            out.append(
+                f"{early:,} of {report.device_events:,} device events start before the first profiled op and carry "
+                "no link to the host (launched before the capture window); they count in the kernel table only"
+            )
+        if other:
+            out.append(
+                f"{other:,} of {report.device_events:,} device events inside the capture window carry no link to the "
+                "host (no External id, correlation or flow in the trace for them); they count in the kernel table only"
+            )
     if report.outside_ops:
         out.append(f"{report.outside_ops:,} device events were launched by runtime calls outside any profiled op")
     if report.unresolved:

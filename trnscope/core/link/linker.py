@@ -37,7 +37,7 @@ from trnscope.core.model.roles import (
     FLOW_TO_DEVICE_CATEGORIES,
     Role,
 )
-from trnscope.core.model.trace import Trace
+from trnscope.core.model.trace import EventColumns, Trace
 from trnscope.core.model.vocab import NONE_ID, PH_FLOW_END, PH_FLOW_START, PH_INSTANT, PH_X
 
 # Names PyTorch drops before building its tree (profiler_util._filter_name).
@@ -86,6 +86,18 @@ _METHOD_LABELS = {
 }
 
 
+def _before_first_op(ev: EventColumns, rows: np.ndarray) -> int:
+    """How many of ``rows`` start before the first profiled op: only those can have been
+    launched before the capture window (the others lack link information for another
+    reason — the trace does not write it for them)."""
+    ops = np.flatnonzero(ev.role == int(Role.OP))
+    if rows.size == 0:
+        return 0
+    if ops.size == 0:
+        return int(rows.size)
+    return int((ev.ts[rows] < ev.ts[ops].min()).sum())
+
+
 class LinkReport(msgspec.Struct):
     device_events: int = 0  # kernels and memory operations
     linked: int = 0
@@ -95,6 +107,7 @@ class LinkReport(msgspec.Struct):
     unlinkable: int = 0  # no External id, runtime call or flow: launched before the window
     outside_ops: int = 0  # launched by a runtime call that no profiled op encloses
     unresolved: int = 0  # carried an op link that points at nothing in the trace
+    before_window: int = 0  # of the unlinkable: started before the first profiled op (checked by time)
 
     @property
     def linkable(self) -> int:
@@ -454,6 +467,7 @@ def link(trace: Trace) -> Links:
         unlinkable=int((counted & ~has_info).sum()),
         outside_ops=int((counted & (op < 0) & (by_ext < 0) & ((launch >= 0) | (via_flow >= 0))).sum()),
         unresolved=int((counted & has_info & (op < 0) & ~((launch >= 0) | (via_flow >= 0))).sum()),
+        before_window=_before_first_op(ev, device_rows[counted & ~has_info]),
     )
     return Links(
         in_tree=in_tree,

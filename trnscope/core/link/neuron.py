@@ -397,6 +397,7 @@ def charge_executions(
     r.unlinkable -= int(rows.size)
     r.linked += report.linked
     r.unlinkable += int((unlinked & (~has_request | early)).sum())
+    r.before_window = min(r.before_window, r.unlinkable)  # the executions' own: said per execution
     r.outside_ops += report.outside_ops
 
 
