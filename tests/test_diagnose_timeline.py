@@ -229,7 +229,14 @@ async def test_timeline_and_diagnosis_panes() -> None:
         await press(pilot, "j")
         assert timeline.lane == lane + 1
         engines = sum(lane.kind == "engine" for lane in timeline.lanes)
-        assert engines == 5  # NC0's engines, under its lane
+        assert engines == 6  # NC0's five instruction engines and its DMA, under its lane
+        assert any(lane.label.endswith(" dma") for lane in timeline.lanes)
+        from trnscope.core.analysis.timeline import extent
+
+        lo, hi = extent(timeline.lanes)
+        for key in ("minus", "minus", "minus", "l", "l", "l", "l"):  # zoomed out and panned: still on the trace
+            await press(pilot, key)
+            assert lo <= timeline.t0 < timeline.t1 <= hi
         count = len(timeline.lanes)
         await press(pilot, "e")
         assert len(timeline.lanes) == count - engines and all(lane.kind != "engine" for lane in timeline.lanes)

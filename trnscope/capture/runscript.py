@@ -114,7 +114,10 @@ def run_script(
                 try:
                     runpy.run_path(str(script), run_name="__main__")
                 except _StopScript:
-                    pass
+                    sys.stderr.write(
+                        f"trnscope: stopped {script.name} after {counter['steps']} steps: the profiled window "
+                        "is recorded (the rest of the script does not run)\n"
+                    )
                 except SystemExit as exit_:
                     if exit_.code not in (None, 0):
                         raise TrnscopeError(f"{script.name} exited with status {exit_.code}") from None

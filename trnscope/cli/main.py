@@ -265,6 +265,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
             raise TrnscopeError(str(error)) from None
     asked = _extras_asked(args)
     limit = args.limit if args.limit is not None else (30 if args.format == "table" else 0)
+    if limit < 0:
+        raise TrnscopeError("--limit must be 0 (no limit) or more")
     hide = tuple(h for item in args.hide for h in item.split(",") if h)
     width = output_width()
     opened = None if args.merge else open_sources(args, [args.path], Mode.ONE)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trnscope.core.base.text import safe_text
+from trnscope.core.base.text import distinct_elisions, safe_text
 
 
 class NumberColumn:
@@ -80,9 +80,11 @@ def print_columns(
         t.add_column(header, no_wrap=True, width=width, overflow="crop")
     for column in numbers:
         t.add_column(column.header, justify="right", no_wrap=True, width=column.width)
+    # two different rows never look the same: look-alikes are elided where they differ
+    distinct = [distinct_elisions(cells, width) for _h, cells, width in texts]
     for i in range(rows):
         t.add_row(
-            *[safe_text(elide_middle(cells[i], width)) for _h, cells, width in texts],
+            *[safe_text(d.get(i) or elide_middle(cells[i], width)) for (_h, cells, width), d in zip(texts, distinct)],
             *[safe_text(c.cells[i]) for c in numbers],
         )
     console.print(t)

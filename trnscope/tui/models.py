@@ -9,6 +9,7 @@ the screens in thread workers.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -142,9 +143,9 @@ def op_columns(table: OpTable, width: int, extras: OpExtras = NO_EXTRAS) -> list
     wide = width >= 130
     out: list[tuple[str, Column, bool]] = []
     if table.group_by == "shape":
-        out.append(("shape", Column("shape", "Input shapes", 18 if wide else 12, "left"), True))
+        out.append(("shape", Column("shape", "Input shapes", 18 if wide else 12, "left", flex=True), True))
     if table.group_by == "stack":
-        out.append(("stack", Column("stack", "Stack", 30 if wide else 14, "left"), True))
+        out.append(("stack", Column("stack", "Stack", 30 if wide else 14, "left", flex=True), True))
     for column in OP_COLUMNS:
         if has_what(figures, column.needs):
             shown = column.tui_shown == "always" or (column.tui_shown == "wide" and wide)
@@ -208,7 +209,13 @@ def op_model(
                 out.append(_cell(COLUMNS_BY_KEY[key].unit, values[key], g, column.width))
         return out
 
-    return TableModel(columns, len(table), cells, order=order, sort_key=sort_key, sort_descending=state.descending)
+    names: dict[str, Callable[[int], str]] = {"name": lambda g: table.name[g]}
+    for key in ("shape", "stack"):
+        if any(c.key == key for c in columns):
+            names[key] = (lambda g: table.shape[g]) if key == "shape" else (lambda g: table.stack[g])
+    return TableModel(
+        columns, len(table), cells, order=order, sort_key=sort_key, sort_descending=state.descending, names=names
+    )
 
 
 def kernel_model(table: KernelTable, order: np.ndarray, state: OpViewState, width: int) -> TableModel:
@@ -250,7 +257,15 @@ def kernel_model(table: KernelTable, order: np.ndarray, state: OpViewState, widt
         return out
 
     key = state.sort_key if state.sort_key in KERNEL_SORT_KEYS else "total"
-    return TableModel(columns, len(table), cells, order=order, sort_key=key, sort_descending=state.descending)
+    return TableModel(
+        columns,
+        len(table),
+        cells,
+        order=order,
+        sort_key=key,
+        sort_descending=state.descending,
+        names={"name": lambda g: table.name[g]},
+    )
 
 
 def instances_model(analysis: Analysis, rows: np.ndarray, order: np.ndarray, sort_key: str) -> TableModel:

@@ -105,7 +105,8 @@ class DrillScreen(ExplorerScreen):
         room = max(self.app.size.width - 44 - (12 if self.analysis.trace.synthetic else 0), 12)
         text.append_text(elide_middle(Text(safe_text(name), style="bold"), room))
         if index >= 0:
-            text.append(f"  instance {int(self.instance_rank[index])} of {self.rows.size:,}")
+            # the same numbering as the # column and chain --instance: #0 is the first in time
+            text.append(f"  instance #{int(self.instance_rank[index])} · {self.rows.size:,} in all")
         text.append(f"  ·  instances by {'duration' if self.sort_by == 'dur' else 'time'}", style="dim")
         self.query_one("#drill-title", Static).update(text)
 

@@ -20,7 +20,7 @@ from trnscope.core.analysis.flops import flops_columns, flops_known
 from trnscope.core.analysis.memory import memory_columns, memory_known
 from trnscope.core.analysis.optable import KernelTable, OpTable
 from trnscope.core.base.arrays import unique_inverse
-from trnscope.core.base.text import safe_text
+from trnscope.core.base.text import plural, safe_text
 from trnscope.core.base.units import fmt_time_short
 from trnscope.core.formats import ProfileRef, SourceRef
 from trnscope.core.opening.sources import distinct_labels
@@ -239,6 +239,8 @@ class OpsScreen(FilterScreen):
         view.set_model(model, keep_index)
         self._shown_state = state
         self._show_viewinfo(len(order), len(table))
+        if not len(order):  # an empty table: the detail says why instead of describing a hidden row
+            self.query_one("#detail", Static).update(Text(self._why_empty(table), style="dim"))
         queued, self._after_rebuild = self._after_rebuild, []
         for action in queued:
             action()
@@ -268,7 +270,7 @@ class OpsScreen(FilterScreen):
         parts.append(
             f"step {safe_text(steps[s.step].name)}"
             if s.step >= 0
-            else (f"all {len(steps)} steps" if steps else "whole trace")
+            else ((f"all {len(steps)} steps" if len(steps) > 1 else "1 step") if steps else "whole trace")
         )
         if s.hide_python:
             parts.append("python hidden")
@@ -279,6 +281,16 @@ class OpsScreen(FilterScreen):
             Text(" · ".join(parts), style="dim", no_wrap=True, overflow="ellipsis")
         )
 
+    def _why_empty(self, table: OpTable | KernelTable) -> str:
+        s = self.state
+        if s.filter_text:
+            return f"no row matches /{safe_text(s.filter_text)}/ (esc clears the filter)"
+        if s.mode == "kernels" and not len(table):
+            return "this trace has no device events (CPU only): t goes back to the op table"
+        if s.step >= 0:
+            return "nothing in this step: [ and ] move between steps"
+        return "no rows: python or annotation rows are hidden (p, a)" if s.hide_python or s.hide_annotations else ""
+
     # -- detail line --------------------------------------------------------------
     def on_virtual_table_cursor_moved(self, message: VirtualTable.CursorMoved) -> None:
         if message.table.id == "table" and self._table is not None and message.index >= 0:
@@ -287,12 +299,18 @@ class OpsScreen(FilterScreen):
     @work(thread=True, exclusive=True, group="detail", exit_on_error=False)
     def _detail(self, group: int) -> None:
         table = self._table
-        text = Text(no_wrap=True, overflow="ellipsis")
+        text = Text()  # wraps: the full name, shape and stack of the row (the table may elide them)
         if isinstance(table, KernelTable):
             text.append(safe_text(table.name[group]), style="bold")
             text.append(
-                f"\n{int(table.calls[group]):,} calls · total {fmt_time_short(table.total[group])} · mean {fmt_time_short(table.mean[group])}"
+                f"\n{plural(int(table.calls[group]), 'call')} · total {fmt_time_short(table.total[group])} · mean {fmt_time_short(table.mean[group])}"
             )
+            spread = table.spread
+            if spread is not None and int(table.calls[group]) > 1:
+                text.append(
+                    f" · median {fmt_time_short(spread.median[group])} · p10 {fmt_time_short(spread.p10[group])}"
+                    f" · p90 {fmt_time_short(spread.p90[group])} · std {fmt_time_short(spread.std[group])}"
+                )
             if table.top_op[group]:
                 text.append(
                     f" · launched by {safe_text(table.top_op[group])} ({100 * table.top_op_share[group]:.0f}% of its time)"
@@ -303,12 +321,26 @@ class OpsScreen(FilterScreen):
             text.append(safe_text(table.name[group]), style="bold")
             if table.shape[group]:
                 text.append(f"  {safe_text(table.shape[group])}", style="dim")
+            if table.stack[group]:
+                text.append(f"\nstack: {safe_text(table.stack[group])}", style="dim")
             text.append(
-                f"\n{int(table.calls[group]):,} calls · self CPU {fmt_time_short(table.self_cpu[group])} · CPU total {fmt_time_short(table.cpu_total[group])}"
+                f"\n{plural(int(table.calls[group]), 'call')} · self CPU {fmt_time_short(table.self_cpu[group])} · CPU total {fmt_time_short(table.cpu_total[group])}"
             )
             if table.device_total[group]:
                 text.append(
                     f" · self {table.device_label} {fmt_time_short(table.self_device[group])} · {table.device_label} total {fmt_time_short(table.device_total[group])}"
+                )
+            if table.self_cpu[group] < 0:
+                text.append(
+                    "\nself CPU below zero: PyTorch subtracts its children's time, and a child that outlived its "
+                    "parent (async, other thread) takes more than the parent had — key_averages() shows the same",
+                    style="yellow",
+                )
+            elif table.device_total[group] > self.analysis.wall_ns > 0:
+                text.append(
+                    "\ndevice total above the wall time: kernels on several streams run at once, and totals add "
+                    "each kernel's time (as key_averages() does)",
+                    style="dim",
                 )
             kernels = _top_device_work(self.analysis, table.instances(group))
             if kernels:

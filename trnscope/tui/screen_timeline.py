@@ -14,7 +14,7 @@ from textual.widgets import Footer, Static
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.timeline import Lane, axis, build_lanes, coverage, extent, glyphs, lane_label, under
 from trnscope.core.base.intervals import Union
-from trnscope.core.base.text import safe_text
+from trnscope.core.base.text import plural, safe_text
 from trnscope.core.base.units import fmt_time_short
 from trnscope.tui.panes import pane
 from trnscope.tui.screen_base import ExplorerScreen
@@ -121,7 +121,23 @@ class TimelineScreen(ExplorerScreen):
     def _time_at(self, cell: int) -> int:
         return int(self.t0 + (self.t1 - self.t0) * (cell + 0.5) / self._cells())
 
+    def _clamp(self) -> None:
+        """The window stays on the trace: a step or a highlight near an end, zooming out
+        and panning never show time before the first event or after the last."""
+        lo, hi = extent(self.lanes)
+        if hi <= lo:
+            return
+        span = self.t1 - self.t0
+        if span >= hi - lo:
+            self.t0, self.t1 = lo, hi
+        elif self.t0 < lo:
+            self.t0, self.t1 = lo, lo + span
+        elif self.t1 > hi:
+            self.t0, self.t1 = hi - span, hi
+
     def refresh_view(self) -> None:
+        if self.lanes and self.t1 > self.t0:
+            self._clamp()
         if not self.lanes:
             return
         cells = self._cells()
@@ -167,7 +183,7 @@ class TimelineScreen(ExplorerScreen):
         span = self.t1 - self.t0
         text.append(
             f"{fmt_time_short(self.t0 - self.origin)} → {fmt_time_short(self.t1 - self.origin)} · "
-            f"{fmt_time_short(span / self._cells())}/col · {len(self.lanes)} lanes",
+            f"{fmt_time_short(span / self._cells())}/col · {plural(len(self.lanes), 'lane')}",
             style="dim",
         )
         self.query_one("#tl-title", Static).update(text)

@@ -24,7 +24,10 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from trnscope.core.base.text import distinct_elisions
 from trnscope.tui.safe import safe_cell
+
+MAX_DISTINCT_ROWS = 200_000  # past this, names elide by their middle only (a resize must stay quick)
 
 
 @dataclass
@@ -66,6 +69,9 @@ class TableModel:
     row_style: Callable[[int], str] | None = None  # extra style for a data row ("dim", "bold", …)
     sort_key: str = ""
     sort_descending: bool = True
+    # the full text of a flex column per data row, by column key: texts that would elide
+    # alike are elided where they differ instead (core.base.text.distinct_elisions)
+    names: dict[str, Callable[[int], str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.order is _ALL_ROWS:
@@ -152,6 +158,7 @@ class VirtualTable(ScrollView, can_focus=True):
         self._cache: LRUCache[tuple[int, bool, bool, int, int], Strip] = LRUCache(512)
         self._version = 0
         self._widths: list[int] = []
+        self._distinct: dict[tuple[str, int], str] = {}
 
     # -- data ---------------------------------------------------------------------
     def set_model(self, model: TableModel, keep_index: int | None = None) -> None:
@@ -199,6 +206,13 @@ class VirtualTable(ScrollView, can_focus=True):
             else:
                 widths.append(c.width)
         self._widths = widths
+        self._distinct = {}
+        if self.model.size <= MAX_DISTINCT_ROWS:
+            for k, column in enumerate(columns):
+                text_of = self.model.names.get(column.key)
+                if column.flex and text_of is not None:
+                    found = distinct_elisions([text_of(i) for i in range(self.model.size)], widths[k])
+                    self._distinct.update({(column.key, i): text for i, text in found.items()})
 
     def on_resize(self) -> None:
         self._layout_columns()
@@ -218,9 +232,13 @@ class VirtualTable(ScrollView, can_focus=True):
             text.pad_right(width - text.cell_len)
         return text
 
-    def _render_cells(self, values: Sequence[str | Text], style: Style, over: Style | None = None) -> Strip:
+    def _render_cells(
+        self, values: Sequence[str | Text], style: Style, over: Style | None = None, index: int = -1
+    ) -> Strip:
         line = Text(no_wrap=True, overflow="crop")
         for value, column, width in zip(values, self.model.columns, self._widths):
+            if column.flex and index >= 0:
+                value = self._distinct.get((column.key, index), value)  # elided where it differs from a look-alike
             line.append_text(self._cell_text(value, width, column.align, middle=column.flex))
             line.append(" ")
         line.truncate(self.size.width, pad=True)
@@ -267,7 +285,7 @@ class VirtualTable(ScrollView, can_focus=True):
             if is_cursor
             else None
         )
-        strip = self._render_cells(self.model.cells(index), style, over)
+        strip = self._render_cells(self.model.cells(index), style, over, index)
         self._cache[key] = strip
         return strip
 

@@ -156,6 +156,17 @@ def _with_engine_lanes(analysis: Analysis, devices: list[Lane]) -> list[Lane]:
             mine = inst.engine[lo:hi] == engine
             starts.setdefault((core, engine), []).append(s[mine])
             ends.setdefault((core, engine), []).append(e[mine])
+        # DMA packets and collectives of the profile: the "dma" and "cc" engines, as the
+        # drill-down's engine time counts them
+        for engine, begin, length in (
+            (ENGINES.index("dma"), profile.dma_start, profile.dma_duration),
+            (ENGINES.index("cc"), profile.cc_start, profile.cc_duration),
+        ):
+            inside = (begin >= ws) & (begin < we)
+            if inside.any():
+                b = begin[inside] - ws + host0
+                starts.setdefault((core, engine), []).append(b)
+                ends.setdefault((core, engine), []).append(np.minimum(begin[inside] + length[inside], we) - ws + host0)
     out: list[Lane] = []
     for lane in devices:
         out.append(lane)

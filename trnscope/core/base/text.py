@@ -102,3 +102,54 @@ def shorten(text: str, limit: int = 240) -> str:
     note = f"…({len(text):,} characters)…"
     keep = max(limit - len(note), 8)
     return text[: keep - keep // 3] + note + text[len(text) - keep // 3 :]
+
+
+def plural(count: int, word: str, many: str = "") -> str:
+    """``1 call``, ``2 calls`` (``many`` for irregular plurals)."""
+    return f"{count:,} {word if count == 1 else many or word + 's'}"
+
+
+def elide_middle_text(text: str, width: int) -> str:
+    """``text`` in ``width`` characters by dropping its middle (head two thirds, tail
+    one third): long names differ at both ends more often than in the middle."""
+    if len(text) <= width or width < 8:
+        return text[:width]
+    tail = (width - 1) // 3
+    return text[: width - 1 - tail] + "…" + text[len(text) - tail :]
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    k = 0
+    while k < n and a[k] == b[k]:
+        k += 1
+    return k
+
+
+def distinct_elisions(names: list[str], width: int) -> dict[int, str]:
+    """For the names whose middle-elided form (``elide_middle_text``) would read the
+    same as another name's, a form that keeps where they differ: the head, an ellipsis,
+    a window from just before the first differing character, an ellipsis, the tail.
+    Two different rows never look the same (where ``width`` leaves room to tell)."""
+    groups: dict[str, list[int]] = {}
+    for index, name in enumerate(names):
+        if len(name) > width:
+            groups.setdefault(elide_middle_text(name, width), []).append(index)
+    out: dict[int, str] = {}
+    if width < 12:
+        return out
+    for members in groups.values():
+        originals = {names[i] for i in members}
+        if len(originals) < 2:
+            continue
+        for i in members:
+            name = names[i]
+            differs_at = max(_common_prefix(name, other) for other in originals if other != name)
+            head, tail = max(4, width // 4), max(3, width // 6)
+            window = width - head - tail - 2
+            start = max(head, min(differs_at - window // 4, len(name) - tail - window))
+            if start <= head + 1:
+                out[i] = name[: head + window + 1] + "…" + name[len(name) - tail :]
+            else:
+                out[i] = name[:head] + "…" + name[start : start + window] + "…" + name[len(name) - tail :]
+    return out
