@@ -33,6 +33,7 @@ from trnscope.capture.reference import reference_rows
 from trnscope.capture.workspace import SessionWorkspace, check_label, one_line
 from trnscope.core.base import settings
 from trnscope.core.base.errors import TrnscopeError
+from trnscope.core.base.text import plural
 from trnscope.core.model.session import SessionManifest, VariantRecord
 
 NEFF_CACHE_DIR = "neff_cache"  # inside each Neuron variant's folder, so exports find the graphs
@@ -76,6 +77,8 @@ def new_manifest(plan: DevicePlan, demo: str = "", notes: str = "") -> SessionMa
         command_line=list(sys.argv),
         demo=demo,
         notes=notes,
+        cpu_count=os.cpu_count() or 0,
+        load_average=[round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else [],
     )
 
 
@@ -153,16 +156,20 @@ def profile_callable(
         with_flops=options.with_flops,
         **kwargs,
     ) as prof:
+        step_ms = []
         for _ in range(options.steps + 1):
+            begun = time.perf_counter()
             with record_function(region):
                 fn(*inputs)
             synchronize(plan)
+            step_ms.append(round((time.perf_counter() - begun) * 1000.0, 4))
             prof.step()
     wall_ms = (time.perf_counter() - started) * 1000.0 / (options.steps + 1)
     if plan.kind != "neuron":
         prof.export_chrome_trace(str(trace_target))
     reference = reference_rows(prof)
     by_shape = reference_rows(prof, group_by_input_shape=True) if options.record_shapes else []
+    threads = int(torch.get_num_threads())
     del torch
     return VariantRecord(
         label=label,
@@ -173,9 +180,31 @@ def profile_callable(
         steps=options.steps,
         input_shapes=_shapes(inputs),
         wall_ms=round(wall_ms, 3),
+        step_ms=step_ms[1:],  # the first step is the profiler's own warm-up
+        torch_threads=threads,
         reference=reference,
         reference_grouped_by_shape=by_shape,
     )
+
+
+NOISY_SPREAD = 2.0  # a variant whose slowest step takes this many times its fastest is noisy
+
+
+def noise_notes(manifest: SessionManifest) -> list[str]:
+    """One note per variant whose steps vary more than ``NOISY_SPREAD``×: the figures
+    of such a capture say more about the machine than about the variant."""
+    notes = []
+    for variant in manifest.variants:
+        steps = [s for s in variant.step_ms if s > 0]
+        if len(steps) >= 2 and max(steps) > NOISY_SPREAD * min(steps):
+            load = ", ".join(f"{x:.1f}" for x in manifest.load_average) or "unknown"
+            notes.append(
+                f"{variant.label}: steps took {min(steps):.2f}–{max(steps):.2f} ms ({max(steps) / min(steps):.1f}×): "
+                f"the machine was busy (load {load} on {plural(manifest.cpu_count, 'core')}) or torch's "
+                f"{plural(variant.torch_threads, 'thread')} competed; torch.set_num_threads(1) or a quiet machine "
+                "gives steadier figures"
+            )
+    return notes
 
 
 def compare(
@@ -236,6 +265,9 @@ def compare(
         if not manifest.ok_variants():
             errors = "; ".join(f"{v.label}: {v.error}" for v in manifest.variants)
             raise TrnscopeError(f"every variant failed ({errors})")
+        for note in noise_notes(manifest):
+            log(f"warning: {note}")
+            manifest.notes = "; ".join(n for n in (manifest.notes, note) if n)
         return workspace.commit(manifest)
     except BaseException:
         workspace.abort()

@@ -15,6 +15,7 @@ import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.compare_model import CompareRow, Comparison, Figures, VariantDiagnosis
+from trnscope.core.analysis.distribution import bootstrap_ratio
 from trnscope.core.analysis.kernel_compare import compare_kernel_runs, is_kernel_benchmark
 from trnscope.core.model.roles import Role, is_profiler_step
 
@@ -144,6 +145,30 @@ def variant_diagnosis(analysis: Analysis) -> VariantDiagnosis:
     )
 
 
+MIN_STEPS_FOR_SPREAD = 3
+
+
+def step_noise_notes(analyses: list[Analysis], labels: list[str]) -> list[str]:
+    """Where a variant's step time differs from the baseline's by less than their own
+    step-to-step spread (the 95% bootstrap interval of the ratio of median steps holds
+    1), say the difference may be noise."""
+    walls = [
+        np.array([s.end - s.start for s in a.steps() if is_profiler_step(s.name)], dtype=np.float64) for a in analyses
+    ]
+    if any(w.size < MIN_STEPS_FOR_SPREAD for w in walls):
+        return []
+    notes = []
+    for label, w in zip(labels[1:], walls[1:], strict=True):
+        interval = bootstrap_ratio(walls[0], w, "median")
+        if interval.within_noise:
+            notes.append(
+                f"{label}'s median step is ×{interval.ratio:.2f} {labels[0]}'s, within their own step-to-step spread "
+                f"(95% interval {interval.low:.2f}–{interval.high:.2f}): the difference may be noise — more steps, or a "
+                "quieter machine, would tell"
+            )
+    return notes
+
+
 def compare(analyses: list[Analysis], labels: list[str], align: list[tuple[str, str]] | None = None) -> Comparison:
     if not 2 <= len(analyses) <= 3:
         raise ValueError("compare takes two or three variants")
@@ -195,6 +220,7 @@ def compare(analyses: list[Analysis], labels: list[str], align: list[tuple[str, 
     sort_rows(comparison_rows, primary)
     device_label = next((a.op_table().device_label for a in analyses if a.op_table().total_self_device > 0), "DEVICE")
     runs, notes = compare_kernel_runs(analyses, align) if align or is_kernel_benchmark(analyses) else ([], [])
+    notes = notes + step_noise_notes(analyses, labels)
     return Comparison(
         labels,
         rows,

@@ -40,6 +40,8 @@ class VariantRecord(msgspec.Struct, omit_defaults=True):
     input_shapes: list[list[int]] = []
     result_max_abs_error: float | None = None  # vs the reference implementation
     wall_ms: float = 0.0
+    step_ms: list[float] = []  # each profiled step's wall time (host clock, synchronised)
+    torch_threads: int = 0  # torch.get_num_threads() while it ran
     reference: list[ReferenceRow] = []
     reference_grouped_by_shape: list[ReferenceRow] = []
 
@@ -57,6 +59,8 @@ class SessionManifest(msgspec.Struct, omit_defaults=True):
     demo: str = ""
     synthetic: bool = False
     notes: str = ""
+    cpu_count: int = 0
+    load_average: list[float] = []  # os.getloadavg() when the capture began (1, 5, 15 min)
     variants: list[VariantRecord] = []
 
     def ok_variants(self) -> list[VariantRecord]:
