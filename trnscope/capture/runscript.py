@@ -37,7 +37,7 @@ class _StopScript(Exception):
     """Raised inside the script once the profiled window is complete."""
 
 
-def run_script(
+def run_script(  # noqa: C901 - the script runs inside one profiler context whose hooks and restores must stay together
     script: Path,
     argv: list[str],
     *,

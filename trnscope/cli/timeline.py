@@ -14,7 +14,7 @@ from trnscope.core.base.units import fmt_time_short
 from trnscope.core.opening.sources import Mode
 
 
-def cmd_timeline(args: argparse.Namespace) -> int:
+def cmd_timeline(args: argparse.Namespace) -> int:  # noqa: C901 - argument checks (times, width, step, lanes) each with its own one-line error
     opened = open_sources(args, [args.path], Mode.ONE)
     analysis = opened.analyses[0]
     every_lane = build_lanes(analysis, nested=args.nested)

@@ -218,7 +218,7 @@ def op_model(
     )
 
 
-def kernel_model(table: KernelTable, order: np.ndarray, state: OpViewState, width: int) -> TableModel:
+def kernel_model(table: KernelTable, order: np.ndarray, state: OpViewState, width: int) -> TableModel:  # noqa: C901 - one cell per column of the kernel table
     wide = width >= 130
     columns = [
         Column("name", "Device event", 16, "left", flex=True),
@@ -387,7 +387,7 @@ def chain_model(chain: Chain, width: int, shown: list[int] | None = None) -> Tab
 VARIANT_LETTERS = "ABC"
 
 
-def compare_model(comparison: Comparison, rows: list[CompareRow], width: int) -> TableModel:
+def compare_model(comparison: Comparison, rows: list[CompareRow], width: int) -> TableModel:  # noqa: C901 - one cell per column of the compare table
     labels = comparison.labels
     value_width = 9
     columns = [Column("name", "Name", 14, "left", flex=True)]

@@ -304,7 +304,7 @@ def _idle_before(analysis: Analysis, calls: np.ndarray, steps: tuple[np.ndarray,
     return out
 
 
-def find_collectives(analysis: Analysis) -> CollectiveFacts:
+def find_collectives(analysis: Analysis) -> CollectiveFacts:  # noqa: C901 - the three sources of a collective (params, executions, calls) meet here
     """Every collective call of the trace, in arrival order, with its parameters and
     execution."""
     trace = analysis.trace

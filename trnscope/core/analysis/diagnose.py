@@ -214,7 +214,7 @@ def _launch_gaps(analysis: Analysis, rows: np.ndarray, union: Union) -> tuple[np
     return gap, after, analysis.links.device_op[after]
 
 
-def _findings(
+def _findings(  # noqa: C901 - one block per finding kind, sharing the same unions
     analysis: Analysis,
     lanes: dict[str, np.ndarray],
     unions: dict[str, Union],

@@ -43,7 +43,7 @@ class NeuronHops:
             _execution_hops(context, self.data, self.links, self.data.system, int(self.data.executions.trace_row[i]))
 
 
-def _execution_hops(
+def _execution_hops(  # noqa: C901 - request, execution, engines and instructions of one execution, in chain order
     context: ChainContext, data: NeuronData, neuron: NeuronLinks, system: SystemEvents, exec_row: int
 ) -> None:
     """Runtime request, execution, engines and top instructions of one NeuronCore

@@ -198,7 +198,7 @@ def _map_cached(path: Path, target: Path, size: int, damage: str) -> PlainSource
     return PlainSource(str(path), str(target), buffer, size, compressed=True, gzip_damage=damage)
 
 
-def _inflate(
+def _inflate(  # noqa: C901 - gzip members, bomb limit, damage and cancellation in one streaming loop
     path: Path,
     size: int,
     write: Callable[[bytes], Any],

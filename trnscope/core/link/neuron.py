@@ -122,7 +122,7 @@ def _flow_components(system: SystemEvents) -> np.ndarray:
     return component
 
 
-def _related_rows(data: NeuronData) -> tuple[list[list[int]], np.ndarray]:
+def _related_rows(data: NeuronData) -> tuple[list[list[int]], np.ndarray]:  # noqa: C901 - exec_id, nrta_seq_id and flow links of one execution, each optional
     """Per execution: the runtime and framework system rows of its request, and the
     request row (the best-named runtime event among them, -1 when none)."""
     system = data.system

@@ -53,43 +53,57 @@ def plan_sources(paths: Sequence[str], mode: Mode, select: str | None = None) ->
     refs = [discover(Path(p)) for p in paths]
     notes = [note for ref in refs for note in ref.notes]
     if mode is Mode.VARIANTS:
-        if len(refs) == 1:
-            sources = list(refs[0].sources)
-        else:
-            sources = [ref.select(select) for ref in refs]
-        if len(sources) < 2:
-            raise InputError("compare needs two or three traces (or a session with several variants)")
-        if len(sources) > MAX_VARIANTS:
-            if len(refs) > 1:
-                raise InputError("compare takes at most three variants")
-            shown = ", ".join(s.label for s in sources[:MAX_VARIANTS])
-            notes.append(f"comparing the first {MAX_VARIANTS} of {len(sources)} variants: {shown}")
-            sources = sources[:MAX_VARIANTS]
+        sources = _variants(refs, select, notes)
     elif mode is Mode.RANKS:
-        if select is not None:
-            raise InputError("ranks reads every trace under the paths; leave out --select")
-        sources = [source for ref in refs for source in ref.sources]
-        if not sources:
-            raise InputError(f"{refs[0].root}: nothing to open")
+        sources = _ranks(refs, select)
     else:
-        if len(refs) != 1:
-            raise InputError("give one path (compare takes several)")
-        ref = refs[0]
-        if mode is Mode.ALL:
-            if select is not None:
-                raise InputError("--merge sums every trace under the path; leave out --select")
-            sources = list(ref.sources)
-            if not sources:
-                raise InputError(f"{ref.root}: nothing to open")
-        else:
-            sources = [ref.select(select)]
-            if len(ref.sources) > 1 and select is None:
-                others = ", ".join(s.label for s in ref.sources[1:6]) + (" …" if len(ref.sources) > 6 else "")
-                notes.append(
-                    f"{paths[0]} holds {len(ref.sources)} traces; showing {sources[0].label!r} "
-                    f"(others: {others}; pick with --select, sum them with --merge, or see them as ranks: trnscope ranks, or R)"
-                )
+        sources = _one_path(refs, mode, select, paths[0], notes)
     return SourcePlan(sources, distinct_labels([s.label for s in sources]), refs, notes)
+
+
+def _variants(refs: list[ProfileRef], select: str | None, notes: list[str]) -> list[SourceRef]:
+    """Two or three to compare: one per path, or the variants of one path."""
+    sources = list(refs[0].sources) if len(refs) == 1 else [ref.select(select) for ref in refs]
+    if len(sources) < 2:
+        raise InputError("compare needs two or three traces (or a session with several variants)")
+    if len(sources) > MAX_VARIANTS:
+        if len(refs) > 1:
+            raise InputError("compare takes at most three variants")
+        shown = ", ".join(s.label for s in sources[:MAX_VARIANTS])
+        notes.append(f"comparing the first {MAX_VARIANTS} of {len(sources)} variants: {shown}")
+        sources = sources[:MAX_VARIANTS]
+    return sources
+
+
+def _ranks(refs: list[ProfileRef], select: str | None) -> list[SourceRef]:
+    if select is not None:
+        raise InputError("ranks reads every trace under the paths; leave out --select")
+    sources = [source for ref in refs for source in ref.sources]
+    if not sources:
+        raise InputError(f"{refs[0].root}: nothing to open")
+    return sources
+
+
+def _one_path(refs: list[ProfileRef], mode: Mode, select: str | None, path: str, notes: list[str]) -> list[SourceRef]:
+    """One trace (the selected one, else the first, said when there are others), or all
+    of one path for --merge."""
+    if len(refs) != 1:
+        raise InputError("give one path (compare takes several)")
+    ref = refs[0]
+    if mode is Mode.ALL:
+        if select is not None:
+            raise InputError("--merge sums every trace under the path; leave out --select")
+        if not ref.sources:
+            raise InputError(f"{ref.root}: nothing to open")
+        return list(ref.sources)
+    sources = [ref.select(select)]
+    if len(ref.sources) > 1 and select is None:
+        others = ", ".join(s.label for s in ref.sources[1:6]) + (" …" if len(ref.sources) > 6 else "")
+        notes.append(
+            f"{path} holds {len(ref.sources)} traces; showing {sources[0].label!r} "
+            f"(others: {others}; pick with --select, sum them with --merge, or see them as ranks: trnscope ranks, or R)"
+        )
+    return sources
 
 
 def is_variants_folder(ref: ProfileRef) -> bool:

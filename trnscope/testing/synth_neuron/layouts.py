@@ -89,7 +89,7 @@ def write_process_session(
 LAYOUTS = ("april2026", "inspect", "vllm", "explorer_json", "parquet_ingest")
 
 
-def write_layout(
+def write_layout(  # noqa: C901 - one case per documented capture layout
     out: Path,
     layout: str,
     *,

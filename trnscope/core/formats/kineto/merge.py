@@ -64,7 +64,7 @@ _PLAIN = (
 )
 
 
-def merge_ranges(results: list[RangeResult], skip_cats: frozenset[str]) -> MergedColumns:
+def merge_ranges(results: list[RangeResult], skip_cats: frozenset[str]) -> MergedColumns:  # noqa: C901 - one pass over the decoded ranges, re-interning each column
     """All chunks' columns in one set of arrays, with global string ids.
 
     The arrays are allocated once at their final size and filled chunk by chunk: fresh

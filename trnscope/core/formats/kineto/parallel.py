@@ -301,7 +301,7 @@ def _split_points(buf: Any, first: int, size: int, workers: int) -> list[int]:
     return points
 
 
-def _parallel_decode(
+def _parallel_decode(  # noqa: C901 - pool start, progress thread, own range and cleanup must share one try/finally
     source: PlainSource,
     first: int,
     workers: int,

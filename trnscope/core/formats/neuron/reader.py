@@ -87,23 +87,19 @@ def _session_of(path: Path) -> tuple[Path, Path | None]:
     return (first.parent, first) if first.is_file() else (first, None)
 
 
-def load_neuron(
-    path: Path,
-    *,
-    use_cache: bool = True,
-    prefer: str | None = None,
-    read_framework: FrameworkReader | None = None,
-    read_args: ArgsReader | None = None,
-    warmup: int = 0,
-) -> Trace:
-    """Read a Neuron profile.  ``read_framework`` reads its framework trace (a Kineto
-    trace): the Neuron backend adds layers to whatever the Kineto backend reads,
-    without depending on it."""
-    folder, system_file = _session_of(path)
-    files = session_files(folder)
-    if system_file is not None:
-        files.system_json = [str(system_file)]
-    warnings: list[str] = list(files.notes)
+class _Exports(msgspec.Struct):
+    """What of a profile's Neuron exports was read, and how."""
+
+    system: SystemEvents | None
+    profiles: list[device_mod.DeviceProfile]
+    export_format: str  # "parquet", "json" or "none"
+    corrupt: bool  # our cached export was unusable (and removed)
+
+
+def _read_exports(files: NeuronFiles, use_cache: bool, prefer: str | None, warnings: list[str]) -> _Exports:
+    """The system and device profiles: Parquet (a user's export, or neuron-explorer's in
+    our cache) where pyarrow can read it, else the legacy JSON export, else device
+    profiles alone."""
     system_pq = [Path(p) for p in files.parquet_system]
     device_pq = [Path(p) for p in files.parquet_device]
     export: Path | None = None
@@ -123,39 +119,38 @@ def load_neuron(
         warnings.append(
             "pyarrow is not installed: read the legacy JSON export instead of Parquet (pip install 'trnscope[parquet]')"
         )
-
-    trace = _framework_trace(files, read_framework)
-    system: SystemEvents | None = None
-    profiles: list[device_mod.DeviceProfile] = []
-    export_format = "none"
     if use_parquet:
         try:
             system = read_system_parquet(system_pq[0])
             listing = system.device_profiles
-            profiles = [device_mod.read_device_parquet(d, listing) for d in device_pq]
-            export_format = "parquet"
+            return _Exports(system, [device_mod.read_device_parquet(d, listing) for d in device_pq], "parquet", corrupt)
         except InputError as error:
             if export is None:
                 raise
             discard_export(export)  # ours, and unusable: the next --export writes it again
             warnings.append(f"the cached neuron-explorer export was unreadable and was removed ({error})")
-            system, profiles = None, []
-    elif files.system_json:
+            return _Exports(None, [], "none", corrupt)
+    if files.system_json:
         system = read_system_file(Path(files.system_json[0]))
         device_files = [Path(p) for p in files.device_json]
         if system.device_profiles:  # several ranks' files side by side: the listed ones are ours
             listed = [p for p in device_files if p.stem in system.device_profiles or p.name in system.device_profiles]
             device_files = listed or device_files
         profiles = [device_mod.read_device_json(p, system.device_profiles) for p in device_files]
-        export_format = "json"
-    elif files.device_json or device_pq:
+        return _Exports(system, profiles, "json", corrupt)
+    if files.device_json or device_pq:
         profiles = [device_mod.read_device_json(Path(p)) for p in files.device_json] + [
             device_mod.read_device_parquet(d, {}) for d in device_pq
         ]
-        export_format = "json" if files.device_json else "parquet"
         warnings.append("device profiles without a system profile: no executions to place them in or link to ops")
-    if files.has_raw and export_format == "none":
-        warnings.append(_raw_warning(files, corrupt))
+        return _Exports(None, profiles, "json" if files.device_json else "parquet", corrupt)
+    return _Exports(None, [], "none", corrupt)
+
+
+def _system_to_use(
+    system: SystemEvents | None, files: NeuronFiles, warmup: int, warnings: list[str]
+) -> SystemEvents | None:
+    """The system events of this process only, warm-ups left out when asked."""
     if system is not None and len(system) == 0:
         warnings.append(
             "the system profile holds no events (nothing was captured, or every event was unusable): "
@@ -165,9 +160,35 @@ def load_neuron(
         system = _only_process(system, files.pid, warnings)
     if system is not None and warmup > 0:
         system = without_warmup(system, warmup, warnings)
+    return system
+
+
+def load_neuron(
+    path: Path,
+    *,
+    use_cache: bool = True,
+    prefer: str | None = None,
+    read_framework: FrameworkReader | None = None,
+    read_args: ArgsReader | None = None,
+    warmup: int = 0,
+) -> Trace:
+    """Read a Neuron profile.  ``read_framework`` reads its framework trace (a Kineto
+    trace): the Neuron backend adds layers to whatever the Kineto backend reads,
+    without depending on it."""
+    folder, system_file = _session_of(path)
+    files = session_files(folder)
+    if system_file is not None:
+        files.system_json = [str(system_file)]
+    warnings: list[str] = list(files.notes)
+    trace = _framework_trace(files, read_framework)
+    exports = _read_exports(files, use_cache, prefer, warnings)
+    profiles, export_format = exports.profiles, exports.export_format
+    if files.has_raw and export_format == "none":
+        warnings.append(_raw_warning(files, exports.corrupt))
+    system = _system_to_use(exports.system, files, warmup, warnings)
     if trace is None and system is None:
         if files.has_raw:
-            raise InputError(f"{folder}: nothing readable yet: {_raw_warning(files, corrupt)}")
+            raise InputError(f"{folder}: nothing readable yet: {_raw_warning(files, exports.corrupt)}")
         raise InputError(f"{folder}: no framework trace and no Neuron Explorer system profile to read")
     framework_from_system = trace is None
     if trace is None:

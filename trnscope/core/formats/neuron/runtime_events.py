@@ -142,7 +142,7 @@ class _Pair(msgspec.Struct):
     nrta_seq_id: int
 
 
-def _pairs(events: list[_Event | None]) -> tuple[list[_Pair], list[tuple[int, _Data]], Counter[str]]:
+def _pairs(events: list[_Event | None]) -> tuple[list[_Pair], list[tuple[int, _Data]], Counter[str]]:  # noqa: C901 - one branch per phase and per broken-pair kind, each counted
     """START/STOP pairs by (nc_idx, tracking_id, event_type) in any order; the sync
     points; counts of what could not be used."""
     problems: Counter[str] = Counter()
@@ -212,7 +212,7 @@ def _device_clock(pairs: list[_Pair]) -> bool:
     return same * 2 > len(runs)
 
 
-def _place(
+def _place(  # noqa: C901 - both clock conventions and the three fallbacks, said once
     pairs: list[_Pair], syncs: list[tuple[int, _Data]], notes: list[str]
 ) -> tuple[list[int], list[int], list[int], list[int]]:
     """Host-clock start/end of every pair, and the device-clock start/stop of hardware ones."""
