@@ -16,9 +16,30 @@ def main() -> None:
     for script in ("load.py", "tui_latency.py"):
         subprocess.run([sys.executable, str(HERE / script), *sys.argv[1:]], check=True)
     subprocess.run([sys.executable, str(HERE / "worst_case.py")], check=True)
+    # the real corpus traces (first open, cached reopen, peak RSS against json.load) and
+    # many ranks (pool and Dask): their tables go into RESULTS.md as they print them
+    real = subprocess.run([sys.executable, str(HERE / "real_traces.py")], check=True, capture_output=True, text=True)
+    ranks = subprocess.run(
+        [sys.executable, str(HERE / "many_ranks.py"), "--ranks", "16,64"], check=True, capture_output=True, text=True
+    )
     load = json.loads((OUT / "load_results.json").read_text())
     tui = json.loads((OUT / "tui_latency.json").read_text())
-    lines = [f"Benchmark trace: {load['file']['mb']:.0f} MB, {load['trnscope_first_open']['events']:,} events.", ""]
+    lines = [
+        "## Real traces",
+        "",
+        real.stdout.strip(),
+        "",
+        "## Many ranks",
+        "",
+        ranks.stdout.strip(),
+        "",
+        "## Synthetic",
+    ]
+    lines += [
+        "",
+        f"Benchmark trace: {load['file']['mb']:.0f} MB, {load['trnscope_first_open']['events']:,} events.",
+        "",
+    ]
     lines += [
         "| load | seconds (median) | MB/s | peak RSS (MB) | peak RSS of worker processes (MB) | every run (s) |",
         "|---|---:|---:|---:|---:|---|",

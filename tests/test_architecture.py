@@ -90,7 +90,7 @@ def test_import_contracts_are_kept() -> None:
 
 # Functions longer than this are split into named stages.  These few are long by nature;
 # each says why (docs/architecture.md, "Size"):
-LONG_FUNCTION_LINES = 90
+LONG_FUNCTION_LINES = 80
 LONG_BY_NATURE = {
     "trnscope/cli/main.py:_parser": "the whole command line, one add_argument per option",
     "trnscope/capture/runscript.py:run_script": "hooks, profiler and restores of one script run share one try",
@@ -102,6 +102,11 @@ LONG_BY_NATURE = {
     "trnscope/testing/synth_kineto.py:step": "one synthetic step's events, written in time order",
     "trnscope/testing/synth_neuron/exports.py:_write_device_parquet": "one Parquet table per documented schema",
     "trnscope/testing/synth_nrt_events.py:benchmark_events": "one execution's events, written in emission order",
+    "trnscope/cli/render_summary.py:render_table": "the op table, its totals, the kernel table and the link line",
+    "trnscope/core/formats/kineto/loader.py:load_kineto": "the named stages in order, then the Trace's fields",
+    "trnscope/core/formats/kineto/merge.py:merge_ranges": "one pass re-interning every column of every range",
+    "trnscope/testing/synth_neuron/exports.py:_system_json": "one legacy-JSON document in its documented field order",
+    "trnscope/testing/synth_neuron/session.py:_runtime_request": "one request's runtime events in emission order",
 }
 
 

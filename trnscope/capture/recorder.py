@@ -207,7 +207,7 @@ def noise_notes(manifest: SessionManifest) -> list[str]:
     return notes
 
 
-def compare(
+def compare(  # noqa: C901 - each variant checked, profiled or recorded as failed, and the noise notes, in one session
     variants: Mapping[str, Callable[..., Any]],
     inputs: Sequence[Any],
     *,

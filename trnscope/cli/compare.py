@@ -179,7 +179,7 @@ def _kernel_runs_lines(comparison: Comparison, width: int, console: Any) -> list
     return hidden
 
 
-def render_table(comparison: Comparison, limit: int, width: int, hide: tuple[str, ...] = ()) -> str:
+def render_table(comparison: Comparison, limit: int, width: int, hide: tuple[str, ...] = ()) -> str:  # noqa: C901 - one section per table of the output, each laid out for the width
     console = text_console(width)
     for line in variant_legend(comparison):
         console.print(line)

@@ -157,7 +157,7 @@ def extras_that_fit(summary: SummaryOut, width: int) -> set[str]:
     return {planned[c.header] for c in kept if c.header in planned}
 
 
-def render_table(summary: SummaryOut, width: int | None = None, which: str = "both") -> str:
+def render_table(summary: SummaryOut, width: int | None = None, which: str = "both") -> str:  # noqa: C901 - one section per table of the output, each laid out for the width
     """The op table (and kernel table) as text laid out for ``width`` columns: numbers
     are never cut; when they do not fit, the least important columns are left out and
     a note says which."""

@@ -169,7 +169,7 @@ def _cell(unit: Unit, values: Values, group: int, width: int) -> str:
     return fit_si(float(value), width)  # FLOPs, FLOP/s
 
 
-def op_model(
+def op_model(  # noqa: C901 - one cell per kind of op-table column
     table: OpTable, order: np.ndarray, state: OpViewState, width: int, extras: OpExtras = NO_EXTRAS
 ) -> TableModel:
     figures = op_figures(table, extras)

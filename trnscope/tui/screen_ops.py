@@ -297,7 +297,7 @@ class OpsScreen(FilterScreen):
             self._detail(message.index)
 
     @work(thread=True, exclusive=True, group="detail", exit_on_error=False)
-    def _detail(self, group: int) -> None:
+    def _detail(self, group: int) -> None:  # noqa: C901 - one line per figure the detail shows, each only when the row has it
         table = self._table
         text = Text()  # wraps: the full name, shape and stack of the row (the table may elide them)
         if isinstance(table, KernelTable):

@@ -63,7 +63,7 @@ def is_kernel_benchmark(analyses: list[Analysis]) -> bool:
     return all(len(r) == 1 and r[0].calls >= MIN_EXECUTIONS for r in runs)
 
 
-def compare_kernel_runs(
+def compare_kernel_runs(  # noqa: C901 - the four ways kernels align (--align, single, name, position) in order of precedence
     analyses: list[Analysis], align: list[tuple[str, str]] | None = None
 ) -> tuple[list[KernelRunRow], list[str]]:
     """Aligned kernels with their distributions and ratios; notes on the alignment."""

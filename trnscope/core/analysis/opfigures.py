@@ -111,7 +111,7 @@ def _exact_sum(target_size: int, index: np.ndarray, values: np.ndarray) -> np.nd
     return np.array(exact, dtype=object)
 
 
-def merge_figures(parts: Sequence[OpFigures]) -> OpFigures:
+def merge_figures(parts: Sequence[OpFigures]) -> OpFigures:  # noqa: C901 - one exact sum per figure family (time, memory, FLOPs)
     """Rows with the same (name, kind, shape, stack) added up; every sum exact.
 
     Memory: summed over the traces that have [memory] records (None when none has).

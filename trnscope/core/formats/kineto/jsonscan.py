@@ -283,7 +283,7 @@ def _array_closed_early(buf: Any, start: int, end: int, error: msgspec.DecodeErr
     return Cut(end=entries_end, next_start=-1, array_end=close)
 
 
-def scan(
+def scan(  # noqa: C901 - the scanner's states (string, escape, depth) in one loop: the hot path
     buf: Any,
     start: int,
     *,
@@ -362,7 +362,7 @@ def release(buf: Any, start: int, end: int) -> None:
             madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
 
-def _piecewise(
+def _piecewise(  # noqa: C901 - the lenient fallback walks the same states as scan
     buf: Any,
     position: int,
     until: int,

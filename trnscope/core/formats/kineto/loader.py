@@ -116,7 +116,7 @@ def _origin(columns: EventColumns, base: Any) -> tuple[int, bool, int]:
     return origin_file, False, origin_file
 
 
-def _load_warnings(
+def _load_warnings(  # noqa: C901 - one sentence per kind of loss, each conditional
     source: PlainSource, decoded: _Decoded, merged: MergedColumns, events: int, header_problem: str, second_array: bool
 ) -> list[str]:
     """What the load lost, coerced or repaired, one sentence each."""

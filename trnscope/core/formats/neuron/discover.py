@@ -77,7 +77,7 @@ class NeuronFiles(msgspec.Struct):
         return bool(self.system_binaries or self.device_traces)
 
 
-def json_role(path: Path) -> str:
+def json_role(path: Path) -> str:  # noqa: C901 - one check per file role, by name then by content
     """ "framework" | "system" | "device" | "mapping" | "" for a .json(.gz) file."""
     name = path.name
     if name.startswith("framework_mapping") and name.endswith(".json"):

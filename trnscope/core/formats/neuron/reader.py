@@ -96,7 +96,7 @@ class _Exports(msgspec.Struct):
     corrupt: bool  # our cached export was unusable (and removed)
 
 
-def _read_exports(files: NeuronFiles, use_cache: bool, prefer: str | None, warnings: list[str]) -> _Exports:
+def _read_exports(files: NeuronFiles, use_cache: bool, prefer: str | None, warnings: list[str]) -> _Exports:  # noqa: C901 - Parquet, legacy JSON or device-only exports, with the cache's fallbacks
     """The system and device profiles: Parquet (a user's export, or neuron-explorer's in
     our cache) where pyarrow can read it, else the legacy JSON export, else device
     profiles alone."""
