@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trnscope.testing.synth_neuron.model import plain_union_length
+
 BASE_NS = 1_790_000_000_000_000_000  # host clock (Unix ns)
 DEVICE_OFFSET_NS = 1_789_999_000_000_000_000  # host − device at the first execution
 DRIFT_NS = 37  # the offset grows by this much per execution
@@ -47,18 +49,6 @@ class BenchmarkTruth:
 
     def measured(self, warmup: int = 0) -> list[ExecutionTruth]:
         return self.executions[warmup:]
-
-
-def _union(intervals: list[tuple[int, int]]) -> int:
-    total, reach = 0, None
-    for s, e in sorted(intervals):
-        if reach is None or s > reach:
-            total += e - s
-            reach = e
-        elif e > reach:
-            total += e - reach
-            reach = e
-    return total
 
 
 def benchmark_events(
@@ -149,7 +139,7 @@ def benchmark_events(
                            "tracking_id": 0, "data": {}, "timestamp_ns": t})  # fmt: skip
         span = max(e for _, e in cores) - min(s for s, _ in cores)
         truth.executions.append(
-            ExecutionTruth(exec_id, min(s for s, _ in cores), cores, _union(cores), span,
+            ExecutionTruth(exec_id, min(s for s, _ in cores), cores, plain_union_length(cores), span,
                            max(e - s for s, e in cores), i < warmup)
         )  # fmt: skip
     if broken_pairs:

@@ -110,7 +110,7 @@ class _Clock:
         return self.rel
 
 
-def _union_length(intervals: list[tuple[int, int]]) -> int:
+def plain_union_length(intervals: list[tuple[int, int]]) -> int:
     """Length of the union of [start, end) intervals, written plainly on purpose: the
     generator's ground truth must not share code with what it checks
     (``core.base.intervals`` is the product's one union)."""

@@ -23,7 +23,7 @@ from trnscope.testing.synth_neuron.model import (
     OpTruth,
     SynthOptions,
     _Clock,
-    _union_length,
+    plain_union_length,
     _us,
     device_ns,
 )
@@ -470,7 +470,7 @@ class SessionWriter:
                     if wait < dur:
                         active[engine].append((cursor + shift + wait, cursor + shift + dur))
                 cursor += dur + rng.randint(50, 900)
-        busy = {e: [counts[e], _union_length(active[e])] for e in ENGINES}
+        busy = {e: [counts[e], plain_union_length(active[e])] for e in ENGINES}
         for q in range(2):
             start = dev_start + rng.randint(0, 2_000)
             self.dma[model_id].append(

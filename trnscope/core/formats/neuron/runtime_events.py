@@ -32,6 +32,7 @@ import numpy as np
 from trnscope.core.base.errors import InputError
 from trnscope.core.base.jsondepth import decode_bounded
 from trnscope.core.formats.neuron.system import NONE, SOURCE_HARDWARE, SOURCE_RUNTIME, SystemEvents
+from trnscope.core.formats.neuron.tolerant import int_or_missing
 from trnscope.core.model.vocab import Interner
 
 EXECUTION = "nc_exec_running"
@@ -72,14 +73,8 @@ class _Envelope(msgspec.Struct):
 _FAST = msgspec.json.Decoder(_Envelope | list[_Event])
 
 
-def _int(value: Any) -> int:
-    if isinstance(value, bool):
-        return NONE
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return NONE
+# the tolerant readers' one coercion: ints (in range), whole floats, numeric strings; else NONE
+_int = int_or_missing
 
 
 def _event_of(item: Any) -> _Event | None:
