@@ -23,9 +23,9 @@ from trnscope.testing.synth_neuron.model import (
     OpTruth,
     SynthOptions,
     _Clock,
-    plain_union_length,
     _us,
     device_ns,
+    plain_union_length,
 )
 
 
