@@ -35,7 +35,7 @@ WORLD = 4
 def gloo_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("gloo_ranks")
     code = (
-        "from pathlib import Path; from trnscope.testing.gloo_ranks import record; "
+        "from pathlib import Path; from trnscope.capture.gloo_ranks import record; "
         f"record(Path({str(out)!r}), {WORLD}, {HELD_RANK}, {HELD_STEP}, {HELD_MS})"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=240, capture_output=True)

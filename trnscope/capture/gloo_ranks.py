@@ -3,7 +3,7 @@
 before its first collective) in one step.
 
 Run as a module to record a folder by hand:
-``python -m trnscope.testing.gloo_ranks OUT [--world 4] [--held-rank 2] [--held-step 2] [--held-ms 80]``.
+``python -m trnscope.capture.gloo_ranks OUT [--world 4] [--held-rank 2] [--held-step 2] [--held-ms 80]``.
 """
 
 from __future__ import annotations
