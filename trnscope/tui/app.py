@@ -77,7 +77,10 @@ class LoadingScreen(Screen[None]):
         if total:
             bar.update(total=total, progress=done)
         words = {"decompress": "decompressing", "parse": "reading events", "link": "linking"}.get(phase, phase)
-        amount = f"{done / 1e6:,.1f} of {total / 1e6:,.1f} MB" if total else ""
+        if phase == "reading ranks":  # counted in ranks, not bytes
+            amount = f"{done:,} of {total:,}"
+        else:
+            amount = f"{done / 1e6:,.1f} of {total / 1e6:,.1f} MB" if total else ""
         if events:
             amount += f" · {events:,} events"
         self.query_one("#loading-status", Label).update(plain(f"{label}: {words} {amount}"))
