@@ -20,9 +20,21 @@ def test_op_table_matches_ground_truth(small_synthetic) -> None:
     assert analysis.link_report.linked == truth.linked_device_events
 
 
+def _fork_workers(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """These tests are about decoding in ranges, not about when forking is safe: a thread
+    left over from an earlier test in this worker (a UI test's executor winding down)
+    would otherwise make the loader decode in-process, as it must in a threaded UI."""
+    import multiprocessing
+
+    from trnscope.core.formats.kineto import parallel
+
+    monkeypatch.setattr(parallel, "pool_context", lambda: multiprocessing.get_context("fork"))
+
+
 def test_parallel_and_sequential_decoding_agree(small_synthetic, monkeypatch) -> None:
     from trnscope.core.formats.kineto import loader as kineto
 
+    _fork_workers(monkeypatch)
     path, _ = small_synthetic
     sequential = load_path(path, LoadOptions(workers=1, use_cache=False))
     monkeypatch.setattr(kineto, "PARALLEL_MIN_BYTES", 0)
@@ -38,6 +50,7 @@ def test_parallel_and_sequential_decoding_agree(small_synthetic, monkeypatch) ->
 def test_parallel_decoding_reports_problems_of_every_range(small_synthetic, tmp_path, monkeypatch) -> None:
     from trnscope.core.formats.kineto import loader as kineto
 
+    _fork_workers(monkeypatch)
     path, _ = small_synthetic
     data = path.read_bytes()
     early = data.index(b'"aten::linear"')  # inside the first of three ranges
