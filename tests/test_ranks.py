@@ -17,8 +17,9 @@ import pytest
 from trnscope.cli.main import main
 from trnscope.core.analysis.collectives import canonical_collective
 from trnscope.core.analysis.contracts import RanksOut
+from trnscope.core.analysis.rank_matching import BY_COMMS_ID, BY_ORDER, BY_SEQ
 from trnscope.core.analysis.rank_view import LATE, collective_lanes, heat_map
-from trnscope.core.analysis.ranks import BY_COMMS_ID, BY_ORDER, BY_SEQ, bus_factor, reduce_ranks
+from trnscope.core.analysis.ranks import bus_factor, reduce_ranks
 from trnscope.core.formats import discover
 from trnscope.core.formats.options import LoadOptions
 from trnscope.core.opening.executors import ExecutorChoice
@@ -97,6 +98,9 @@ def test_a_missing_rank_is_said_and_the_rest_analysed(tmp_path: Path) -> None:
     assert doc.world_size == 4 and [r.rank for r in doc.ranks] == [0, 1, 3]
     assert any("3 of 4 ranks given" in w for w in doc.warnings)
     assert doc.findings[0].rank == 1 and doc.collectives[0].ranks == [0, 1, 3]
+    # the median of the two others is their mean: exact in integer ns (a float of Unix ns
+    # is only good to 256 ns), so the lateness is the 4 ms it was held back, to the ns
+    assert doc.collectives[0].lateness_us == 4_000
 
 
 def test_a_window_that_opens_one_collective_later_is_aligned(tmp_path: Path) -> None:
@@ -228,3 +232,37 @@ def test_neuron_ranks_match_cc_running_across_process_folders(tmp_path: Path) ->
     top = doc.findings[0]
     assert (top.kind, top.rank, top.collective) == ("straggler", 1, late.id)
     assert top.evidence_us == pytest.approx(6_000, abs=0.5)
+
+
+def test_collective_tables_keep_every_call_and_join_exactly() -> None:
+    from trnscope.core.analysis.collective_table import CollectiveTable
+    from trnscope.core.analysis.collectives import CollectiveCall
+
+    def call(name: str, group: str, arrival: int, nelems: int, dtype: str) -> CollectiveCall:
+        return CollectiveCall(name, f"c10d::{name}", group, 3, "", 10, 0, arrival, arrival + 5, -1, -1, nelems,
+                              nelems, dtype, 4, 2, 7, "[[4]]", 9)  # fmt: skip
+
+    calls = [call("all_reduce", "0", 1 << 61, 1024, "Float"), call("all_gather", "1", 5, 10**30, "")]
+    table = CollectiveTable.from_calls(calls)
+    assert table.call(0) == calls[0]
+    assert table.call(1).in_nelems == -1  # beyond int64: unknown, as a missing count is
+    assert table.message_bytes().tolist() == [4096, -1]
+    other = CollectiveTable.from_calls([call("broadcast", "0", 7, 3, "Half")])
+    joined = CollectiveTable.concat([table, other])
+    assert [joined.call(k).name for k in range(3)] == ["all_reduce", "all_gather", "broadcast"]
+    assert joined.call(2).group == "0" and joined.call(2).dtype == "Half"
+    assert len(CollectiveTable.concat([])) == 0 and len(CollectiveTable.from_calls([])) == 0
+
+
+def test_json_written_in_pieces_is_the_same_document(tmp_path: Path) -> None:
+    from trnscope.core.analysis.contracts import encode_bytes, encode_chunks
+
+    write_ranks(tmp_path, RankPlan(held_back={(1, 1): 3_000}))
+    doc = _analyse(tmp_path)
+    doc.warnings.append("a C1 control \x9b[31m and DEL \x7f from a file name")
+    whole = encode_bytes(doc)
+    assert b"".join(encode_chunks(doc)) == whole
+    assert b"\\u009b" in whole and b"\\u007f" in whole and b"\x9b" not in whole
+    assert json.loads(whole)["collectives"][0]["ranks"] == [0, 1, 2, 3]
+    doc.collectives.clear()
+    assert b"".join(encode_chunks(doc)) == encode_bytes(doc)

@@ -6,8 +6,9 @@ import argparse
 import sys
 
 from trnscope.cli.sources import open_sources
+from trnscope.cli.textout import write_json
 from trnscope.core.analysis.chain import chain_for, render_chain_text
-from trnscope.core.analysis.contracts import chain_document, encode
+from trnscope.core.analysis.contracts import chain_document
 from trnscope.core.opening.sources import Mode
 
 
@@ -16,7 +17,7 @@ def cmd_chain(args: argparse.Namespace) -> int:
     analysis = opened.analyses[0]
     chain = chain_for(analysis, args.op, args.instance)
     if args.format == "json":
-        sys.stdout.write(encode(chain_document(chain)) + "\n")
+        write_json(chain_document(chain))
     else:
         sys.stdout.write(render_chain_text(chain))
     sys.stdout.flush()

@@ -6,9 +6,9 @@ import argparse
 import sys
 
 from trnscope.cli.sources import open_sources
-from trnscope.cli.textout import wrap_words
+from trnscope.cli.textout import wrap_words, write_json
 from trnscope.cli.width import output_width
-from trnscope.core.analysis.contracts import DiagnoseOut, encode
+from trnscope.core.analysis.contracts import DiagnoseOut
 from trnscope.core.analysis.diagnose import diagnose
 from trnscope.core.base.text import safe_text, shorten
 from trnscope.core.base.units import fmt_time_ns
@@ -74,7 +74,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     opened = open_sources(args, [args.path], Mode.ONE)
     doc = diagnose(opened.analyses[0])
     if args.format == "json":
-        sys.stdout.write(encode(doc) + "\n")
+        write_json(doc)
     else:
         sys.stdout.write(render_diagnosis(doc, output_width(), all_steps=bool(getattr(args, "all_steps", False))))
     sys.stdout.flush()

@@ -12,9 +12,9 @@ import argparse
 import sys
 
 from trnscope.cli.sources import clear_progress_line
-from trnscope.cli.textout import wrap_words
+from trnscope.cli.textout import wrap_words, write_json
 from trnscope.cli.width import output_width
-from trnscope.core.analysis.contracts import RankOut, RanksOut, encode
+from trnscope.core.analysis.contracts import RankOut, RanksOut
 from trnscope.core.base.errors import TrnscopeError
 from trnscope.core.base.text import safe_text, shorten
 from trnscope.core.base.units import fmt_bytes, fmt_rate, fmt_time_ns
@@ -79,14 +79,15 @@ def cmd_ranks(args: argparse.Namespace) -> int:
     choice = ExecutorChoice(workers=args.workers, scheduler=args.scheduler, scheduler_file=args.scheduler_file)
     progress = _progress()
     try:
-        document, _ = analyse_ranks(plan.sources, load, choice, progress if callable(progress) else None, args.step)
+        # only the document: the per-rank summaries are let go before it is written
+        document = analyse_ranks(plan.sources, load, choice, progress if callable(progress) else None, args.step)[0]
     except ValueError as error:
         raise TrnscopeError(str(error)) from None
     finally:
         clear_progress_line()
     document.warnings[:0] = plan.notes
     if args.format == "json":
-        sys.stdout.write(encode(document) + "\n")
+        write_json(document)
     else:
         sys.stdout.write(render_ranks(document, output_width(), choice.describe(len(plan.sources))))
     sys.stdout.flush()

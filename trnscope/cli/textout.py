@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import csv
 import io
+import sys
 from typing import TYPE_CHECKING, Any, Protocol
 
+from trnscope.core.analysis.contracts import encode_bytes, encode_chunks
 from trnscope.core.base.text import safe_text
 
 if TYPE_CHECKING:
@@ -61,3 +63,18 @@ def wrap_words(text: str, width: int, indent: str) -> list[str]:
     if line:
         out.append(indent + line)
     return out
+
+
+def write_json(document: Any) -> None:
+    """A contract document on stdout as indented JSON, written as bytes piece by piece (a
+    ``ranks`` answer over many ranks is ~100 MB: never one str, never one buffer); through
+    the text stream where there is no byte stream under it."""
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:
+        sys.stdout.write(encode_bytes(document).decode() + "\n")
+        return
+    sys.stdout.flush()
+    for piece in encode_chunks(document):
+        buffer.write(piece)
+    buffer.write(b"\n")
+    buffer.flush()

@@ -8,6 +8,7 @@ changes meaning or goes away.  Times are microseconds.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -402,7 +403,49 @@ def compare_document(comparison: Comparison, limit: int = 0) -> CompareOut:
 def encode(document: msgspec.Struct) -> str:
     """The document as indented JSON text (what the CLI writes), with every character
     that could act on a terminal escaped (``json_safe``: lossless)."""
-    return json_safe(msgspec.json.format(msgspec.json.encode(document), indent=2).decode())
+    return encode_bytes(document).decode()
+
+
+def encode_bytes(document: msgspec.Struct) -> bytes:
+    """``encode`` as UTF-8 bytes.  A large document (a ``ranks`` answer over many ranks
+    is ~100 MB) is never copied into a str when it is plain ASCII without DEL, which is
+    all ``json_safe`` could change: the encoder escapes the C0 controls itself."""
+    return _safe_bytes(msgspec.json.format(msgspec.json.encode(document), indent=2))
+
+
+def _safe_bytes(data: bytes) -> bytes:
+    if data.isascii() and b"\x7f" not in data:
+        return data
+    return json_safe(data.decode()).encode()
+
+
+def _indented(data: bytes, spaces: int) -> bytes:
+    """Every line but the first moved right (the first follows a key or a bracket)."""
+    return data.replace(b"\n", b"\n" + b" " * spaces)
+
+
+def encode_chunks(document: msgspec.Struct) -> Iterator[bytes]:
+    """``encode_bytes`` in pieces, each top-level list one element at a time, so a large
+    answer is never held as one buffer twice over; joined, the pieces are exactly
+    ``encode_bytes(document)``."""
+    if document.__struct_config__.omit_defaults or document.__struct_config__.array_like:
+        yield encode_bytes(document)  # its layout is not one key per field
+        return
+    fields = msgspec.structs.fields(document)
+    yield b"{\n"
+    for n, field in enumerate(fields):
+        value = getattr(document, field.name)
+        key = b"  " + msgspec.json.encode(field.encode_name) + b": "
+        after = b",\n" if n + 1 < len(fields) else b"\n"
+        if isinstance(value, list) and value:
+            yield key + b"[\n"
+            for k, item in enumerate(value):
+                piece = _safe_bytes(msgspec.json.format(msgspec.json.encode(item), indent=2))
+                yield b"    " + _indented(piece, 4) + (b",\n" if k + 1 < len(value) else b"\n")
+            yield b"  ]" + after
+        else:
+            yield key + _indented(_safe_bytes(msgspec.json.format(msgspec.json.encode(value), indent=2)), 2) + after
+    yield b"}"
 
 
 # -- trnscope ranks -----------------------------------------------------------------

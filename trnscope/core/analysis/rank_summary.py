@@ -24,6 +24,7 @@ import msgspec
 import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.collective_table import CollectiveTable
 from trnscope.core.analysis.collectives import NO_STEP, CollectiveCall, canonical_collective, find_collectives
 from trnscope.core.analysis.summary import SummaryFigures
 from trnscope.core.base.intervals import Union, difference
@@ -56,7 +57,7 @@ class RankSummary(msgspec.Struct):
     end_ns: int
     clock_is_unix: bool
     steps: list[RankStep]
-    collectives: list[CollectiveCall]
+    collectives: CollectiveTable  # its calls, as columns (small to send back)
     warnings: list[str] = []
     summary: SummaryFigures | None = None  # the op table, when asked for (summary --merge)
 
@@ -147,7 +148,7 @@ def summarize_collectives(analysis: Analysis, label: str, summary: SummaryFigure
         end_ns=last + trace.origin_ns,
         clock_is_unix=trace.origin_is_unix,
         steps=steps,
-        collectives=facts.calls,
+        collectives=CollectiveTable.from_calls(facts.calls),
         warnings=warnings,
         summary=summary,
     )

@@ -39,7 +39,8 @@ from collections import Counter
 import msgspec
 import numpy as np
 
-from trnscope.core.analysis.collectives import NO_STEP, CollectiveCall
+from trnscope.core.analysis.collective_table import CollectiveTable
+from trnscope.core.analysis.collectives import NO_STEP
 from trnscope.core.analysis.contracts import (
     CollectiveOut,
     RankFindingOut,
@@ -47,6 +48,7 @@ from trnscope.core.analysis.contracts import (
     RanksOut,
     RankStepOut,
 )
+from trnscope.core.analysis.rank_matching import BY_ORDER, Matched, group_ids, match_collectives
 from trnscope.core.analysis.rank_summary import RankSummary
 from trnscope.core.base.arrays import medians_without_each
 from trnscope.core.base.units import fmt_rate, fmt_time_ns, us
@@ -64,18 +66,30 @@ LOW_OVERLAP_PCT = 30.0
 LOW_OVERLAP_COMM_SHARE = 0.10
 MAX_FINDINGS_PER_KIND = 8
 
-BY_COMMS_ID = "comms id"
-BY_SEQ = "group + seq"
-BY_ORDER = "order in step"
 
+class _Figures(msgspec.Struct):
+    """One collective's figures in integer ns, before rounding.  The arrays are per
+    member, by ascending rank (views into the reducer's columns)."""
 
-class _Instance(msgspec.Struct):
-    """One collective across ranks: the member call of each rank that has it."""
+    ranks: np.ndarray
+    arrival: np.ndarray
+    wait: np.ndarray
+    duration: np.ndarray
+    end: np.ndarray
+    start_skew: int
+    end_skew: int
+    latency: int
+    last_rank: int
+    last_row: int  # the last rank's call, a row of ``Matched.calls``
+    lateness: int
+    own_lateness: int  # of the lateness, what the last rank spent itself since its previous collective
+    bytes: int
 
-    group: str
-    step: int
-    index: int
-    members: dict[int, CollectiveCall]  # rank → its call
+    @property
+    def blame(self) -> int:
+        """The lateness the last rank caused itself: the smaller of its lateness and the
+        extra time it spent since its previous collective against the others' median."""
+        return min(self.lateness, self.own_lateness)
 
 
 def bus_factor(name: str, ranks: int) -> float:
@@ -92,174 +106,138 @@ def _unique(keys: list[object]) -> bool:
     return len(set(keys)) == len(keys)
 
 
-def matching_level(summaries: list[RankSummary]) -> str:
-    """The best key all ranks' calls carry, unique per call within each rank."""
-    calls = [r.collectives for r in summaries]
-    if all(c and all(x.comms_id for x in c) and _unique([x.comms_id for x in c]) for c in calls):
-        return BY_COMMS_ID
-    if all(c and all(x.seq >= 0 for x in c) and _unique([(x.group, x.seq) for x in c]) for c in calls):
-        return BY_SEQ
-    return BY_ORDER
+def _median_excess(value: int, others: np.ndarray) -> int:
+    """``value`` − the median of ``others``, exactly (the median of an even count is the
+    mean of the middle two; the result is truncated towards zero, as ``int()`` does)."""
+    ordered = np.sort(others)
+    m = ordered.size
+    twice = 2 * value - int(ordered[(m - 1) // 2]) - int(ordered[m // 2])
+    return int(twice / 2) if twice % 2 else twice // 2
 
 
-def _aligned_index(summaries: list[RankSummary], ranks: list[int], warnings: list[str]) -> dict[tuple[int, int], int]:
-    """(rank position, call position) → index within its (group, step), aligned across
-    ranks by the names of the calls when the ranks' lists differ in length."""
-    buckets: dict[tuple[str, int], dict[int, list[int]]] = {}
-    for position, summary in enumerate(summaries):
-        for k, call in enumerate(summary.collectives):
-            buckets.setdefault((call.group, call.step), {}).setdefault(position, []).append(k)
-    first_step = {
-        p: min((c.step for c in s.collectives if c.step != NO_STEP), default=NO_STEP) for p, s in enumerate(summaries)
-    }
-    out: dict[tuple[int, int], int] = {}
-    shifted: list[str] = []
-    for (_group, step), per_rank in buckets.items():
-        longest = max(per_rank.values(), key=len)
-        longest_rank = next(p for p, v in per_rank.items() if v is longest)
-        reference = [summaries[longest_rank].collectives[k].name for k in longest]
-        for position, members in per_rank.items():
-            names = [summaries[position].collectives[k].name for k in members]
-            offset = _best_offset(reference, names, from_end=step == first_step[position])
-            if offset:
-                shifted.append(f"rank {ranks[position]} step {step}")
-            for index, k in enumerate(members):
-                out[(position, k)] = index + offset
-    if shifted:
-        shown = ", ".join(shifted[:4]) + (" …" if len(shifted) > 4 else "")
-        warnings.append(
-            f"some ranks have fewer collectives in a step than others (a profiling window that opened later); "
-            f"aligned by name: {shown}"
-        )
+def _mode(values: np.ndarray) -> int:
+    """The most common value; ties go to the one met first (as ``Counter.most_common``)."""
+    _, first, counts = np.unique(values, return_index=True, return_counts=True)
+    return int(values[first[counts == counts.max()].min()])
+
+
+class _Columns(msgspec.Struct):
+    """The matched calls' figures, one entry per member row (``Matched.rows`` order)."""
+
+    rank: np.ndarray
+    arrival: np.ndarray
+    end: np.ndarray
+    duration: np.ndarray
+    spent: np.ndarray
+    message_bytes: np.ndarray
+    wait: np.ndarray
+
+
+def _columns(matched: Matched) -> _Columns:
+    calls, rows = matched.calls, matched.rows
+    arrival = calls.ints("arrival_ns")[rows]
+    sizes = np.diff(matched.bounds)
+    latest = np.repeat(np.maximum.reduceat(arrival, matched.bounds[:-1]), sizes) if rows.size else arrival
+    return _Columns(
+        rank=matched.rank[rows],
+        arrival=arrival,
+        end=calls.end_ns()[rows],
+        duration=np.maximum(calls.duration_ns()[rows], 0),
+        spent=calls.ints("since_previous_ns")[rows],
+        message_bytes=calls.message_bytes()[rows],
+        wait=latest - arrival,
+    )
+
+
+def _figures(matched: Matched, columns: _Columns, instance: int) -> _Figures:
+    lo, hi = int(matched.bounds[instance]), int(matched.bounds[instance + 1])
+    arrival = columns.arrival[lo:hi]
+    ends = columns.end[lo:hi]
+    duration = columns.duration[lo:hi]
+    last = int(np.argmax(arrival))
+    latest = int(arrival[last])
+    others = np.delete(arrival, last)
+    lateness = _median_excess(latest, others) if others.size else 0
+    spent = columns.spent[lo:hi]
+    others_spent = np.delete(spent, last)
+    if spent[last] >= 0 and others_spent.size and (others_spent >= 0).all():
+        own = _median_excess(int(spent[last]), others_spent)
+    else:
+        own = lateness  # no previous collective to tell: all of it
+    sizes = columns.message_bytes[lo:hi]
+    sizes = sizes[sizes >= 0]
+    return _Figures(
+        ranks=columns.rank[lo:hi],
+        arrival=arrival,
+        wait=columns.wait[lo:hi],
+        duration=duration,
+        end=ends,
+        start_skew=latest - int(arrival.min()),
+        end_skew=int(ends.max()) - int(ends.min()),
+        latency=int(duration.min()),
+        last_rank=int(columns.rank[lo + last]),
+        last_row=int(matched.rows[lo + last]),
+        lateness=lateness,
+        own_lateness=own,
+        bytes=_mode(sizes) if sizes.size else -1,
+    )
+
+
+_PROBLEM_FIELDS = (
+    ("name", "name"),
+    ("input elements", "in_nelems"),
+    ("output elements", "out_nelems"),
+    ("dtype", "dtype"),
+    ("group size", "group_size"),
+)
+
+
+def _compared(calls: CollectiveTable, field: str) -> tuple[np.ndarray, np.ndarray]:
+    """(values, which calls count) for one of the fields ranks must agree on: sizes of
+    all-to-all vary by rank, and unknown values (-1, "") are no disagreement."""
+    if field in ("name", "dtype"):
+        codes = calls.code(field)
+        empty = calls.strings.index("") if "" in calls.strings else -1
+        return codes.astype(np.int64), codes != empty if field == "dtype" else np.ones(codes.size, dtype=bool)
+    values = calls.ints(field)
+    counted = values >= 0
+    if field != "group_size":
+        counted &= calls.code("name") != (calls.strings.index("all_to_all") if "all_to_all" in calls.strings else -1)
+    return values, counted
+
+
+def _disagreeing(matched: Matched) -> np.ndarray:
+    """Per instance: whether its ranks disagree on any compared field."""
+    out = np.zeros(len(matched), dtype=bool)
+    if matched.rows.size == 0:
+        return out
+    starts = matched.bounds[:-1]
+    big = np.iinfo(np.int64).max
+    for _, field in _PROBLEM_FIELDS:
+        values, counted = _compared(matched.calls, field)
+        values, counted = values[matched.rows], counted[matched.rows]
+        highest = np.maximum.reduceat(np.where(counted, values, -big), starts)
+        lowest = np.minimum.reduceat(np.where(counted, values, big), starts)
+        out |= (highest != -big) & (highest != lowest)
     return out
 
 
-def _best_offset(reference: list[str], names: list[str], *, from_end: bool) -> int:
-    """Where ``names`` sits inside ``reference``: the offset with the most equal names;
-    ties go to the end in a rank's first step (its window opened late), else the start."""
-    spare = len(reference) - len(names)
-    if spare <= 0:
-        return 0
-    scores = [sum(a == b for a, b in zip(reference[o:], names, strict=False)) for o in range(spare + 1)]
-    best = max(scores)
-    candidates = [o for o, s in enumerate(scores) if s == best]
-    return candidates[-1] if from_end else candidates[0]
-
-
-def match_collectives(
-    summaries: list[RankSummary], ranks: list[int], warnings: list[str]
-) -> tuple[str, list[_Instance]]:
-    level = matching_level(summaries)
-    index_of = _aligned_index(summaries, ranks, warnings) if level == BY_ORDER else {}
-    instances: dict[tuple[object, ...], _Instance] = {}
-    duplicates = 0
-    for position, summary in enumerate(summaries):
-        rank = ranks[position]
-        for k, call in enumerate(summary.collectives):
-            key: tuple[object, ...]
-            if level == BY_COMMS_ID:
-                key = (call.comms_id,)
-            elif level == BY_SEQ:
-                key = (call.group, call.seq)
-            else:
-                key = (call.group, call.step, index_of[(position, k)])
-            instance = instances.get(key)
-            if instance is None:
-                index = index_of.get((position, k), call.ordinal)
-                instance = instances[key] = _Instance(call.group, call.step, index, {})
-            if rank in instance.members:
-                duplicates += 1
-                continue
-            instance.members[rank] = call
-    if duplicates:
-        warnings.append(f"{duplicates} calls shared a key with another call of the same rank and were left out")
-    ordered = sorted(instances.values(), key=lambda i: min(c.arrival_ns for c in i.members.values()))
-    return level, ordered
-
-
-def _problems(instance: _Instance) -> list[str]:
+def _problems(matched: Matched, instance: int) -> list[str]:
     """Where the ranks disagree about what this collective is."""
-    calls = list(instance.members.values())
+    calls, rows = matched.calls, matched.members(instance)
+    ranks = matched.rank[rows].tolist()
     problems = []
-    for label, values in (
-        ("name", [c.name for c in calls]),
-        ("input elements", [c.in_nelems for c in calls if c.in_nelems >= 0 and c.name != "all_to_all"]),
-        ("output elements", [c.out_nelems for c in calls if c.out_nelems >= 0 and c.name != "all_to_all"]),
-        ("dtype", [c.dtype for c in calls if c.dtype]),
-        ("group size", [c.group_size for c in calls if c.group_size >= 0]),
-    ):
-        seen = Counter(values)
-        if len(seen) > 1:
-            per_rank = {r: v for r, c in instance.members.items() for v in [_field(c, label)]}
-            shown = ", ".join(f"rank {r}: {v}" for r, v in sorted(per_rank.items())[:4])
+    for label, field in _PROBLEM_FIELDS:
+        values, counted = _compared(calls, field)
+        if np.unique(values[rows][counted[rows]]).size > 1:
+            shown_values = [
+                calls.text(field, int(r)) if field in ("name", "dtype") else int(calls.ints(field)[r])
+                for r in rows.tolist()
+            ]
+            per_rank = sorted(zip(ranks, shown_values, strict=True))
+            shown = ", ".join(f"rank {r}: {v}" for r, v in per_rank[:4])
             problems.append(f"{label} differs ({shown}{' …' if len(per_rank) > 4 else ''})")
     return problems
-
-
-def _field(call: CollectiveCall, label: str) -> object:
-    return {
-        "name": call.name,
-        "input elements": call.in_nelems,
-        "output elements": call.out_nelems,
-        "dtype": call.dtype,
-        "group size": call.group_size,
-    }[label]
-
-
-class _Figures(msgspec.Struct):
-    """One collective's figures in integer ns, before rounding."""
-
-    ranks: list[int]
-    arrival: list[int]
-    wait: list[int]
-    duration: list[int]
-    end: list[int]
-    start_skew: int
-    end_skew: int
-    latency: int
-    last_rank: int
-    lateness: int
-    own_lateness: int  # of the lateness, what the last rank spent itself since its previous collective
-    bytes: int
-
-    @property
-    def blame(self) -> int:
-        """The lateness the last rank caused itself: the smaller of its lateness and the
-        extra time it spent since its previous collective against the others' median."""
-        return min(self.lateness, self.own_lateness)
-
-
-def _figures(instance: _Instance) -> _Figures:
-    ranks = sorted(instance.members)
-    calls = [instance.members[r] for r in ranks]
-    arrival = [c.arrival_ns for c in calls]
-    ends = [c.end_ns for c in calls]
-    duration = [max(c.duration_ns, 0) for c in calls]
-    latest = max(arrival)
-    last = int(np.argmax(arrival))
-    others = arrival[:last] + arrival[last + 1 :]
-    lateness = int(latest - statistics.median(others)) if others else 0
-    spent = [c.since_previous_ns for c in calls]
-    others_spent = spent[:last] + spent[last + 1 :]
-    if spent[last] >= 0 and others_spent and all(v >= 0 for v in others_spent):
-        own = int(spent[last] - statistics.median(others_spent))
-    else:
-        own = lateness  # no previous collective to tell: all of it
-    sizes = Counter(c.message_bytes for c in calls if c.message_bytes >= 0)
-    return _Figures(
-        ranks=ranks,
-        arrival=arrival,
-        wait=[latest - a for a in arrival],
-        duration=duration,
-        end=ends,
-        start_skew=latest - min(arrival),
-        end_skew=max(ends) - min(ends),
-        latency=min(duration),
-        last_rank=ranks[last],
-        lateness=lateness,
-        own_lateness=own,
-        bytes=sizes.most_common(1)[0][0] if sizes else -1,
-    )
 
 
 def _bandwidths(name: str, figures: _Figures, group_size: int) -> tuple[float, float]:
@@ -270,19 +248,19 @@ def _bandwidths(name: str, figures: _Figures, group_size: int) -> tuple[float, f
     return round(algo, 9), round(algo * bus_factor(name, n), 9)  # GB/s to the byte per second
 
 
-def arrival_deviations(instances: list[_Instance]) -> list[int]:
+def arrival_deviations(matched: Matched, columns: _Columns) -> list[int]:
     """For every rank at every collective of three ranks or more: how much later than
     the others' median it arrived, counting only what it spent itself since its previous
     collective (the same measure as a straggler's blame).  Their spread is the jitter of
     these hosts."""
     out: list[int] = []
-    for instance in instances:
-        calls = list(instance.members.values())
-        if len(calls) < 3:
+    for lo, hi in zip(matched.bounds[:-1].tolist(), matched.bounds[1:].tolist(), strict=True):
+        if hi - lo < 3:
             continue
-        arrival = np.array([c.arrival_ns for c in calls], dtype=np.float64)
-        late = arrival - medians_without_each(arrival)
-        spent = np.array([c.since_previous_ns for c in calls], dtype=np.float64)
+        arrival = columns.arrival[lo:hi]
+        relative = (arrival - arrival.min()).astype(np.float64)  # exact in float64
+        late = relative - medians_without_each(relative)
+        spent = columns.spent[lo:hi].astype(np.float64)
         if (spent >= 0).all():
             late = np.minimum(late, spent - medians_without_each(spent))
         out.extend(late.astype(np.int64).tolist())
@@ -318,7 +296,8 @@ def only_step(summaries: list[RankSummary], step: int) -> list[RankSummary]:
     out = []
     for summary in summaries:
         steps = [s for s in summary.steps if s.step == step]
-        calls = [c for c in summary.collectives if c.step == step]
+        table = summary.collectives
+        calls = table.take(np.flatnonzero(table.ints("step") == step))
         out.append(msgspec.structs.replace(summary, steps=steps, collectives=calls))
     if not any(s.steps for s in out):
         present = sorted({s.step for r in summaries for s in r.steps if s.step != NO_STEP})
@@ -345,13 +324,13 @@ def reduce_ranks(summaries: list[RankSummary], step: int | None = None) -> Ranks
     if world > len(summaries):
         warnings.append(f"{len(summaries)} of {world} ranks given: figures cover those only")
     origin = min((s.start_ns for s in summaries), default=0)
-    level, instances = match_collectives(summaries, ranks, warnings)
-    figures = [_figures(i) for i in instances]
+    matched = match_collectives([s.collectives for s in summaries], ranks, warnings)
+    columns = _columns(matched)
+    figures = [_figures(matched, columns, i) for i in range(len(matched))]
     host_only = all(summary.compute_kind == "host" for summary in summaries)
-    floor = noise_floor(arrival_deviations(instances), host_only)
-    collectives = [
-        _collective_out(k, i, f, level, origin) for k, (i, f) in enumerate(zip(instances, figures, strict=True))
-    ]
+    floor = noise_floor(arrival_deviations(matched, columns), host_only)
+    disagree = _disagreeing(matched)
+    collectives = [_collective_out(matched, k, f, origin, bool(disagree[k])) for k, f in enumerate(figures)]
     mismatched = sum(1 for c in collectives if c.problems)
     if mismatched:
         example = next(c for c in collectives if c.problems)
@@ -359,10 +338,10 @@ def reduce_ranks(summaries: list[RankSummary], step: int | None = None) -> Ranks
             f"{mismatched} collectives disagree between ranks (e.g. #{example.id} {example.name}: {example.problems[0]})"
         )
     partial = [c for c in collectives if len(c.ranks) < len(summaries) and c.name != "send" and c.name != "recv"]
-    if partial and level != BY_ORDER:
+    if partial and matched.level != BY_ORDER:
         warnings.append(f"{len(partial)} collectives were not seen on every rank given")
-    rank_out = _rank_outputs(summaries, ranks, instances, figures)
-    findings = _findings(summaries, ranks, instances, figures, collectives, floor)
+    rank_out = _rank_outputs(summaries, ranks, matched, columns, figures)
+    findings = _findings(summaries, ranks, matched, figures, collectives, floor)
     return RanksOut(
         world_size=world,
         ranks=rank_out,
@@ -373,22 +352,29 @@ def reduce_ranks(summaries: list[RankSummary], step: int | None = None) -> Ranks
     )
 
 
-def _collective_out(k: int, instance: _Instance, f: _Figures, level: str, origin: int) -> CollectiveOut:
-    first = next(iter(instance.members.values()))
-    sizes = [c.group_size for c in instance.members.values() if c.group_size > 0]
-    algo, bus = _bandwidths(first.name, f, max(sizes) if sizes else -1)
+def _us_list(ns: np.ndarray) -> list[float]:
+    """``us`` of each value (ns → µs to the nanosecond), in one pass."""
+    return np.round(ns / 1000.0, 3).tolist()
+
+
+def _collective_out(matched: Matched, k: int, f: _Figures, origin: int, disagree: bool) -> CollectiveOut:
+    calls, rows = matched.calls, matched.members(k)
+    names = calls.code("name")[rows]
+    sizes = calls.ints("group_size")[rows]
+    sizes = sizes[sizes > 0]
+    algo, bus = _bandwidths(calls.text("name", int(rows[0])), f, int(sizes.max()) if sizes.size else -1)
     return CollectiveOut(
         id=k,
-        name=Counter(c.name for c in instance.members.values()).most_common(1)[0][0],
-        group=instance.group,
-        step=instance.step,
-        index=instance.index,
+        name=calls.strings[_mode(names)],
+        group=matched.group[k],
+        step=int(matched.step[k]),
+        index=int(matched.index[k]),
         bytes=f.bytes,
-        ranks=f.ranks,
-        arrival_us=[us(a - origin) for a in f.arrival],
-        wait_us=[us(w) for w in f.wait],
-        duration_us=[us(d) for d in f.duration],
-        end_us=[us(e - origin) for e in f.end],
+        ranks=f.ranks.tolist(),
+        arrival_us=_us_list(f.arrival - origin),
+        wait_us=_us_list(f.wait),
+        duration_us=_us_list(f.duration),
+        end_us=_us_list(f.end - origin),
         start_skew_us=us(f.start_skew),
         end_skew_us=us(f.end_skew),
         latency_us=us(f.latency),
@@ -396,37 +382,37 @@ def _collective_out(k: int, instance: _Instance, f: _Figures, level: str, origin
         lateness_us=us(f.lateness),
         algo_bw_gbps=algo,
         bus_bw_gbps=bus,
-        matched_by=level,
-        problems=_problems(instance),
+        matched_by=matched.level,
+        problems=_problems(matched, k) if disagree else [],
     )
 
 
 def _rank_outputs(
-    summaries: list[RankSummary], ranks: list[int], instances: list[_Instance], figures: list[_Figures]
+    summaries: list[RankSummary], ranks: list[int], matched: Matched, columns: _Columns, figures: list[_Figures]
 ) -> list[RankOut]:
-    wait: dict[tuple[int, int], int] = Counter()
-    last: Counter[int] = Counter()
-    rank_wait: Counter[int] = Counter()
-    for instance, f in zip(instances, figures, strict=True):
-        for rank, w in zip(f.ranks, f.wait, strict=True):
-            wait[(rank, instance.members[rank].step)] += w
-            rank_wait[rank] += w
-        if len(f.ranks) > 1 and f.start_skew > 0:
-            last[f.last_rank] += 1
+    # each rank's wait, summed per step of its own calls
+    call_step = matched.calls.ints("step")[matched.rows]
+    pair = group_ids(columns.rank, call_step)
+    pair_wait = np.zeros(int(pair.max(initial=-1)) + 1, dtype=np.int64)
+    np.add.at(pair_wait, pair, columns.wait)
+    first = np.unique(pair, return_index=True)[1]
+    pair_rank, pair_step = columns.rank[first], call_step[first]
+    last: Counter[int] = Counter(f.last_rank for f in figures if len(f.ranks) > 1 and f.start_skew > 0)
     out = []
     for rank, summary in zip(ranks, summaries, strict=True):
+        mine = pair_rank == rank
+        wait = dict(zip(pair_step[mine].tolist(), pair_wait[mine].tolist(), strict=True))
         steps = [
             RankStepOut(
                 step=s.step,
                 wall_us=us(s.wall_ns),
                 compute_us=us(s.compute_ns),
                 comm_us=us(s.comm_ns),
-                wait_us=us(wait.get((rank, s.step), 0)),
+                wait_us=us(wait.get(s.step, 0)),
                 overlap_pct=round(100.0 * s.overlap_ns / s.comm_ns, 2) if s.comm_ns else 0.0,
             )
             for s in summary.steps
         ]
-        total_wait = rank_wait.get(rank, 0)
         out.append(
             RankOut(
                 rank=rank,
@@ -434,7 +420,7 @@ def _rank_outputs(
                 label=summary.label,
                 compute=summary.compute_kind,
                 steps=steps,
-                wait_us=us(total_wait),
+                wait_us=us(sum(wait.values())),
                 last_arrivals=last.get(rank, 0),
                 warnings=summary.warnings,
             )
@@ -460,12 +446,12 @@ def _collective_label(c: CollectiveOut) -> str:
 def _findings(
     summaries: list[RankSummary],
     ranks: list[int],
-    instances: list[_Instance],
+    matched: Matched,
     figures: list[_Figures],
     collectives: list[CollectiveOut],
     floor: int,
 ) -> list[RankFindingOut]:
-    findings = _stragglers(summaries, instances, figures, collectives, floor)
+    findings = _stragglers(summaries, matched, figures, collectives, floor)
     findings += _imbalance(summaries, ranks, floor)
     findings += _slow_collectives(figures, collectives, floor)
     findings += _low_overlap(summaries, ranks)
@@ -476,18 +462,19 @@ def _findings(
 
 def _stragglers(
     summaries: list[RankSummary],
-    instances: list[_Instance],
+    matched: Matched,
     figures: list[_Figures],
     collectives: list[CollectiveOut],
     floor: int,
 ) -> list[RankFindingOut]:
     """One finding per (late rank, step): its worst collective, what the others lost."""
     worst: dict[tuple[int, int], tuple[int, int, int]] = {}  # → (collective, lost, count)
-    for k, (instance, f) in enumerate(zip(instances, figures, strict=True)):
-        if len(f.ranks) < 2 or f.blame < max(floor, _stands_out(figures, f.last_rank)):
+    stands_out = _StandsOut(figures)
+    for k, f in enumerate(figures):
+        if len(f.ranks) < 2 or f.blame < max(floor, stands_out.threshold(f.last_rank)):
             continue
-        lost = sum(f.wait)
-        key = (f.last_rank, instance.step)
+        lost = int(f.wait.sum())
+        key = (f.last_rank, int(matched.step[k]))
         previous = worst.get(key)
         if previous is None:
             worst[key] = (k, lost, 1)
@@ -497,9 +484,8 @@ def _stragglers(
     steps_late: Counter[int] = Counter(rank for rank, _ in worst)
     out = []
     for (rank, step), (k, lost, count) in sorted(worst.items(), key=lambda item: -item[1][1]):
-        instance, f, c = instances[k], figures[k], collectives[k]
-        call = instance.members[rank]
-        why = _why_late(call, f)
+        f, c = figures[k], collectives[k]
+        why = _why_late(int(matched.calls.ints("idle_before_ns")[f.last_row]), f)
         more = f" and {count - 1} more collective{'s' if count > 2 else ''}" if count > 1 else ""
         often = f"; late in {steps_late[rank]} steps" if steps_late[rank] > 1 else ""
         out.append(
@@ -519,25 +505,35 @@ def _stragglers(
     return out[:MAX_FINDINGS_PER_KIND]
 
 
-def _stands_out(figures: list[_Figures], rank: int) -> int:
-    """How late ``rank`` must be to stand out: three times the 90th percentile of the
+class _StandsOut:
+    """How late a rank must be to stand out: three times the 90th percentile of the
     blame at the collectives other ranks were last at.  On a busy host every rank is
     now and then a few ms late; that is the others' noise, and a straggler must clear it.
     (Collectives this rank was last at are left out, so a rank late at every step
-    is not hidden by its own lateness.)"""
-    others = [f.blame for f in figures if f.last_rank != rank and len(f.ranks) > 1]
-    if len(others) < 3:
-        return 0
-    return int(STANDS_OUT * float(np.percentile(np.maximum(others, 0), 90)))
+    is not hidden by its own lateness.)  Computed once per rank asked about."""
+
+    def __init__(self, figures: list[_Figures]) -> None:
+        shared = [f for f in figures if len(f.ranks) > 1]
+        self._blame = np.array([f.blame for f in shared], dtype=np.int64)
+        self._last = np.array([f.last_rank for f in shared], dtype=np.int64)
+        self._known: dict[int, int] = {}
+
+    def threshold(self, rank: int) -> int:
+        if rank not in self._known:
+            others = self._blame[self._last != rank]
+            self._known[rank] = (
+                0 if others.size < 3 else int(STANDS_OUT * float(np.percentile(np.maximum(others, 0), 90)))
+            )
+        return self._known[rank]
 
 
-def _why_late(call: CollectiveCall, f: _Figures) -> str:
+def _why_late(idle_before_ns: int, f: _Figures) -> str:
     """What the late rank did right before the call, when the trace shows it."""
-    if call.idle_before_ns < 0:
+    if idle_before_ns < 0:
         return ""  # no calling thread in the trace (a Neuron system trace's cc_running)
-    if call.idle_before_ns >= 0 and call.idle_before_ns >= f.lateness // 2:
+    if idle_before_ns >= f.lateness // 2:
         return (
-            f" — it spent {fmt_time_ns(call.idle_before_ns)} outside any op just before the call "
+            f" — it spent {fmt_time_ns(idle_before_ns)} outside any op just before the call "
             "(Python, data loading, I/O or a sleep)"
         )
     return " — its work before the call ran long (see its op table)"
@@ -552,6 +548,8 @@ def _imbalance(summaries: list[RankSummary], ranks: list[int], floor: int) -> li
     steps = [s for s, values in per_step.items() if len(values) > 2]
     if not steps:
         return []
+    medians = {step: statistics.median(per_step[step].values()) for step in steps}
+    counted = set(steps)
     out = []
     for rank in ranks:
         excess = []
@@ -559,13 +557,13 @@ def _imbalance(summaries: list[RankSummary], ranks: list[int], floor: int) -> li
             values = per_step[step]
             if rank not in values:
                 continue
-            median = statistics.median(values.values())
+            median = medians[step]
             extra = values[rank] - median
             if extra > max(IMBALANCE_SHARE * median, floor):
                 excess.append(int(extra))
         if excess and len(excess) >= max(1, IMBALANCE_STEPS * len(steps)):
             total = sum(excess)
-            wall = sum(s.wall_ns for r in summaries for s in r.steps if s.step in steps)
+            wall = sum(s.wall_ns for r in summaries for s in r.steps if s.step in counted)
             out.append(
                 RankFindingOut(
                     kind="imbalance",
