@@ -37,7 +37,9 @@ from trnscope.cli.main import main
 started = time.perf_counter()
 code = main(sys.argv[1:])
 seconds = time.perf_counter() - started
-me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# VmHWM, not ru_maxrss: Linux carries the spawning process's peak into a child's
+# ru_maxrss at exec, so this bench's own size would be reported as the parent's
+me = next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM:")) / 1024
 workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 sys.stderr.write(f"BENCH {code} {seconds:.4f} {me:.1f} {workers:.1f}\\n")
 """

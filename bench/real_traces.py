@@ -9,8 +9,9 @@ reopen), against a fresh process running ``json.load(gzip.open(PATH))`` — whic
 builds dicts.  Runs alternate (json.load, this tree, the other tree, …, the order
 rotated each round) so that the machine's noise hits every contestant alike; the
 median and the spread (min–max) of ``--rounds`` runs are reported.  Peak RSS is the
-largest process of the run (``wait4``'s ``ru_maxrss``: the process or its largest
-waited-for decode worker).
+largest process of the run (the process's ``VmHWM`` or its largest decode worker's
+``ru_maxrss``, written at exit by ``bench/peak/sitecustomize.py``; ``wait4``'s own
+figure would include this bench's size, which Linux carries into a child at exec).
 
 ``--against REV`` runs the same commands on the tree at git revision REV (extracted with
 ``git archive`` into a temporary folder, run with the same interpreter and packages) in
@@ -63,19 +64,27 @@ class Tree:
         return env
 
 
+PEAK_HELPER = ROOT / "bench" / "peak"  # its sitecustomize writes the peak RSS at exit
+
+
 def measure(command: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of one process (and its largest waited-for child)."""
-    started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=str(cwd))
-    assert process.stderr is not None
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - started
-    error = process.stderr.read()
-    process.stderr.close()
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed ({process.returncode}): {error.decode()[-500:]}")
-    return seconds, usage.ru_maxrss / 1024
+    """Wall seconds and peak RSS (MB) of one process (or its largest decode worker)."""
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH", ""), str(PEAK_HELPER)) if p)
+    with tempfile.TemporaryDirectory(prefix="trnscope-peak-") as folder:
+        env["TRNSCOPE_BENCH_PEAK_FILE"] = str(Path(folder) / "peak")
+        started = time.perf_counter()
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=str(cwd))
+        assert process.stderr is not None
+        _, status, _ = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - started
+        error = process.stderr.read()
+        process.stderr.close()
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode != 0:
+            raise RuntimeError(f"{' '.join(command)} failed ({process.returncode}): {error.decode()[-500:]}")
+        own, children = (int(x) for x in (Path(folder) / "peak").read_text().split())
+    return seconds, max(own, children) / 1024
 
 
 def unpacked_bytes(path: Path) -> int:
