@@ -206,38 +206,57 @@ def _compared(calls: CollectiveTable, field: str) -> tuple[np.ndarray, np.ndarra
     return values, counted
 
 
-def _disagreeing(matched: Matched) -> np.ndarray:
-    """Per instance: whether its ranks disagree on any compared field."""
-    out = np.zeros(len(matched), dtype=bool)
-    if matched.rows.size == 0:
+class _Agreement:
+    """The compared fields of every member (``Matched.rows`` order), read once: whether
+    each collective's ranks disagree, and in what, for the few that do."""
+
+    def __init__(self, matched: Matched) -> None:
+        self._matched = matched
+        self._fields: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for _, field in _PROBLEM_FIELDS:
+            values, counted = _compared(matched.calls, field)
+            self._fields[field] = (values[matched.rows], counted[matched.rows])
+
+    def disagreeing(self) -> np.ndarray:
+        """Per instance: whether its ranks disagree on any compared field."""
+        matched = self._matched
+        out = np.zeros(len(matched), dtype=bool)
+        if matched.rows.size == 0:
+            return out
+        starts = matched.bounds[:-1]
+        big = np.iinfo(np.int64).max
+        for values, counted in self._fields.values():
+            highest = np.maximum.reduceat(np.where(counted, values, -big), starts)
+            lowest = np.minimum.reduceat(np.where(counted, values, big), starts)
+            out |= (highest != -big) & (highest != lowest)
         return out
-    starts = matched.bounds[:-1]
-    big = np.iinfo(np.int64).max
-    for _, field in _PROBLEM_FIELDS:
-        values, counted = _compared(matched.calls, field)
-        values, counted = values[matched.rows], counted[matched.rows]
-        highest = np.maximum.reduceat(np.where(counted, values, -big), starts)
-        lowest = np.minimum.reduceat(np.where(counted, values, big), starts)
-        out |= (highest != -big) & (highest != lowest)
-    return out
 
+    def problems(self, instance: int) -> list[str]:
+        """Where the ranks disagree about what this collective is."""
+        matched = self._matched
+        lo, hi = int(matched.bounds[instance]), int(matched.bounds[instance + 1])
+        ranks = matched.rank[matched.rows[lo:hi]].tolist()
+        problems = []
+        for label, field in _PROBLEM_FIELDS:
+            values, counted = self._fields[field]
+            mine, known = values[lo:hi], counted[lo:hi]
+            if np.unique(mine[known]).size < 2:
+                continue
+            # the odd ones out first: against 255 ranks that agree, the one that does not
+            common = _mode(mine[known])
+            odd = [(r, v) for r, v, k in zip(ranks, mine.tolist(), known.tolist(), strict=True) if k and v != common]
+            agreeing = int(known.sum()) - len(odd)
 
-def _problems(matched: Matched, instance: int) -> list[str]:
-    """Where the ranks disagree about what this collective is."""
-    calls, rows = matched.calls, matched.members(instance)
-    ranks = matched.rank[rows].tolist()
-    problems = []
-    for label, field in _PROBLEM_FIELDS:
-        values, counted = _compared(calls, field)
-        if np.unique(values[rows][counted[rows]]).size > 1:
-            shown_values = [
-                calls.text(field, int(r)) if field in ("name", "dtype") else int(calls.ints(field)[r])
-                for r in rows.tolist()
-            ]
-            per_rank = sorted(zip(ranks, shown_values, strict=True))
-            shown = ", ".join(f"rank {r}: {v}" for r, v in per_rank[:4])
-            problems.append(f"{label} differs ({shown}{' …' if len(per_rank) > 4 else ''})")
-    return problems
+            def shown(value: int, texts: bool = field in ("name", "dtype")) -> str:
+                return matched.calls.strings[value] if texts else str(value)
+
+            if agreeing <= len(odd):  # no majority: every rank's value, in rank order
+                odd = list(zip(ranks, mine.tolist(), strict=True))
+            listed = ", ".join(f"rank {r}: {shown(v)}" for r, v in odd[:4]) + (" …" if len(odd) > 4 else "")
+            if agreeing > len(odd):
+                listed += f"; {agreeing} other rank{'' if agreeing == 1 else 's'}: {shown(common)}"
+            problems.append(f"{label} differs ({listed})")
+        return problems
 
 
 def _bandwidths(name: str, figures: _Figures, group_size: int) -> tuple[float, float]:
@@ -329,8 +348,12 @@ def reduce_ranks(summaries: list[RankSummary], step: int | None = None) -> Ranks
     figures = [_figures(matched, columns, i) for i in range(len(matched))]
     host_only = all(summary.compute_kind == "host" for summary in summaries)
     floor = noise_floor(arrival_deviations(matched, columns), host_only)
-    disagree = _disagreeing(matched)
-    collectives = [_collective_out(matched, k, f, origin, bool(disagree[k])) for k, f in enumerate(figures)]
+    agreement = _Agreement(matched)
+    disagree = agreement.disagreeing()
+    collectives = [
+        _collective_out(matched, k, f, origin, agreement.problems(k) if disagree[k] else [])
+        for k, f in enumerate(figures)
+    ]
     mismatched = sum(1 for c in collectives if c.problems)
     if mismatched:
         example = next(c for c in collectives if c.problems)
@@ -357,7 +380,7 @@ def _us_list(ns: np.ndarray) -> list[float]:
     return np.round(ns / 1000.0, 3).tolist()
 
 
-def _collective_out(matched: Matched, k: int, f: _Figures, origin: int, disagree: bool) -> CollectiveOut:
+def _collective_out(matched: Matched, k: int, f: _Figures, origin: int, problems: list[str]) -> CollectiveOut:
     calls, rows = matched.calls, matched.members(k)
     names = calls.code("name")[rows]
     sizes = calls.ints("group_size")[rows]
@@ -383,7 +406,7 @@ def _collective_out(matched: Matched, k: int, f: _Figures, origin: int, disagree
         algo_bw_gbps=algo,
         bus_bw_gbps=bus,
         matched_by=matched.level,
-        problems=_problems(matched, k) if disagree else [],
+        problems=problems,
     )
 
 
