@@ -243,16 +243,17 @@ def python_stacks(trace: Trace, links: Links, depth: int) -> tuple[np.ndarray, l
         nearest_py = _nearest_python_ancestor(trace, links)
         rows = np.flatnonzero((nearest_py >= 0) & (stack_id < 0))
         if rows.size:
-            current = nearest_py[rows]
-            key = np.full(rows.size, -1, dtype=np.int64)
+            # A row's key is its nearest frame's: build keys for the distinct frames only.
+            python_frames, frame_of_row = unique_inverse(nearest_py[rows])
+            current = python_frames
+            key = np.full(python_frames.size, -1, dtype=np.int64)
+            width = len(trace.names) + 1  # (previous key, frame name) packed as key·width + name
             levels: list[tuple[np.ndarray, np.ndarray]] = []  # per level: unique packed keys, parent key
             for _ in range(depth):
                 present = current >= 0
                 frame_name = np.where(present, ev.name[np.maximum(current, 0)].astype(np.int64), -1)
-                packed = ((key + 1) << 32) | (frame_name + 1)
-                unique, key = np.unique(packed, return_inverse=True)
-                key = np.asarray(key).reshape(-1).astype(np.int64)
-                levels.append((unique, (unique >> 32) - 1))
+                unique, key = unique_inverse((key + 1) * width + (frame_name + 1))
+                levels.append((unique, unique // width - 1))
                 current = np.where(present, nearest_py[np.maximum(current, 0)], -1)
             final_unique = levels[-1][0]
             ids = np.empty(final_unique.size, dtype=np.int64)
@@ -260,12 +261,12 @@ def python_stacks(trace: Trace, links: Links, depth: int) -> tuple[np.ndarray, l
                 names: list[str] = []
                 index = k
                 for unique, parents in reversed(levels):
-                    frame = int(unique[index] & 0xFFFFFFFF) - 1
+                    frame = int(unique[index] % width) - 1
                     if frame >= 0:
                         names.append(trace.names[frame])
                     index = int(parents[index])
                 ids[k] = texts.setdefault(" ← ".join(reversed(names)), len(texts))
-            stack_id[rows] = ids[key]
+            stack_id[rows] = ids[key][frame_of_row]
     return stack_id, list(texts.keys())
 
 
