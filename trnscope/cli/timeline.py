@@ -28,7 +28,7 @@ def cmd_timeline(args: argparse.Namespace) -> int:  # noqa: C901 - argument chec
     width = args.width or output_width()
     t0, t1 = extent(lanes)
     first, last = extent(every_lane)  # the trace's bounds, whichever lanes are shown
-    origin = analysis.trace.span_ns[0]
+    origin = analysis.span_ns[0]
     if args.step is not None:
         try:
             step = analysis.steps()[analysis.step_index(args.step)]

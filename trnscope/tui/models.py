@@ -271,7 +271,7 @@ def kernel_model(table: KernelTable, order: np.ndarray, state: OpViewState, widt
 def instances_model(analysis: Analysis, rows: np.ndarray, order: np.ndarray, sort_key: str) -> TableModel:
     ev = analysis.trace.events
     times = analysis.times
-    origin = analysis.trace.span_ns[0]
+    origin = analysis.span_ns[0]
     columns = [
         Column("n", "#", 6),
         Column("start", "Start", 9),

@@ -68,7 +68,7 @@ class TimelineScreen(ExplorerScreen):
         self.lane = 0  # selected lane
         self.top = 0  # first lane shown
         self.step = step
-        self.origin = analysis.trace.span_ns[0]  # times read from the first timed event
+        self.origin = analysis.span_ns[0]  # times read from the first timed event
 
     def compose(self) -> ComposeResult:
         yield Static(id="tl-title")

@@ -15,7 +15,7 @@ from trnscope.core.base.units import fmt_time_short
 def status_text(analysis: Analysis, extra: str = "", width: int = 200) -> Text:
     trace = analysis.trace
     report = analysis.link_report
-    start, end = trace.span_ns
+    start, end = analysis.span_ns
     label = trace.label or Path(trace.source).name
     text = Text(no_wrap=True, overflow="ellipsis")
     if trace.synthetic:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 
@@ -150,9 +151,16 @@ class Analysis:
         found = _gather(owners, by_owner, op_rows)
         return found if found.size else _gather(parents, by_parent, op_rows)
 
+    @functools.cached_property
+    def span_ns(self) -> tuple[int, int]:
+        """``Trace.span_ns``, computed once: a pass over every event (18 ms at 2.9 M
+        events) that the status line and the detail pane would otherwise repeat on every
+        key press.  The events do not change once an Analysis holds them."""
+        return self.trace.span_ns
+
     @property
     def wall_ns(self) -> int:
-        start, end = self.trace.span_ns
+        start, end = self.span_ns
         return end - start
 
 

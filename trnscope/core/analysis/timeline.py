@@ -302,7 +302,7 @@ def render_text(
     """The timeline as plain lines, each within ``width`` columns: a time axis, then
     one line per lane (label, then one glyph per cell)."""
     cells = max(width - label_width - 1, 8)
-    origin = analysis.trace.span_ns[0]
+    origin = analysis.span_ns[0]
     lines = [" " * (label_width + 1) + axis(t0, t1, cells, origin)]
     edges = cell_edges(t0, t1, cells)
     widths = np.maximum(np.diff(edges), 1)
