@@ -11,7 +11,7 @@ from textual.app import App
 from tests.tui_helpers import press, settle, wait_loaded
 from trnscope.core.analysis.collective_table import CollectiveTable
 from trnscope.core.analysis.collectives import CollectiveCall
-from trnscope.core.analysis.rank_summary import RankStep, RankSummary
+from trnscope.core.analysis.rank_summary import RankStep, RankSteps, RankSummary
 from trnscope.core.analysis.rank_view import LATE
 from trnscope.core.analysis.ranks import reduce_ranks
 from trnscope.testing.synth_ranks import RankPlan, write_ranks
@@ -97,7 +97,7 @@ def _many(world: int, steps: int) -> list[RankSummary]:
             )  # fmt: skip
         out.append(
             RankSummary(f"rank{r}", f"rank{r}", r, world, "nccl", "cuda", "device", 10**18, 10**18 + steps * 10**8,
-                        True, step_rows, CollectiveTable.from_calls(calls))
+                        True, RankSteps.from_steps(step_rows), CollectiveTable.from_calls(calls))
         )  # fmt: skip
     return out
 

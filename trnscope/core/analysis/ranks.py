@@ -314,7 +314,7 @@ def only_step(summaries: list[RankSummary], step: int) -> list[RankSummary]:
     """The summaries limited to ProfilerStep#``step`` (its figures and collectives)."""
     out = []
     for summary in summaries:
-        steps = [s for s in summary.steps if s.step == step]
+        steps = summary.steps.only(step)
         table = summary.collectives
         calls = table.take(np.flatnonzero(table.ints("step") == step))
         out.append(msgspec.structs.replace(summary, steps=steps, collectives=calls))
@@ -458,7 +458,7 @@ def _severity(evidence: int, total: int) -> str:
 
 def _step_rank_time(summaries: list[RankSummary], step: int) -> int:
     """Rank-time of one step summed over ranks (what a straggler's cost is a share of)."""
-    return sum(s.wall_ns for r in summaries for s in r.steps if s.step == step)
+    return sum(int(r.steps.column("wall_ns")[r.steps.column("step") == step].sum()) for r in summaries)
 
 
 def _collective_label(c: CollectiveOut) -> str:
@@ -566,13 +566,15 @@ def _imbalance(summaries: list[RankSummary], ranks: list[int], floor: int) -> li
     """A rank whose compute per step is longer than the step's median in most steps."""
     per_step: dict[int, dict[int, int]] = {}
     for rank, summary in zip(ranks, summaries, strict=True):
-        for s in summary.steps:
-            per_step.setdefault(s.step, {})[rank] = s.compute_ns
+        numbers = summary.steps
+        for step, compute in zip(numbers.column("step").tolist(), numbers.column("compute_ns").tolist(), strict=True):
+            per_step.setdefault(step, {})[rank] = compute
     steps = [s for s, values in per_step.items() if len(values) > 2]
     if not steps:
         return []
     medians = {step: statistics.median(per_step[step].values()) for step in steps}
-    counted = set(steps)
+    counted = np.array(steps, dtype=np.int64)
+    wall = sum(int(r.steps.column("wall_ns")[np.isin(r.steps.column("step"), counted)].sum()) for r in summaries)
     out = []
     for rank in ranks:
         excess = []
@@ -586,7 +588,6 @@ def _imbalance(summaries: list[RankSummary], ranks: list[int], floor: int) -> li
                 excess.append(int(extra))
         if excess and len(excess) >= max(1, IMBALANCE_STEPS * len(steps)):
             total = sum(excess)
-            wall = sum(s.wall_ns for r in summaries for s in r.steps if s.step in counted)
             out.append(
                 RankFindingOut(
                     kind="imbalance",
@@ -644,10 +645,10 @@ def _low_overlap(summaries: list[RankSummary], ranks: list[int]) -> list[RankFin
     (device traces only: a host thread that waits in a collective has nothing to overlap)."""
     shares = []
     for rank, summary in zip(ranks, summaries, strict=True):
-        comm = sum(s.comm_ns for s in summary.steps)
-        wall = sum(s.wall_ns for s in summary.steps)
+        comm = int(summary.steps.column("comm_ns").sum())
+        wall = int(summary.steps.column("wall_ns").sum())
         if summary.compute_kind == "device" and comm and wall:
-            overlap = sum(s.overlap_ns for s in summary.steps)
+            overlap = int(summary.steps.column("overlap_ns").sum())
             shares.append((100.0 * overlap / comm, comm - overlap, comm, wall, rank))
     if not shares:
         return []
