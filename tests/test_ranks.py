@@ -269,3 +269,38 @@ def test_json_written_in_pieces_is_the_same_document(tmp_path: Path) -> None:
     assert json.loads(whole)["collectives"][0]["ranks"] == [0, 1, 2, 3]
     doc.collectives.clear()
     assert b"".join(encode_chunks(doc)) == encode_bytes(doc)
+
+
+def test_hostile_rank_numbers_and_collective_args_are_one_answer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ranks and world sizes no job has (2**70, "one", 10**40), sizes past int64, a
+    float Seq, a list as Comms Id, escapes in a group name: an answer, never a crash."""
+    write_ranks(tmp_path, RankPlan())
+    for k, path in enumerate(sorted(tmp_path.glob("*.json"))):
+        document = json.loads(path.read_text())
+        for event in document["traceEvents"]:
+            args = event.get("args")
+            if isinstance(args, dict) and "Seq" in args:
+                args.update(
+                    [
+                        {"In msg nelems": 10**30, "Out msg nelems": -5},
+                        {"Seq": 1.5, "dtype": {"x": [1]}},
+                        {"Comms Id": [1, 2], "Group size": "many", "Process Group Name": "\x1b[31mred\x9b"},
+                        {"Seq": 10**25},
+                    ][k].items()
+                )
+        document["distributedInfo"] = [
+            {"rank": 0, "world_size": 4},
+            {"rank": "one", "world_size": 10**40},
+            {"rank": 2**70, "world_size": -3},
+            {"rank": 3, "world_size": 4},
+        ][k]
+        path.write_text(json.dumps(document))
+    assert main(["ranks", str(tmp_path), "--no-cache", "--format", "json"]) == 0
+    out = capsys.readouterr().out
+    doc = json.loads(out)
+    assert "\x1b" not in out and "\x9b" not in out
+    assert [r["rank"] for r in doc["ranks"]] == [0, 1, 2, 3]  # the file order: the traces' own are unusable
+    assert doc["world_size"] == 4 and doc["collectives"]
+    assert main(["ranks", str(tmp_path), "--no-cache"]) == 0

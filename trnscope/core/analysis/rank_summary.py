@@ -101,8 +101,15 @@ def _info(analysis: Analysis) -> dict[str, object]:
     return info if isinstance(info, dict) else {}
 
 
+MAX_RANKS = 1 << 24  # more than any job runs; a rank or world size past it is not one
+
+
 def _whole_int(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else -1
+    """A rank or world size as the trace gives it; -1 for anything that cannot be one
+    (a string, a negative number, 2**70)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < MAX_RANKS:
+        return value
+    return -1
 
 
 def _compute(analysis: Analysis, calls: list[CollectiveCall]) -> tuple[str, Union]:
