@@ -304,3 +304,14 @@ def test_hostile_rank_numbers_and_collective_args_are_one_answer(
     assert [r["rank"] for r in doc["ranks"]] == [0, 1, 2, 3]  # the file order: the traces' own are unusable
     assert doc["world_size"] == 4 and doc["collectives"]
     assert main(["ranks", str(tmp_path), "--no-cache"]) == 0
+
+
+def test_a_rank_file_that_is_no_trace_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_ranks(tmp_path, RankPlan(world=4))
+    (tmp_path / "rank2.json").write_text("")  # the rank died before writing anything
+    (tmp_path / "rank3.json").write_text('{"traceEvents": 5}')  # cut into something else
+    assert main(["ranks", str(tmp_path), "--no-cache", "--format", "json"]) == 0
+    warnings = json.loads(capsys.readouterr().out)["warnings"]
+    assert any("is not one and was not read" in w and "rank2" in w for w in warnings), warnings
+    assert any(w.startswith("left out: rank3") for w in warnings), warnings
+    assert any("2 of 4 ranks given" in w for w in warnings), warnings

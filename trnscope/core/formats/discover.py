@@ -56,7 +56,9 @@ class ProfileRef(msgspec.Struct):
         raise InputError(f"{self.root}: no trace labelled {label!r}; choose one of: {choices}")
 
 
-def _trace_files(folder: Path) -> list[Path]:
+def _trace_files(folder: Path, passed_over: list[Path] | None = None) -> list[Path]:
+    """The traces under ``folder`` (natural order), and in ``passed_over`` the files named
+    like traces that are not (empty, cut before their events, other JSON)."""
     found: list[Path] = []
 
     def walk(directory: Path, depth: int) -> None:
@@ -70,8 +72,11 @@ def _trace_files(folder: Path) -> list[Path]:
             try:  # an unreadable or vanishing entry is skipped, not fatal
                 if entry.is_dir() and not entry.is_symlink() and depth < _MAX_DEPTH:
                     walk(entry, depth + 1)
-                elif entry.is_file() and entry.name.endswith(_TRACE_SUFFIXES) and looks_like_kineto(entry):
-                    found.append(entry)
+                elif entry.is_file() and entry.name.endswith(_TRACE_SUFFIXES):
+                    if looks_like_kineto(entry):
+                        found.append(entry)
+                    elif passed_over is not None:
+                        passed_over.append(entry)
             except OSError:
                 continue
 
@@ -139,12 +144,21 @@ def _discover_folder(folder: Path) -> ProfileRef:
                 for s in neuron
             ],
         )
-    traces = _trace_files(folder)
+    passed_over: list[Path] = []
+    traces = _trace_files(folder, passed_over)
     if not traces:
         raise InputError(
             f"{folder}: no PyTorch profiler trace (.json / .json.gz with traceEvents) found in this folder"
         )
-    return ProfileRef(str(folder), "folder", [SourceRef(_label_for(p, folder), str(p)) for p in traces])
+    notes = []
+    if passed_over:  # a rank's empty or cut file must not vanish from a multi-rank answer unsaid
+        names = ", ".join(_label_for(p, folder) for p in passed_over[:4]) + (" …" if len(passed_over) > 4 else "")
+        notes.append(
+            f"{len(passed_over)} file{'s' if len(passed_over) > 1 else ''} named like a trace "
+            f"{'are' if len(passed_over) > 1 else 'is'} not one and {'were' if len(passed_over) > 1 else 'was'} "
+            f"not read (empty, cut before the events, or other JSON): {names}"
+        )
+    return ProfileRef(str(folder), "folder", [SourceRef(_label_for(p, folder), str(p)) for p in traces], notes=notes)
 
 
 def _runtime_event_files(folder: Path) -> list[Path]:
