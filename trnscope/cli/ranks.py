@@ -17,7 +17,7 @@ from trnscope.cli.width import output_width
 from trnscope.core.analysis.contracts import RankOut, RanksOut
 from trnscope.core.base.errors import TrnscopeError
 from trnscope.core.base.text import safe_text, shorten
-from trnscope.core.base.units import fmt_bytes, fmt_rate, fmt_time_ns
+from trnscope.core.base.units import fmt_rate, fmt_size, fmt_time_ns
 from trnscope.core.formats.options import LoadOptions
 from trnscope.core.opening.executors import ExecutorChoice
 from trnscope.core.opening.ranks import analyse_ranks
@@ -95,7 +95,7 @@ def cmd_ranks(args: argparse.Namespace) -> int:
 
 
 def render_ranks(doc: RanksOut, width: int, ran_on: str = "") -> str:
-    lines = [_headline(doc, ran_on), ""]
+    lines = [*wrap_words(_headline(doc, ran_on), width, ""), ""]
     lines += _finding_lines(doc, width)
     lines.append("")
     lines += _rank_lines(doc, width)
@@ -182,13 +182,13 @@ def _collective_lines(doc: RanksOut) -> list[str]:
         return ["no collectives matched across ranks"]
     lines = [f"collectives with the largest start skew ({len(worst)} of {len(doc.collectives):,})"]
     lines.append(
-        f"{'id':>5} {'name':<15}{'step':>5}{'#':>4}{'bytes':>10}{'skew':>11}{'latency':>11}{'last':>5}{'bus bw':>12}"
+        f"{'id':>5} {'name':<15}{'step':>5}{'#':>4}{'size':>10}{'skew':>11}{'latency':>11}{'last':>5}{'bus bw':>12}"
     )
     for c in worst:
         bandwidth = fmt_rate(c.bus_bw_gbps) if c.bus_bw_gbps > 0 else "—"
         step = str(c.step) if c.step >= 0 else "—"
         problems = " !" if c.problems else ""
-        size = fmt_bytes(c.bytes) if c.bytes >= 0 else "—"
+        size = fmt_size(c.bytes) if c.bytes >= 0 else "—"
         lines.append(
             f"{c.id:>5} {safe_text(c.name)[:15]:<15}{step:>5}{c.index:>4}{size:>10}"
             f"{fmt_time_ns(c.start_skew_us * 1000):>11}{fmt_time_ns(c.latency_us * 1000):>11}{c.last_rank:>5}"

@@ -17,7 +17,7 @@ from textual.widgets import Footer, Static
 from trnscope.core.analysis.contracts import CollectiveOut, RankOut, RanksOut
 from trnscope.core.analysis.rank_view import LATE, heat_map, lateness_order
 from trnscope.core.base.text import safe_text
-from trnscope.core.base.units import fit_bytes, fit_time_short, fmt_rate, fmt_time_short
+from trnscope.core.base.units import fit_time_short, fmt_rate, fmt_size, fmt_time_short
 from trnscope.core.formats import SourceRef
 from trnscope.tui.messages import OpenRank, ShowCollective
 from trnscope.tui.panes import pane
@@ -134,7 +134,7 @@ class RanksScreen(ExplorerScreen):
                 str(c.id),
                 name,
                 str(c.step) if c.step >= 0 else "—",
-                fit_bytes(c.bytes, 9) if c.bytes >= 0 else "—",
+                fmt_size(c.bytes) if c.bytes >= 0 else "—",
                 fit_time_short(c.start_skew_us * 1000, 9),
                 fit_time_short(c.latency_us * 1000, 9),
                 str(c.last_rank),
@@ -144,7 +144,7 @@ class RanksScreen(ExplorerScreen):
             Column("id", "Id", 5),
             Column("name", "Collective (⏎ lanes)", 12, "left", flex=True),
             Column("step", "Step", 5),
-            Column("bytes", "Bytes", 9),
+            Column("bytes", "Size", 9),
             Column("skew", "Skew", 9),
             Column("latency", "Latency", 9),
             Column("last", "Last", 5),

@@ -101,6 +101,20 @@ def fmt_rate(gb_per_s: float) -> str:
     return f"{gb_per_s * 1e9:.3g} B/s"
 
 
+def fmt_size(count: int) -> str:
+    """A message size in IEC units, at most 8 characters (``64.0 KiB``, ``1.25 MiB``,
+    ``512 B``): unambiguous beside decimal bandwidths, where PyTorch's ``Kb`` of the op
+    table could be read as kilobits.  Rounded to three digits; the JSON has the bytes."""
+    for limit, suffix in ((1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+        if abs(count) >= limit:
+            value = count / limit
+            if abs(value) >= 1024:  # past the largest unit
+                return f"{value:.0f} {suffix}"
+            digits = 2 if abs(value) < 10 else 1 if abs(value) < 100 else 0
+            return f"{value:.{digits}f} {suffix}"
+    return f"{count} B"
+
+
 def fit_bytes(count: int, width: int) -> str:
     """``fmt_bytes`` where it fits, else fewer decimals: never a cut number."""
     text = fmt_bytes(count)
