@@ -53,8 +53,10 @@ async def test_a_rank_folder_opens_on_the_ranks_pane_and_leads_everywhere(tmp_pa
         assert isinstance(lanes, CollectiveScreen) and lanes.collective.last_rank == 5
         assert all(len(_table_text(lanes, k)) > 40 for k in range(8))
         await press(pilot, "escape")
-        assert app.screen is ranks
-        await press(pilot, "c", "enter")
+        assert app.screen is ranks and ranks.view == "collectives"
+        await press(pilot, "escape")  # esc leads from the collectives back to the ranks
+        assert app.screen is ranks and ranks.view == "ranks"
+        await press(pilot, "enter")
         for _ in range(100):
             await settle(pilot)
             if isinstance(app.screen, OpsScreen):

@@ -194,6 +194,16 @@ class RanksScreen(ExplorerScreen):
     def action_toggle_view(self) -> None:
         self.view = "collectives" if self.view == "ranks" else "ranks"
         self._show_table()
+        self.refresh_bindings()  # esc leads back to the ranks from the collectives
+
+    def can_go_back(self) -> bool:
+        return self.view == "collectives" or super().can_go_back()
+
+    def action_back(self) -> None:
+        if self.view == "collectives":
+            self.action_toggle_view()
+        else:
+            super().action_back()
 
     def action_next_finding(self) -> None:
         findings = self.document.findings
