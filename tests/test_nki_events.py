@@ -180,3 +180,47 @@ def test_not_runtime_events_is_one_line(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["summary", str(path)]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_slow_first_executions_are_pointed_out_and_warmup_removes_the_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trnscope.core.analysis.kernel_compare import leading_warmups
+
+    # against the median of all (100.5 here; of all but the first ten when there are 20 or more)
+    assert leading_warmups([300, 290, 100, 101, 99, 100, 98, 102]) == (
+        2,
+        pytest.approx(290 / 100.5),
+        pytest.approx(300 / 100.5),
+    )
+    assert leading_warmups([100, 300, 100, 101, 99, 100, 98, 102])[0] == 0  # a slow one later is no warm-up
+    assert leading_warmups([110, 101, 99, 100, 98, 102])[0] == 0  # within 2× the others
+    write_benchmark(tmp_path / "a.json", kernel="k_a", warmup=3, executions=30, seed=1)
+    write_benchmark(tmp_path / "b.json", kernel="k_b", warmup=3, executions=30, seed=2)
+    assert main(["compare", str(tmp_path), "--format", "json", "--no-cache"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert any("every kernel's first 3 executions take" in n and "--warmup 3" in n for n in notes), notes
+    assert main(["compare", str(tmp_path), "--format", "json", "--no-cache", "--warmup", "3"]) == 0
+    assert not any("warm-up?" in n for n in json.loads(capsys.readouterr().out)["notes"])
+    assert main(["diagnose", str(tmp_path / "a.json"), "--no-cache"]) == 0
+    assert "the first 3 of 33 executions take" in " ".join(capsys.readouterr().out.split())  # however it wraps
+
+
+async def test_the_compare_pane_says_it_has_notes_and_w_lists_them(tmp_path: Path) -> None:
+    from tests.tui_helpers import press, wait_loaded
+    from trnscope.tui.app import TrnscopeApp
+    from trnscope.tui.screen_compare import CompareScreen
+    from trnscope.tui.screen_text import WarningsScreen
+
+    write_benchmark(tmp_path / "a.json", kernel="k_a", warmup=3, executions=30, seed=1)
+    write_benchmark(tmp_path / "b.json", kernel="k_b", warmup=3, executions=30, seed=2)
+    app = TrnscopeApp([str(tmp_path)], use_cache=False, workers=1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot)
+        compare = app.screen
+        assert isinstance(compare, CompareScreen)
+        assert "w: 1 note" in str(compare.query_one("#compare-info").render())
+        title = str(compare.query_one("#compare-title").render())
+        assert "B:b" in title and "Δ vs A" in title  # wrapped, not cut
+        await press(pilot, "w")
+        assert isinstance(app.screen, WarningsScreen) and "warm-up?" in app.screen.text

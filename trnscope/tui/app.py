@@ -349,11 +349,11 @@ class TrnscopeApp(App[None]):
         if isinstance(screen, ExplorerScreen):
             lines = screen.warning_lines()
             if lines is not None:
-                self.push_screen(WarningsScreen([], lines))
+                self.push_screen(WarningsScreen([], lines, screen.pane_notes()))
                 return
             analyses = screen.analyses_shown()
             if analyses:
-                self.push_screen(WarningsScreen(analyses))
+                self.push_screen(WarningsScreen(analyses, notes=screen.pane_notes()))
                 return
             self.notify("no profile on this pane")
 

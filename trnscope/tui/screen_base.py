@@ -25,6 +25,11 @@ class ExplorerScreen(Screen[None]):
         warnings key lists instead of the traces' own."""
         return None
 
+    def pane_notes(self) -> list[str]:
+        """What this pane itself has to say beside its traces' warnings (a comparison's
+        notes); the warnings key lists them first."""
+        return []
+
     def can_go_back(self) -> bool:
         """Whether esc has something to do here (the first pane has nothing behind it)."""
         return len(self.app.screen_stack) > 2

@@ -84,6 +84,9 @@ class CompareScreen(FilterScreen):
         if self.is_mounted:
             self.call_after_refresh(self._show)
 
+    def pane_notes(self) -> list[str]:
+        return list(self.comparison.notes)
+
     def _rows(self) -> list[CompareRow]:
         return self.shown_rows
 
@@ -101,7 +104,7 @@ class CompareScreen(FilterScreen):
         return rows
 
     def _show(self) -> None:
-        title = Text(no_wrap=True, overflow="ellipsis")
+        title = Text()  # wraps: three variants' labels and the metric at 80 columns
         for i, (label, analysis) in enumerate(zip(self.labels, self.analyses)):
             if i:
                 title.append("  vs  ", style="dim")
@@ -118,13 +121,10 @@ class CompareScreen(FilterScreen):
             info = f"filter /{safe_text(self.filter_text)}/ · " + info
         if not self.shown_rows and self.view not in ("diagnosis", KERNEL_RUNS):
             info = ("no rows match (esc clears) · " if self.filter_text else "no rows in this view · ") + info
+        notes = len(self.comparison.notes)
+        said = f" · w: {notes} note{'s' if notes > 1 else ''}" if notes else ""
         self.query_one("#compare-info", Static).update(
-            Text(
-                f"{info} · v view · m metric · enter drills into {VARIANT_LETTERS[self.side]}",
-                style="dim",
-                no_wrap=True,
-                overflow="ellipsis",
-            )
+            Text(f"{info} · v view · m metric · enter drills into {VARIANT_LETTERS[self.side]}{said}", style="dim")
         )
         view = self.query_one(VirtualTable)
         detail = self.query_one("#compare-detail", Static)

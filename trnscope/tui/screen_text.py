@@ -46,13 +46,18 @@ class HelpScreen(TextScreen):
 class WarningsScreen(TextScreen):
     BINDINGS = [Binding("w", "dismiss", "Close")]
 
-    def __init__(self, analyses: list[Analysis], lines: list[str] | None = None) -> None:
+    def __init__(
+        self, analyses: list[Analysis], lines: list[str] | None = None, notes: list[str] | None = None
+    ) -> None:
         """The warnings of ``analyses``, or — for a pane that shows no one trace (the
-        ranks view) — the ``lines`` it gives."""
+        ranks view) — the ``lines`` it gives; a pane's own ``notes`` (a comparison's:
+        alignment, warm-ups, noise) first."""
         if lines is not None:
             text = "\n".join(f"  ⚠ {escape(safe_text(w))}" for w in lines) or "  no warnings"
         else:
             text = warnings_text(analyses)
+        if notes:
+            text = "\n".join(["[b]this view[/b]", *(f"  ⚠ {escape(safe_text(n))}" for n in notes), text])
         super().__init__(text)
 
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.contracts import DeviceOut, DiagnoseOut, FindingOut, StepOut
+from trnscope.core.analysis.kernel_compare import warmup_notes
 from trnscope.core.base.arrays import split_by
 from trnscope.core.base.intervals import Union
 from trnscope.core.base.units import fmt_time_ns, us
@@ -235,12 +236,14 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
     device_busy = all_device.length
     benchmark = trace.format == "neuron-events"  # the gaps between executions are the benchmark loop's
     if benchmark:
+        warm = "".join(f"; {note}" for note in warmup_notes([analysis]))
         out.append(
             _finding(
                 analysis,
                 "kernel_benchmark",
                 "a kernel benchmark's runtime events: the device idles between executions by the benchmark "
-                "loop's design, not for a workload's reasons — compare the executions (trnscope compare) instead",
+                "loop's design, not for a workload's reasons — compare the executions (trnscope compare) instead"
+                + warm,
                 -1,
                 0,
                 wall,

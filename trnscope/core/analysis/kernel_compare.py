@@ -54,6 +54,65 @@ def kernel_runs(analysis: Analysis) -> list[KernelRuns]:
     return out
 
 
+WARMUP_FACTOR = 2.0  # a leading execution this many times the typical one is a warm-up
+MAX_WARMUP = 10
+
+
+def leading_warmups(durations: list[int]) -> tuple[int, float, float]:
+    """How many executions at the start each take more than ``WARMUP_FACTOR`` × the median
+    of the others (a cold cache, a first load), and the least and most of those ratios."""
+    values = np.asarray(durations, dtype=np.float64)
+    if values.size < 2 * MIN_EXECUTIONS:
+        return 0, 0.0, 0.0
+    typical = float(np.median(values[MAX_WARMUP:] if values.size >= 2 * MAX_WARMUP else values))
+    if typical <= 0:
+        return 0, 0.0, 0.0
+    ratios = values[:MAX_WARMUP] / typical
+    slow = ratios > WARMUP_FACTOR
+    count = int(slow.argmin()) if not slow.all() else int(slow.size)
+    if count == 0 or values.size - count < MIN_EXECUTIONS:
+        return 0, 0.0, 0.0
+    return count, float(ratios[:count].min()), float(ratios[:count].max())
+
+
+def _first(count: int) -> str:
+    return "first execution takes" if count == 1 else f"first {count} executions take"
+
+
+def warmup_notes(analyses: list[Analysis]) -> list[str]:
+    """Notes on kernels that start with slow executions: they pull the mean and the
+    spread, and ``--warmup N`` leaves them out (one note when every kernel has the same)."""
+    found = []  # (who, count, low, high)
+    for analysis in analyses:
+        label = analysis.trace.label or analysis.trace.source
+        for runs in kernel_runs(analysis):
+            count, low, high = leading_warmups(runs.durations)
+            if count:
+                who = label if runs.name == label else f"{label}: {runs.name}"
+                found.append((who, count, runs.calls, low, high))
+    if not found:
+        return []
+
+    def times(low: float, high: float) -> str:
+        return f"{low:.1f}×" if f"{low:.1f}" == f"{high:.1f}" else f"{low:.1f}–{high:.1f}×"
+
+    counts = {f[1] for f in found}
+    total = sum(len(kernel_runs(a)) for a in analyses)
+    if len(counts) == 1 and len(found) == total > 1:
+        count = found[0][1]
+        low, high = min(f[3] for f in found), max(f[4] for f in found)
+        return [
+            f"every kernel's {_first(count)} {times(low, high)} its typical time (warm-up?): "
+            f"--warmup {count} leaves {'them' if count > 1 else 'it'} out of every figure"
+        ]
+    return [
+        f"{who}: the first {f'{count} ' if count > 1 else ''}of {calls} executions "
+        f"take{'s' if count == 1 else ''} {times(low, high)} the typical time "
+        f"(warm-up?): --warmup {count} leaves {'them' if count > 1 else 'it'} out of every figure"
+        for who, count, calls, low, high in found
+    ]
+
+
 def is_kernel_benchmark(analyses: list[Analysis]) -> bool:
     """Variants that are kernel benchmarks (runtime events files), or that each run one
     kernel many times: their executions are what there is to compare."""
@@ -115,4 +174,4 @@ def compare_kernel_runs(  # noqa: C901 - the four ways kernels align (--align, s
             medians.append(bootstrap_ratio(a, b, "median"))
             means.append(bootstrap_ratio(a, b, "mean"))
         rows.append(KernelRunRow(aligned, medians, means, how))
-    return rows, notes
+    return rows, notes + warmup_notes(analyses)
