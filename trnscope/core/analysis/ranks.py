@@ -5,7 +5,7 @@ Input: one ``RankSummary`` per rank (``rank_summary``), built wherever the trace
 Nothing here reads a trace, so the parent of a process pool or a Dask client holds only
 these summaries.  Output: the ``RanksOut`` contract.
 
-**Matching** uses the best key every rank's calls carry: ``Comms Id`` (when unique per
+**Matching** (``rank_matching``) uses the best key every rank's calls carry: ``Comms Id`` (when unique per
 call on every rank); else the process group and its sequence number ``Seq``; else the
 process group, the ProfilerStep and the call's position among that group's calls in the
 step.  In the last case a rank whose list for a step is shorter (its profiling window
@@ -112,7 +112,8 @@ def _median_excess(value: int, others: np.ndarray) -> int:
     ordered = np.sort(others)
     m = ordered.size
     twice = 2 * value - int(ordered[(m - 1) // 2]) - int(ordered[m // 2])
-    return int(twice / 2) if twice % 2 else twice // 2
+    half = abs(twice) // 2
+    return half if twice >= 0 else -half
 
 
 def _mode(values: np.ndarray) -> int:
