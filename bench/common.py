@@ -40,7 +40,9 @@ def run_measured(code: str, *args: str, env: dict[str, str] | None = None) -> di
     wrapper = (
         "import json, resource, sys\n"
         + code
-        + "\nself_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024\n"
+        # VmHWM, not ru_maxrss: Linux carries the spawning process's peak (this bench's,
+        # which may have just generated the trace) into a child's ru_maxrss at exec
+        + "\nself_rss = next(int(x.split()[1]) for x in open('/proc/self/status') if x.startswith('VmHWM:')) / 1024\n"
         + "child_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024\n"
         + "RESULT.update(peak_rss_mb=round(self_rss, 1), peak_child_rss_mb=round(child_rss, 1))\n"
         + "print(json.dumps(RESULT))\n"

@@ -82,8 +82,30 @@ def test_a_cached_reopen_reads_no_args_for_memory_and_flops(isolated_cache, monk
     def no_args(*_args, **_kwargs):  # type: ignore[no-untyped-def]
         raise AssertionError("args read again on a cached reopen")
 
-    monkeypatch.setattr(memory, "raw_args_of_rows", no_args)
+    monkeypatch.setattr(memory, "raw_args_by_chunk", no_args)
     monkeypatch.setattr(flops, "raw_args_of_rows", no_args)
     assert main(["summary", str(trace), "--format", "json", "--with", "all"]) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["ops"] == first["ops"] and again["extras"] == {"memory": "computed", "flops": "computed"}
+
+
+def test_args_by_chunk_are_the_args_of_rows_one_chunk_at_a_time(small_synthetic) -> None:
+    """Memory records are read chunk by chunk (one chunk's text held at a time); the
+    values are the ones the per-row reader gives."""
+    from trnscope.core.formats import LoadOptions
+    from trnscope.core.formats.kineto.lazyargs import raw_args_by_chunk, raw_args_of_rows
+    from trnscope.core.formats.kineto.loader import load_kineto
+
+    trace = load_kineto(small_synthetic[0], LoadOptions(workers=1, use_cache=False), chunk_bytes=64 << 10)
+    assert len(trace.chunks) > 3
+    rows = np.arange(0, len(trace.events), 7)
+    batches = list(raw_args_by_chunk(trace, rows))
+    assert len(batches) > 3
+    together: list[object] = [None] * rows.size
+    for batch in batches:
+        for k, raw in batch:
+            together[k] = raw
+    assert [bytes(r) if r is not None else None for r in together] == [
+        bytes(r) if r is not None else None for r in raw_args_of_rows(trace, rows)
+    ]
+    assert sum(r is not None for r in together) > rows.size // 2

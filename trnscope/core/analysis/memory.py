@@ -20,7 +20,7 @@ from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.opfigures import MemoryFigures
 from trnscope.core.analysis.optable import OpTable
 from trnscope.core.analysis.table_cache import PerAnalysisCache, PerTableCache
-from trnscope.core.formats.kineto.lazyargs import raw_args_of_rows
+from trnscope.core.formats.kineto.lazyargs import raw_args_by_chunk
 from trnscope.core.model.roles import Role
 
 MEMORY_EVENT = "[memory]"
@@ -121,14 +121,13 @@ def _read_records(analysis: Analysis) -> MemoryRecords | None:
     records = np.flatnonzero(ev.name == name_id)
     size = np.zeros(records.size, dtype=np.int64)
     kind = np.full(records.size, -1, dtype=np.int64)
-    for k, raw in enumerate(raw_args_of_rows(trace, records)):
-        if raw is None:
-            continue
-        record_bytes, record_device = _bytes_and_device(raw)
-        if record_bytes is not None:
-            size[k] = record_bytes
-        if record_device is not None:
-            kind[k] = record_device
+    for batch in raw_args_by_chunk(trace, records):  # one chunk's text at a time
+        for k, raw in batch:
+            record_bytes, record_device = _bytes_and_device(raw)
+            if record_bytes is not None:
+                size[k] = record_bytes
+            if record_device is not None:
+                kind[k] = record_device
     return MemoryRecords(records, size, kind)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import mmap
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -72,14 +73,13 @@ def _chunk_args(trace: Trace, chunk_index: int) -> list[Any]:
     return items
 
 
-def raw_args_of_rows(trace: Trace, rows: np.ndarray) -> list[msgspec.Raw | None]:
-    """The undecoded ``args`` of many rows (None where a row has none), each chunk read
-    once, in chunk order: what a per-row ``event_args`` loop costs in chunk lookups and
-    dict decoding, a batch of a column's values (the bytes of every [memory] record)
-    does not need."""
-    out: list[msgspec.Raw | None] = [None] * int(rows.size)
+def raw_args_by_chunk(trace: Trace, rows: np.ndarray) -> Iterator[list[tuple[int, msgspec.Raw]]]:
+    """The undecoded ``args`` of many rows, one chunk at a time: for each chunk that holds
+    some of them, (position in ``rows``, raw args) pairs.  Each chunk is read once, and
+    a caller that uses each batch before asking for the next holds one chunk's text at a
+    time (every [memory] record of a 400 MB trace at once held all of it again)."""
     if trace.source_index is None or not trace.chunks or rows.size == 0:
-        return out
+        return
     firsts = np.fromiter((c.first_row for c in trace.chunks), dtype=np.int64, count=len(trace.chunks))
     valid = rows < trace.source_index.size
     original = np.full(rows.size, -1, dtype=np.int64)
@@ -92,10 +92,23 @@ def raw_args_of_rows(trace: Trace, rows: np.ndarray) -> list[msgspec.Raw | None]
         except (OSError, ValueError, msgspec.DecodeError):
             continue
         first = trace.chunks[int(index)].first_row
+        batch = []
         for k in usable[chunk_of[usable] == index].tolist():
             slot = int(original[k]) - first
             if 0 <= slot < len(items):
-                out[k] = items[slot]
+                batch.append((k, items[slot]))
+        yield batch
+
+
+def raw_args_of_rows(trace: Trace, rows: np.ndarray) -> list[msgspec.Raw | None]:
+    """The undecoded ``args`` of many rows (None where a row has none), each chunk read
+    once, in chunk order: what a per-row ``event_args`` loop costs in chunk lookups and
+    dict decoding, a batch of a column's values does not need.  For many rows spread
+    over the whole file, ``raw_args_by_chunk`` holds less at once."""
+    out: list[msgspec.Raw | None] = [None] * int(rows.size)
+    for batch in raw_args_by_chunk(trace, rows):
+        for k, raw in batch:
+            out[k] = raw
     return out
 
 
