@@ -83,7 +83,7 @@ def test_a_cached_reopen_reads_no_args_for_memory_and_flops(isolated_cache, monk
         raise AssertionError("args read again on a cached reopen")
 
     monkeypatch.setattr(memory, "raw_args_by_chunk", no_args)
-    monkeypatch.setattr(flops, "raw_args_of_rows", no_args)
+    monkeypatch.setattr(flops, "raw_args_by_chunk", no_args)
     assert main(["summary", str(trace), "--format", "json", "--with", "all"]) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["ops"] == first["ops"] and again["extras"] == {"memory": "computed", "flops": "computed"}

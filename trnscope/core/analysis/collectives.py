@@ -33,7 +33,7 @@ import numpy as np
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.flops import decode_sizes
 from trnscope.core.base.jsondepth import decode_bounded
-from trnscope.core.formats.kineto.lazyargs import raw_args_of_rows
+from trnscope.core.formats.kineto.lazyargs import raw_args_by_chunk
 from trnscope.core.model.roles import Role, is_profiler_step
 from trnscope.core.model.vocab import PH_X
 
@@ -180,6 +180,19 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else "" if value is None else str(value)
 
 
+NO_COMM_ARGS = _CommArgs()
+
+
+def _comm_args_of(trace: Any, rows: np.ndarray) -> dict[int, _CommArgs]:
+    """The matching args of these rows, decoded chunk by chunk (one chunk's text held at
+    a time, however many collectives a long trace holds)."""
+    out: dict[int, _CommArgs] = {}
+    for batch in raw_args_by_chunk(trace, rows):
+        for k, raw in batch:
+            out[int(rows[k])] = _decode_args(raw)
+    return out
+
+
 def _decode_args(raw: msgspec.Raw | None) -> _CommArgs:
     if raw is None:
         return _CommArgs()
@@ -316,7 +329,7 @@ def find_collectives(analysis: Analysis) -> CollectiveFacts:  # noqa: C901 - the
     # parameters: record_param_comms inside each call (or the call itself)
     params_owner = _ancestor_in(rows.params, parent, rows.is_call)
     args_rows = np.concatenate([rows.params, rows.calls, rows.inner_ranges, rows.worker_ranges, rows.neuron])
-    raw = dict(zip(args_rows.tolist(), raw_args_of_rows(trace, args_rows), strict=True))
+    args_of = _comm_args_of(trace, args_rows)
     params_of: dict[int, int] = {}
     for p, owner in zip(rows.params.tolist(), params_owner.tolist(), strict=True):
         if owner >= 0:
@@ -340,7 +353,7 @@ def find_collectives(analysis: Analysis) -> CollectiveFacts:  # noqa: C901 - the
     idle = _idle_before(analysis, rows.calls, steps)
     for index, c in enumerate(call_rows):
         calls.append(
-            _call(analysis, c, params_of.get(c, -1), inner_of.get(c, -1), exec_of.get(c, []), raw, int(idle[index]))
+            _call(analysis, c, params_of.get(c, -1), inner_of.get(c, -1), exec_of.get(c, []), args_of, int(idle[index]))
         )
     # executions nobody called: in a trace without calls (a Neuron system trace's
     # cc_running, device-only kernels) each is a collective of its own, arriving when it
@@ -350,7 +363,7 @@ def find_collectives(analysis: Analysis) -> CollectiveFacts:  # noqa: C901 - the
     if call_rows:
         dropped, alone = len(alone), []
     for e in alone:
-        calls.append(_call(analysis, e, -1, -1, [e], raw, -1))
+        calls.append(_call(analysis, e, -1, -1, [e], args_of, -1))
     calls.sort(key=lambda c: (c.arrival_ns, c.exec_start_ns))
     arrivals = np.array([c.arrival_ns - origin for c in calls], dtype=np.int64)
     numbers = step_of(arrivals, steps)
@@ -471,14 +484,14 @@ def _call(
     params: int,
     inner: int,
     executions: list[int],
-    raw: dict[int, msgspec.Raw | None],
+    args_of: dict[int, _CommArgs],
     idle_before: int,
 ) -> CollectiveCall:
     trace = analysis.trace
     ev = trace.events
     origin = trace.origin_ns
     op = trace.names[int(ev.name[call])]
-    args = _decode_args(raw.get(params if params >= 0 else call))
+    args = args_of.get(params if params >= 0 else call, NO_COMM_ARGS)
     name = canonical_collective(_text(args.collective)) or canonical_collective(op) or "collective"
     in_nelems, out_nelems = _int(args.in_nelems), _int(args.out_nelems)
     dtype = _text(args.dtype)
@@ -492,7 +505,7 @@ def _call(
     if in_nelems < 0:
         in_nelems = first_count
     if not dtype and position >= 0:
-        types = _decode_args(raw.get(payload)).input_type
+        types = args_of.get(payload, NO_COMM_ARGS).input_type
         if isinstance(types, list) and position < len(types):
             dtype = _text(types[position])
     group_size = _int(args.group_size)

@@ -30,7 +30,7 @@ from trnscope.core.analysis.opfigures import FlopFigures
 from trnscope.core.analysis.optable import OpTable
 from trnscope.core.analysis.table_cache import PerAnalysisCache, PerTableCache
 from trnscope.core.base.jsondepth import decode_bounded
-from trnscope.core.formats.kineto.lazyargs import raw_args_of_rows
+from trnscope.core.formats.kineto.lazyargs import raw_args_by_chunk
 from trnscope.core.model.roles import Role
 
 CONV2D = "aten::conv2d"
@@ -236,8 +236,12 @@ def flops_per_row(analysis: Analysis) -> FlopsPerRow | None:
     without_concrete = 0
     if convs.size:
         seen: dict[tuple[int, str], tuple[int, bool]] = {}  # → (FLOPs, unknown for want of "Concrete Inputs")
-        for row, raw in zip(convs.tolist(), raw_args_of_rows(trace, convs)):
-            concrete = _concrete_inputs(raw)
+        concrete_of: dict[int, list[object] | None] = {}  # read chunk by chunk: one chunk's text at a time
+        for batch in raw_args_by_chunk(trace, convs):
+            for k, raw in batch:
+                concrete_of[k] = _concrete_inputs(raw)
+        for k, row in enumerate(convs.tolist()):
+            concrete = concrete_of.get(k)
             key = (int(ev.dims[row]), msgspec.json.encode(concrete).decode() if isinstance(concrete, list) else "")
             if key not in seen:
                 dims = decode_sizes(trace.shapes[key[0]])
