@@ -256,6 +256,11 @@ def flops_per_row(analysis: Analysis) -> FlopsPerRow | None:
 _per_table: PerTableCache[FlopFigures | None] = PerTableCache()
 
 
+def flops_columns_known(analysis: Analysis, table: OpTable) -> bool:
+    """``flops_columns`` of this table would return at once."""
+    return flops_known(analysis) and _per_table.known(analysis, table)
+
+
 def flops_columns(analysis: Analysis, table: OpTable) -> FlopFigures | None:
     """Per op-table group: FLOPs and achieved FLOP/s (once per table)."""
     return _per_table.get(analysis, table, lambda: _flops_columns(analysis, table))

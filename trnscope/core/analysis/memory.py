@@ -183,6 +183,11 @@ def memory_per_row(analysis: Analysis) -> MemoryPerRow | None:
 _per_table: PerTableCache[MemoryFigures | None] = PerTableCache()
 
 
+def memory_columns_known(analysis: Analysis, table: OpTable) -> bool:
+    """``memory_columns`` of this table would return at once."""
+    return memory_known(analysis) and _per_table.known(analysis, table)
+
+
 def memory_columns(analysis: Analysis, table: OpTable) -> MemoryFigures | None:
     """Per op-table group: CPU Mem, Self CPU Mem, device Mem, Self device Mem (once per
     table)."""

@@ -62,6 +62,12 @@ class PerTableCache(Generic[T]):
         )
         self._lock = threading.Lock()
 
+    def known(self, analysis: Analysis, table: OpTable) -> bool:
+        """Already computed for this very table."""
+        with self._lock:
+            found = self._by_analysis.get(analysis, {}).get(id(table))
+        return found is not None and found[0] is table
+
     def get(self, analysis: Analysis, table: OpTable, compute: Callable[[], T]) -> T:
         with self._lock:
             found = self._by_analysis.get(analysis, {}).get(id(table))
