@@ -151,3 +151,33 @@ def test_worker_results_live_in_memory_files_a_sigkill_cannot_leak(big_trace: Pa
     assert not seen_named
     time.sleep(0.5)
     assert not [n for n in os.listdir("/dev/shm") if n.startswith(prefix)]
+
+
+STUCK = """
+import sys, time
+import trnscope.cli.main
+cli = sys.modules["trnscope.cli.main"]  # (the package exports main, the function, by that name)
+cli.CLEANUP_SECONDS = 1
+
+def stuck(args):
+    try:
+        print("ready", flush=True)
+        time.sleep(60)
+    finally:
+        time.sleep(60)  # a cleanup that never ends (a lock an interrupted call held)
+
+cli.COMMANDS["summary"] = stuck
+sys.exit(cli.main(["summary", "anything.json"]))
+"""
+
+
+def test_a_terminated_command_ends_even_when_its_cleanup_blocks() -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", STUCK], cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert child.stdout is not None and child.stdout.readline().strip() == b"ready"
+    started = time.monotonic()
+    child.send_signal(signal.SIGTERM)
+    _, err = child.communicate(timeout=30)
+    assert child.returncode == 143 and b"cleanup cut short" in err, err
+    assert time.monotonic() - started < 15

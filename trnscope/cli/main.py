@@ -563,8 +563,29 @@ def _main(argv: Sequence[str] | None) -> int:
         return 1
 
 
+# After SIGTERM, cleanup that takes longer than this is cut short: the exception that
+# stops the command can land while an interrupted call holds a lock that the cleanup
+# (stopping decode workers) then waits for, and a terminated command must end.
+CLEANUP_SECONDS = 10
+
+
 def _terminated(signum: int, frame: object) -> None:
+    _end_within(CLEANUP_SECONDS)
     raise Terminated()
+
+
+def _end_within(seconds: int) -> None:
+    """Exit with status 143 in ``seconds`` whatever the cleanup is doing (decode workers
+    die with this process; their results live in memory files the kernel frees)."""
+
+    def hard_exit(signum: int, frame: object) -> None:
+        with contextlib.suppress(OSError):
+            os.write(2, f"{PROG}: terminated (cleanup cut short after {seconds}s)\n".encode())
+        os._exit(143)
+
+    with contextlib.suppress(ValueError, OSError):  # not the main thread (embedded use)
+        signal.signal(signal.SIGALRM, hard_exit)
+        signal.alarm(seconds)
 
 
 def describe_os_error(error: OSError) -> str:
