@@ -181,3 +181,25 @@ def test_a_terminated_command_ends_even_when_its_cleanup_blocks() -> None:
     _, err = child.communicate(timeout=30)
     assert child.returncode == 143 and b"cleanup cut short" in err, err
     assert time.monotonic() - started < 15
+
+
+FORKED = """
+import os, signal, sys, time
+import trnscope.cli.main
+cli = sys.modules["trnscope.cli.main"]
+cli._HANDLER_PID = os.getpid()
+signal.signal(signal.SIGTERM, cli._terminated)
+pid = os.fork()
+if pid == 0:  # a decode worker, before its initializer puts the default handler back
+    time.sleep(30)
+    os._exit(0)
+time.sleep(0.2)
+os.kill(pid, signal.SIGTERM)
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_a_worker_stopped_before_its_initializer_ends_quietly() -> None:
+    done = subprocess.run([sys.executable, "-c", FORKED], cwd=str(REPO), capture_output=True, timeout=60)
+    assert done.stdout.strip() == b"143" and b"Traceback" not in done.stderr, done.stderr

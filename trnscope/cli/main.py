@@ -522,6 +522,8 @@ def _main(argv: Sequence[str] | None) -> int:
     debug = settings.debug()
     # SIGTERM ends the command through the same cleanup as Ctrl+C (workers stopped,
     # shared memory and half-written folders removed) instead of dying on the spot
+    global _HANDLER_PID
+    _HANDLER_PID = os.getpid()
     with contextlib.suppress(ValueError):  # not the main thread (embedded use)
         signal.signal(signal.SIGTERM, _terminated)
     try:
@@ -569,7 +571,14 @@ def _main(argv: Sequence[str] | None) -> int:
 CLEANUP_SECONDS = 10
 
 
+_HANDLER_PID = -1  # the process that installed ``_terminated``
+
+
 def _terminated(signum: int, frame: object) -> None:
+    if os.getpid() != _HANDLER_PID:
+        # a decode worker forked a moment ago, stopped before its initializer put the
+        # default handler back: end as the default would, without a traceback
+        os._exit(128 + signum)
     _end_within(CLEANUP_SECONDS)
     raise Terminated()
 
