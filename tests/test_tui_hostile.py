@@ -99,4 +99,9 @@ async def test_a_large_trace_in_an_embedded_ui_leaves_nothing_in_dev_shm(tmp_pat
             assert isinstance(app.screen, OpsScreen)
     finally:
         kineto.PARALLEL_MIN_BYTES = original
-    assert set(os.listdir("/dev/shm")) <= before
+    from trnscope.core.formats.kineto.parallel import SPILL_PREFIX
+
+    new = set(os.listdir("/dev/shm")) - before
+    # another test's load in the other xdist worker may have result files there now
+    theirs = {n for n in new if n.startswith(SPILL_PREFIX) and not n.startswith(f"{SPILL_PREFIX}{os.getpid()}-")}
+    assert new <= theirs, new
