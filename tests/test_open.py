@@ -89,11 +89,12 @@ def test_a_cached_reopen_reads_no_args_for_memory_and_flops(isolated_cache, monk
     assert again["ops"] == first["ops"] and again["extras"] == {"memory": "computed", "flops": "computed"}
 
 
-def test_args_by_chunk_are_the_args_of_rows_one_chunk_at_a_time(small_synthetic) -> None:
+def test_args_by_chunk_are_each_rows_args_one_chunk_at_a_time(small_synthetic) -> None:
     """Memory records are read chunk by chunk (one chunk's text held at a time); the
-    values are the ones the per-row reader gives."""
+    values are the ones the per-row reader (the drill-down's) gives."""
     from trnscope.core.formats import LoadOptions
-    from trnscope.core.formats.kineto.lazyargs import raw_args_by_chunk, raw_args_of_rows
+    from trnscope.core.formats.kineto.events import ANY_DECODER
+    from trnscope.core.formats.kineto.lazyargs import event_args, raw_args_by_chunk
     from trnscope.core.formats.kineto.loader import load_kineto
 
     trace = load_kineto(small_synthetic[0], LoadOptions(workers=1, use_cache=False), chunk_bytes=64 << 10)
@@ -101,11 +102,13 @@ def test_args_by_chunk_are_the_args_of_rows_one_chunk_at_a_time(small_synthetic)
     rows = np.arange(0, len(trace.events), 7)
     batches = list(raw_args_by_chunk(trace, rows))
     assert len(batches) > 3
-    together: list[object] = [None] * rows.size
+    together: dict[int, object] = {}
     for batch in batches:
         for k, raw in batch:
-            together[k] = raw
-    assert [bytes(r) if r is not None else None for r in together] == [
-        bytes(r) if r is not None else None for r in raw_args_of_rows(trace, rows)
-    ]
-    assert sum(r is not None for r in together) > rows.size // 2
+            assert k not in together  # each row once
+            together[k] = ANY_DECODER.decode(raw)
+    assert len(together) > rows.size // 2
+    for k, row in enumerate(rows.tolist()):
+        expected = event_args(trace, row)
+        got = together.get(k)
+        assert (got if isinstance(got, dict) else {}) == expected, row

@@ -77,7 +77,8 @@ def raw_args_by_chunk(trace: Trace, rows: np.ndarray) -> Iterator[list[tuple[int
     """The undecoded ``args`` of many rows, one chunk at a time: for each chunk that holds
     some of them, (position in ``rows``, raw args) pairs.  Each chunk is read once, and
     a caller that uses each batch before asking for the next holds one chunk's text at a
-    time (every [memory] record of a 400 MB trace at once held all of it again)."""
+    time (every [memory] record of a 400 MB trace at once held all of it again).  A
+    per-row loop over ``event_args`` would look each chunk up again for every row."""
     if trace.source_index is None or not trace.chunks or rows.size == 0:
         return
     firsts = np.fromiter((c.first_row for c in trace.chunks), dtype=np.int64, count=len(trace.chunks))
@@ -98,18 +99,6 @@ def raw_args_by_chunk(trace: Trace, rows: np.ndarray) -> Iterator[list[tuple[int
             if 0 <= slot < len(items):
                 batch.append((k, items[slot]))
         yield batch
-
-
-def raw_args_of_rows(trace: Trace, rows: np.ndarray) -> list[msgspec.Raw | None]:
-    """The undecoded ``args`` of many rows (None where a row has none), each chunk read
-    once, in chunk order: what a per-row ``event_args`` loop costs in chunk lookups and
-    dict decoding, a batch of a column's values does not need.  For many rows spread
-    over the whole file, ``raw_args_by_chunk`` holds less at once."""
-    out: list[msgspec.Raw | None] = [None] * int(rows.size)
-    for batch in raw_args_by_chunk(trace, rows):
-        for k, raw in batch:
-            out[k] = raw
-    return out
 
 
 def event_args(trace: Trace, row: int) -> dict[str, Any]:
