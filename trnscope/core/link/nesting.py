@@ -58,13 +58,13 @@ def _in_start_order(
     nest_in_order: SortedNesting, ts: np.ndarray, end: np.ndarray, thread: np.ndarray, rows: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Sort ``rows`` by (thread, start, -end, row), nest them, map positions back to rows."""
-    parent = np.full(rows.size, -1, dtype=np.int64)
-    depth = np.zeros(rows.size, dtype=np.int32)
     if rows.size == 0:
-        return parent, depth
+        return np.full(0, -1, dtype=np.int64), np.zeros(0, dtype=np.int32)
     order = np.lexsort((rows, -end[rows], ts[rows], thread[rows]))
     ordered = rows[order]
     local_parent, local_depth = nest_in_order(ts[ordered], end[ordered], thread[ordered])
+    parent = np.full(rows.size, -1, dtype=np.int64)  # (allocated only now: the nesting sets the peak)
+    depth = np.zeros(rows.size, dtype=np.int32)
     parent[order] = np.where(local_parent >= 0, ordered[np.maximum(local_parent, 0)], -1)
     depth[order] = local_depth
     return parent, depth
@@ -81,6 +81,9 @@ def nest_sorted(start: np.ndarray, stop: np.ndarray, thread: np.ndarray) -> tupl
     group_start = np.flatnonzero(first_of_thread)
 
     depth = _depths(start, stop, group, group_start)
+    # (Each temporary below is let go as soon as it is used: on a trace of partial
+    # overlaps they would otherwise all be alive under the redo's own, and this step
+    # sets the load's peak memory.)
     # Positions sorted by (depth, position): within it, an event's previous sibling
     # candidate is simply the entry before it, and the parent searches come in order.
     if depth.max() < 2**16:
@@ -95,22 +98,25 @@ def nest_sorted(start: np.ndarray, stop: np.ndarray, thread: np.ndarray) -> tupl
     one_up = (sorted_depth > 0) & (index >= 0)
     one_up[one_up] = keys[index[one_up]] >= (sorted_depth[one_up] - 1) * n
     parent[by_depth[one_up]] = by_depth[index[one_up]]
+    del keys, index
     # an event deeper than 0 always has an earlier event one level up when the family
     # is laminar; a partial overlap can leave none
-    orphan = np.zeros(n, dtype=bool)
-    orphan[by_depth] = (sorted_depth > 0) & ~one_up
+    broken = np.zeros(n, dtype=bool)
+    broken[by_depth] = (sorted_depth > 0) & ~one_up  # orphans
+    del one_up
 
     previous = np.full(n, -1, dtype=np.int64)
     same_level = np.zeros(n, dtype=bool)
     same_level[1:] = sorted_depth[1:] == sorted_depth[:-1]
     previous[by_depth[same_level]] = by_depth[np.flatnonzero(same_level) - 1]
-    floor = np.where(parent >= 0, parent, group_start[group] - 1)
-    has_sibling = previous > floor
+    del same_level, by_depth, sorted_depth
+    has_sibling = previous > np.where(parent >= 0, parent, group_start[group] - 1)
 
     p = np.maximum(parent, 0)
-    outside_parent = (parent >= 0) & ((stop > stop[p]) | (start >= stop[p]))
-    overlaps_sibling = has_sibling & (stop[np.maximum(previous, 0)] > start)
-    broken = orphan | outside_parent | overlaps_sibling
+    broken |= (parent >= 0) & ((stop > stop[p]) | (start >= stop[p]))  # outside its parent
+    del p
+    broken |= has_sibling & (stop[np.maximum(previous, 0)] > start)  # overlaps its previous sibling
+    del has_sibling, previous, group_start
     if broken.any():
         _redo_with_stack(start, stop, group, broken, parent, depth)
     return parent, depth.astype(np.int32)
@@ -133,7 +139,10 @@ def _depths(start: np.ndarray, stop: np.ndarray, group: np.ndarray, group_start:
     offset = group.astype(np.int64) * span - low
     start_key = start + offset
     # ends come nearly in order (children end before their parent), which timsort likes
-    ended = np.searchsorted(np.sort(stop + offset, kind="stable"), start_key, side="right") - group_start[group]
+    first_of_own_thread = group_start[group]
+    ended = np.searchsorted(np.sort(stop + offset, kind="stable"), start_key, side="right")
+    ended -= first_of_own_thread
+    del offset
     # ``ended`` also counts the event itself when it has zero length, and zero-length
     # events that start at the same time and sort after it: neither is earlier.
     zero = (start == stop).astype(np.int64)
@@ -141,11 +150,17 @@ def _depths(start: np.ndarray, stop: np.ndarray, group: np.ndarray, group_start:
     last_of_run = np.empty(n, dtype=bool)
     last_of_run[-1] = True
     np.not_equal(start_key[1:], start_key[:-1], out=last_of_run[:-1])
+    del start_key
     run_end = np.where(last_of_run, np.arange(n), n)
+    del last_of_run
     run_end = np.minimum.accumulate(run_end[::-1])[::-1]
-    later_zero = zeros_through[run_end] - zeros_through
-    earlier_ended = ended - zero - later_zero
-    return np.arange(n, dtype=np.int64) - group_start[group] - earlier_ended
+    ended -= zero  # (in place: each of these is as large as the trace's host events)
+    ended -= zeros_through[run_end] - zeros_through  # zero-length events later in the same start run
+    del zero, zeros_through, run_end
+    depth = np.arange(n, dtype=np.int64)
+    depth -= first_of_own_thread
+    depth -= ended
+    return depth
 
 
 def _redo_with_stack(
@@ -163,11 +178,15 @@ def _redo_with_stack(
     previous_stop[np.r_[True, group[1:] != group[:-1]]] = np.iinfo(np.int64).min
     # latest end so far in the thread (reset where a thread begins)
     latest = running_max_per_group(previous_stop, group)
+    del previous_stop
     opens = (start >= latest) | np.r_[True, group[1:] != group[:-1]]
+    del latest
     segment = np.cumsum(opens) - 1
-    bad_segments = segment[broken]
-    redo = np.flatnonzero(np.isin(segment, bad_segments))
-    local_parent, local_depth = _nest_any_sorted(start[redo], stop[redo], segment[redo])
+    del opens
+    redo = np.flatnonzero(np.isin(segment, segment[broken]))
+    redo_segment = segment[redo]
+    del segment
+    local_parent, local_depth = _nest_any_sorted(start[redo], stop[redo], redo_segment)
     parent[redo] = np.where(local_parent >= 0, redo[np.maximum(local_parent, 0)], -1)
     depth[redo] = local_depth
 
@@ -182,8 +201,11 @@ def _nest_any_sorted(start: np.ndarray, stop: np.ndarray, group: np.ndarray) -> 
     first_of_group[0] = True
     np.not_equal(group[1:], group[:-1], out=first_of_group[1:])
     group_first = np.maximum.accumulate(np.where(first_of_group, np.arange(n), 0))
+    del first_of_group
     parent = nearest_earlier_reaching(stop, reach)
+    del reach
     parent[parent < group_first] = -1
+    del group_first
     return parent, _depth_from_parents(parent)
 
 

@@ -65,7 +65,8 @@ _PLAIN = (
 
 
 def merge_ranges(results: list[RangeResult], skip_cats: frozenset[str]) -> MergedColumns:  # noqa: C901 - one pass over the decoded ranges, re-interning each column
-    """All chunks' columns in one set of arrays, with global string ids.
+    """All chunks' columns in one set of arrays, with global string ids.  Consumes
+    the ranges' chunks (their ``chunks`` lists are empty afterwards).
 
     The arrays are allocated once at their final size and filled chunk by chunk: fresh
     memory costs a page fault per page, and per-chunk pieces joined afterwards would
@@ -99,10 +100,14 @@ def merge_ranges(results: list[RangeResult], skip_cats: frozenset[str]) -> Merge
     position = original = 0
     chunk_index = 0
     for result in results:
-        for chunk in result.chunks:
+        # Each chunk's columns are let go once copied (the ranges are consumed): the
+        # merged arrays fill as the decoded ones go, instead of both being resident.
+        pending, result.chunks = result.chunks[::-1], []
+        while pending:
+            chunk = pending.pop()
             c = chunk.columns
             n = len(c.ph)
-            rows = kept_rows[chunk_index]
+            rows, kept_rows[chunk_index] = kept_rows[chunk_index], None
             chunk_index += 1
             count = n if rows is None else rows.size
             out = slice(position, position + count)
@@ -136,6 +141,7 @@ def merge_ranges(results: list[RangeResult], skip_cats: frozenset[str]) -> Merge
                 meta.append((original + row, *entry))
             original += n
             position += count
+            del chunk, c, rows
     return MergedColumns(
         columns,
         source_index,
