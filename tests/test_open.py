@@ -6,21 +6,46 @@ import numpy as np
 import pytest
 
 
-def test_forward_links_wait_until_after_the_first_table(tmp_path, monkeypatch) -> None:
-    """The op table does not need forward → backward links: an open computes them in
-    its deferred work (run once the first table is shown), not before."""
+def test_forward_links_are_computed_only_for_a_drilldown(tmp_path, monkeypatch) -> None:
+    """The op table does not need forward → backward links: a command that never
+    drills down (summary --no-cache) never computes them; a UI asks for them in the
+    deferred work it runs after its first screen; the index cache stores them."""
     from conftest import SAMPLES
     from trnscope.core.formats import NO_CACHE, SourceRef
+    from trnscope.core.formats.options import LoadOptions
     from trnscope.core.opening.open import open_analysis
 
     monkeypatch.setenv("TRNSCOPE_CACHE_DIR", str(tmp_path))
     path = SAMPLES / "cpu_rmsnorm_session" / "eager.pt.trace.json.gz"
     analysis = open_analysis(SourceRef("eager", str(path)), NO_CACHE)
-    assert analysis.links.forward_of is None
     assert len(analysis.op_table()) > 0
+    analysis.finish()
+    assert analysis.links.forward_of is None
+    analysis.pending.insert(0, analysis.prepare_drilldown)  # what the TUI does
     analysis.finish()
     assert analysis.links.forward_of is not None
     assert analysis.links.forward_of.shape == (len(analysis.trace.events),)
+
+    cached = open_analysis(SourceRef("eager", str(path)), LoadOptions())
+    assert cached.links.forward_of is None
+    cached.finish()  # writes the index cache, which holds them
+    assert cached.links.forward_of is not None
+    reopened = open_analysis(SourceRef("eager", str(path)), LoadOptions())
+    np.testing.assert_array_equal(reopened.links.forward_of, analysis.links.forward_of)
+
+
+def test_the_tui_prepares_the_drilldown_links_after_its_first_screen(tmp_path, monkeypatch) -> None:
+    from conftest import SAMPLES
+    from trnscope.core.formats import SourceRef
+    from trnscope.tui.app import TrnscopeApp
+
+    monkeypatch.setenv("TRNSCOPE_CACHE_DIR", str(tmp_path))
+    path = SAMPLES / "cpu_rmsnorm_session" / "eager.pt.trace.json.gz"
+    app = TrnscopeApp([str(path)], use_cache=False)
+    analysis = app.load_analysis(SourceRef("eager", str(path)))
+    assert analysis.links.forward_of is None  # not before the first screen
+    analysis.finish()
+    assert analysis.links.forward_of is not None
 
 
 @pytest.mark.parametrize("name", ["sample", "tracelens_h100_bert_small.json.gz", "hta_diff_test_v100.json.gz"])

@@ -205,6 +205,7 @@ class TrnscopeApp(App[None]):
             source, self.options, progress=self._progress(source.label), cancelled=self._cancel.is_set
         )
         analysis.op_table()  # the first table, built off the UI thread
+        analysis.pending.insert(0, analysis.prepare_drilldown)  # run by finish(), after the first screen
         self.analyses[key] = analysis
         return analysis
 

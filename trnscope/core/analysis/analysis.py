@@ -20,7 +20,7 @@ from trnscope.core.analysis.optable import (
 )
 from trnscope.core.base import settings
 from trnscope.core.formats.neuron.data import NeuronData, neuron_data
-from trnscope.core.link.linker import LinkReport, Links, link
+from trnscope.core.link.linker import LinkReport, Links, forward_links, link
 from trnscope.core.link.neuron import NeuronLinks, link_neuron
 from trnscope.core.model.roles import Role, is_profiler_step
 from trnscope.core.model.trace import Trace
@@ -64,6 +64,12 @@ class Analysis:
             except Exception:
                 if settings.debug():
                     raise
+
+    def prepare_drilldown(self) -> None:
+        """Links only the drill-down follows (forward op of each backward op): a UI
+        asks for them after its first screen, so they are ready when an op is opened;
+        a command that never drills down never computes them."""
+        forward_links(self.trace, self.links)
 
     @property
     def link_report(self) -> LinkReport:

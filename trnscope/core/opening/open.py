@@ -12,7 +12,6 @@ from trnscope.core.analysis.memory import seed_memory_records
 from trnscope.core.formats import SourceRef, load_source
 from trnscope.core.formats.options import DEFAULT, LoadOptions
 from trnscope.core.formats.source import Progress
-from trnscope.core.link.linker import forward_links
 from trnscope.core.opening import index_cache
 
 
@@ -43,8 +42,6 @@ def open_analysis(
             return analysis
     trace = load_source(source, options, progress=progress, cancelled=cancelled)
     analysis = Analysis(trace)
-    # After the first table: links only the drill-down needs, ready before it is opened.
-    analysis.pending.append(lambda: forward_links(trace, analysis.links))
     if cacheable:
         # Written after the caller has shown its first result (``Analysis.finish``):
         # the cache speeds up the next open and must not slow down this one.
