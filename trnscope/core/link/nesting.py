@@ -201,11 +201,8 @@ def _nest_any_sorted(start: np.ndarray, stop: np.ndarray, group: np.ndarray) -> 
     first_of_group[0] = True
     np.not_equal(group[1:], group[:-1], out=first_of_group[1:])
     group_first = np.maximum.accumulate(np.where(first_of_group, np.arange(n), 0))
-    del first_of_group
     parent = nearest_earlier_reaching(stop, reach)
-    del reach
     parent[parent < group_first] = -1
-    del group_first
     return parent, _depth_from_parents(parent)
 
 
