@@ -18,6 +18,7 @@ from conftest import REPO
 from trnscope.cli import main
 from trnscope.core.base.cachedir import MARKER, cache_entries, clear_cache
 from trnscope.core.base.errors import TrnscopeError
+from trnscope.core.base.fs import process_alive
 from trnscope.core.formats import SourceRef, load_path
 from trnscope.core.formats.options import DEFAULT, NO_CACHE, LoadOptions
 from trnscope.core.opening.open import open_analysis
@@ -147,3 +148,32 @@ def test_cache_max_bytes_zero_turns_caching_off(tmp_path: Path, isolated_cache: 
     gz.write_bytes(gzip.compress(_trace("a")))
     assert _names(gz) == ["a"]  # read (decompressed in memory), index not written
     assert cache_entries() == [] and not (isolated_cache / "plain").exists()
+
+
+def test_copies_of_a_killed_process_are_swept_and_no_one_elses(tmp_path: Path, isolated_cache: Path) -> None:
+    """A process killed with SIGKILL runs no exit handler: its --no-cache copy (or the
+    temporary file of a copy it was writing) stays in the plain cache.  The next gzip
+    open removes those whose process is gone, and keeps a live process's, its own kind
+    of name only."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a pid that no longer exists (unless reused at once: then it is kept)
+    alive = os.getppid()
+    key = "0123456789abcdef0123456789abcdef"
+    plain = isolated_cache / "plain"
+    plain.mkdir(parents=True, exist_ok=True)
+    orphans = [plain / f"{key}.nocache.{gone.pid}.json", plain / f".{key}.{gone.pid}.tmp"]
+    kept = [
+        plain / f"{key}.nocache.{alive}.json",  # a live process's copy, in use
+        plain / f".{key}.{alive}.tmp",  # a copy being written
+        plain / f"{key}.json",  # a shared copy
+        plain / f"notes.{gone.pid}.txt",  # not a name trnscope writes
+    ]
+    for path in orphans + kept:
+        path.write_bytes(b"x")
+    trace = tmp_path / "t.json.gz"
+    trace.write_bytes(gzip.compress(_trace("swept")))
+    assert _names(trace, NO_CACHE) == ["swept"]
+    assert all(p.exists() for p in kept)
+    if process_alive(gone.pid):  # the pid was reused meanwhile: its files are rightly kept
+        pytest.skip("the dead process's pid was reused")
+    assert not any(p.exists() for p in orphans)

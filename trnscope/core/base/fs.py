@@ -18,3 +18,17 @@ def is_file(path: Path) -> bool:
         return path.is_file()
     except OSError:
         return False
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (anyone's).  Files named after a process
+    are swept only when it is gone; a reused pid keeps them, which errs on the safe side."""
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, another user's
+    return True

@@ -13,6 +13,7 @@ import contextlib
 import errno
 import mmap
 import os
+import re
 import stat
 import zlib
 from collections.abc import Callable
@@ -23,6 +24,7 @@ import msgspec
 
 from trnscope.core.base.cachedir import enforce_cap, fingerprint, touch, writable_dir
 from trnscope.core.base.errors import InputError, LoadCancelled
+from trnscope.core.base.fs import process_alive
 from trnscope.core.base.settings import max_inflate_ratio
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -134,12 +136,40 @@ def _remove_private_copies() -> None:
             copy.unlink()
 
 
+# what a process that was killed (SIGKILL runs no exit handler) leaves in the plain cache:
+# its --no-cache copies and the temporary file of a copy it was writing
+_ORPHAN_NAMES = re.compile(r"^(?:[0-9a-f]{32}\.nocache\.(\d+)\.json|\.[0-9a-f]{32}\.(\d+)\.tmp)$")
+
+
+def sweep_orphaned_copies(folder: Path) -> int:
+    """Remove the copies and temporary files of processes that no longer exist (named
+    after their process: trnscope's own names, in trnscope's own cache folder).  Returns
+    how many."""
+    removed = 0
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return 0
+    me = os.getpid()
+    for name in names:
+        match = _ORPHAN_NAMES.match(name)
+        if match is None:
+            continue
+        owner = int(match.group(1) or match.group(2))
+        if owner != me and not process_alive(owner):
+            with contextlib.suppress(OSError):
+                (folder / name).unlink()
+                removed += 1
+    return removed
+
+
 def _open_gzip(
     path: Path, size: int, progress: Progress | None, cancelled: Callable[[], bool] | None, reuse: bool
 ) -> PlainSource:
     folder = writable_dir("plain")
     key = fingerprint(path)
     if folder is not None:
+        sweep_orphaned_copies(folder)
         target = folder / (f"{key}.json" if reuse else f"{key}.nocache.{os.getpid()}.json")
         meta = folder / f"{key}.meta"
         entry = _read_entry(meta) if reuse else None

@@ -23,6 +23,7 @@ import msgspec
 import numpy as np
 
 from trnscope.core.base.errors import LoadCancelled
+from trnscope.core.base.fs import process_alive
 from trnscope.core.base.memory import prefer_small_pages, small_pages_preferred
 from trnscope.core.formats.kineto import jsonscan
 from trnscope.core.formats.kineto.decode import DecodedChunk, RangeResult, decode_buffer, set_progress_slots
@@ -61,16 +62,6 @@ def _init_worker(slots: Any, small_pages: bool, parent: int) -> None:
         prefer_small_pages()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # exists, another user's
-    return True
-
-
 def sweep_spills(folder: str | None = None) -> int:
     """Remove result files that loads of processes no longer alive left behind (a load
     killed with SIGKILL cannot clean up after itself).  Returns how many."""
@@ -86,7 +77,7 @@ def sweep_spills(folder: str | None = None) -> int:
         if not name.startswith(SPILL_PREFIX):
             continue
         owner = name[len(SPILL_PREFIX) :].split("-", 1)[0]
-        if owner.isdigit() and not _alive(int(owner)):
+        if owner.isdigit() and not process_alive(int(owner)):
             with contextlib.suppress(OSError):
                 os.unlink(os.path.join(folder, name))
                 removed += 1
