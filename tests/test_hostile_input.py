@@ -17,6 +17,7 @@ from trnscope.core.formats import load_path
 from trnscope.core.formats.kineto.jsonscan import top_level_array
 from trnscope.core.formats.kineto.lazyargs import event_args
 from trnscope.core.formats.options import NO_CACHE
+from trnscope.core.model.vocab import PH_META
 
 
 def _op(name: str, ts: object = 0, dur: object = 10, **extra: object) -> str:
@@ -150,3 +151,31 @@ def test_memory_records_with_values_of_any_type(tmp_path: Path) -> None:
     assert memory is not None and memory.records == 6
     row = int(analysis.op_table().instances(analysis.op_table().find("aten::empty"))[0])
     assert memory.cpu[row] == 64 + 16  # the two well-formed CPU records
+
+
+@pytest.mark.parametrize("chunk_bytes", [1 << 20, 200])  # one chunk, and a chunk every few events
+def test_repeated_metadata_is_folded_into_the_last_of_its_kind(tmp_path: Path, chunk_bytes: int) -> None:
+    """Some files write the same process and thread names hundreds of thousands of times
+    (an HTA MTIA trace: 310,000 of its 455,739 events).  Only the last of each kind
+    counts (as in the Chrome viewer); the others become no rows, and are still counted
+    as events."""
+    from trnscope.core.formats.kineto.loader import load_kineto
+    from trnscope.core.formats.options import LoadOptions
+
+    def meta(name: str, tid: int, value: str) -> str:
+        return json.dumps({"ph": "M", "name": name, "pid": 1, "tid": tid, "args": {"name": value}})
+
+    names = [meta("thread_name", 7, f"worker-{k}") for k in range(50)] + [meta("thread_name", 8, "other")]
+    body = ", ".join([*names[:25], _op("a", 5, 10), *names[25:], _op("b", 20, 10)])
+    path = _file(tmp_path, '{"traceEvents": [' + body + "]}")
+    trace = load_kineto(path, LoadOptions(workers=1, use_cache=False), chunk_bytes=chunk_bytes)
+    rows = trace.events
+    assert trace.event_count == 53  # every event of the file is counted
+    assert len(rows) == 53 - trace.stats.folded_metadata
+    assert int((rows.ph == PH_META).sum()) + trace.stats.folded_metadata == 51
+    if chunk_bytes > 1000:
+        assert trace.stats.folded_metadata == 49  # one row per kind: tid 7's last, tid 8's
+    labels = {t.tid: t.thread_label for t in trace.threads}
+    assert labels["7"] == "worker-49" and labels["8"] == "other"  # the last one written
+    assert sorted(trace.names[int(i)] for i in rows.name[rows.ph == 0]) == ["a", "b"]
+    assert not trace.warnings  # nothing was lost

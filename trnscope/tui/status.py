@@ -26,7 +26,7 @@ def status_text(analysis: Analysis, extra: str = "", width: int = 200) -> Text:
         f" · {safe_text(trace.device_name)}" if trace.device_name and width >= 110 else ""
     )
     text.append(f"  {kind}", style="cyan")
-    text.append(f"  {len(trace.events):,} events  {fmt_time_short(end - start)}")
+    text.append(f"  {trace.event_count:,} events  {fmt_time_short(end - start)}")
     if report.device_events:
         text.append(f"  link {100 * report.coverage:.1f}%")
     warnings = len(analysis_warnings(analysis))

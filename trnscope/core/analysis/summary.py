@@ -184,7 +184,7 @@ def summary_figures(
         device_kind=trace.device_kind,
         device_name=trace.device_name,
         synthetic=trace.synthetic,
-        events=len(trace.events),
+        events=trace.event_count,
         wall_ns=analysis.wall_ns,
         ops=figures_of(table, memory, flops),
         kernels=KernelFigures(

@@ -57,6 +57,7 @@ class LoadStats(msgspec.Struct):
     invalid_events: int = 0
     bad_values: int = 0
     skipped_events: int = 0
+    folded_metadata: int = 0  # metadata events overridden by a later one of their kind: no rows
     workers: int = 1
     from_cache: bool = False
 
@@ -141,6 +142,13 @@ class Trace(msgspec.Struct):
     source_index: np.ndarray | None = None  # int64: each row's position among the file's events
     buffer: Any = None  # the decompressed text when no cache file could hold it
     backend: BackendData | None = None  # what a backend adds beyond the columns (NeuronData)
+
+    @property
+    def event_count(self) -> int:
+        """The events the load kept, as the user counts them: one row each, except
+        metadata events that a later one of their kind overrides (a process or thread
+        name written again), which are folded away and counted here only."""
+        return len(self.events) + self.stats.folded_metadata
 
     @property
     def span_ns(self) -> tuple[int, int]:

@@ -99,6 +99,9 @@ class ChunkColumns(msgspec.Struct):
     dims: np.ndarray  # int32 → shapes
     stack: np.ndarray  # int32 → stacks
     valid: np.ndarray  # bool: has what its phase needs (ts, and dur for X)
+    # int64 rows of metadata events that a later one of the same kind overrides (the
+    # merge folds them: only the last of each kind counts, as in the Chrome viewer)
+    repeated_meta: np.ndarray
     names: list[str]
     cats: list[str]
     threads: list[tuple[Any, Any]]
@@ -300,13 +303,18 @@ def columns_from_events(events: list[RawEvent], text_ids: Interner) -> ChunkColu
 
     meta: list[tuple[int, str, str | None, str | None, Any, Any, Any]] = []
     meta_rows = np.flatnonzero(ph == PH_META)
+    repeated_meta = np.empty(0, dtype=np.int64)
     if meta_rows.size:
         # Some files repeat the same process and thread names hundreds of thousands of
-        # times (one MTIA trace: 310,000 of them for 17 threads); the last of each kind
-        # (name, category, thread) is the one that counts, as in the Chrome viewer.
+        # times (one MTIA trace: 310,000 of them for 17 threads, two thirds of its
+        # events); the last of each kind (name, category, thread) is the one that
+        # counts, as in the Chrome viewer.  The others become no rows at all.
         backwards = kind_col[meta_rows][::-1]
         _, last_backwards = np.unique(backwards, return_index=True)
-        for i in np.sort(meta_rows[::-1][last_backwards]).tolist():
+        last_rows = np.sort(meta_rows[::-1][last_backwards])
+        if last_rows.size < meta_rows.size:
+            repeated_meta = np.setdiff1d(meta_rows, last_rows, assume_unique=True).astype(np.int64)
+        for i in last_rows.tolist():
             event = events[i]
             a = event.args
             meta.append((i, event.name or "", a.name, a.labels, a.sort_index, event.pid, event.tid))
@@ -326,6 +334,7 @@ def columns_from_events(events: list[RawEvent], text_ids: Interner) -> ChunkColu
         dims=dims,
         stack=stack,
         valid=valid,
+        repeated_meta=repeated_meta,
         names=[x if isinstance(x, str) else ("" if x is None else str(x)) for x in names.values_in_order()],
         cats=[x if isinstance(x, str) else "" for x in cats.values_in_order()],
         threads=threads.values_in_order(),

@@ -208,6 +208,7 @@ def load_kineto(
         invalid_events=merged.invalid,
         bad_values=merged.bad_values,
         skipped_events=merged.skipped,
+        folded_metadata=merged.folded_meta,
         workers=decoded.workers,
     )
     trace = Trace(

@@ -41,6 +41,7 @@ class MergedColumns(msgspec.Struct):
     invalid: int
     skipped: int
     bad_values: int
+    folded_meta: int = 0  # metadata events a later one of the same kind overrides: no rows
 
 
 def _remap(local: list[Any], interner: Interner) -> np.ndarray:
@@ -74,7 +75,7 @@ def merge_ranges(results: list[RangeResult], skip_cats: frozenset[str]) -> Merge
     names, cats, shapes, stacks, threads = Interner(), Interner(), Interner(), Interner(), Interner()
     chunks: list[ChunkRef] = []
     meta: list[tuple[int, str, str | None, str | None, Any, Any, Any]] = []
-    invalid = skipped = bad = 0
+    invalid = skipped = bad = folded = 0
     kept_rows: list[np.ndarray | None] = []  # per chunk: the rows kept, None for all
     total = 0
     for result in results:
@@ -89,6 +90,11 @@ def merge_ranges(results: list[RangeResult], skip_cats: frozenset[str]) -> Merge
                     skip = skip_local[c.cat]
                     skipped += int(np.count_nonzero(skip & keep))
                     keep = keep & ~skip
+            if c.repeated_meta.size:
+                repeated = np.zeros(n, dtype=bool)
+                repeated[c.repeated_meta] = True
+                folded += int(np.count_nonzero(repeated & keep))
+                keep = keep & ~repeated
             kept = int(np.count_nonzero(keep))
             kept_rows.append(None if kept == n else np.flatnonzero(keep))
             total += kept
@@ -155,6 +161,7 @@ def merge_ranges(results: list[RangeResult], skip_cats: frozenset[str]) -> Merge
         invalid,
         skipped,
         bad,
+        folded,
     )
 
 
