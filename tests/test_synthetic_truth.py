@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from conftest import assert_ops_match
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.formats import load_path
@@ -78,3 +80,33 @@ def test_group_by_shape_and_stack(small_synthetic) -> None:
     assert stacks == {
         "<built-in function linear> ← /opt/conda/envs/train/lib/python3.11/site-packages/torch/nn/modules/linear.py(125): forward"
     }
+
+
+@pytest.mark.parametrize(
+    "name", ["synthetic", "tracelens_b200_eager_stack.json.gz", "tracelens_h100_bert_small.json.gz"]
+)
+def test_nearest_python_frame_is_the_first_one_up_the_parent_chain(small_synthetic, name: str) -> None:
+    """The stack key starts from each row's nearest python_function ancestor, found for
+    every row at once; here it is checked row by row against a plain walk up the raw
+    parents."""
+    from conftest import CORPUS
+    from trnscope.core.analysis.optable import _nearest_python_ancestor
+    from trnscope.core.model.roles import Role
+
+    path = small_synthetic[0] if name == "synthetic" else CORPUS / name
+    if not path.exists():
+        pytest.skip(f"{path} is not here (the corpus lives beside the checkout)")
+    analysis = Analysis(load_path(path))
+    trace, links = analysis.trace, analysis.links
+    found = _nearest_python_ancestor(trace, links)
+    parent = links.raw_parent.tolist()
+    is_py = (trace.events.role == int(Role.PYTHON)).tolist()
+    in_tree = links.in_tree.tolist()
+    expected = []
+    for row in range(len(trace.events)):
+        above = parent[row] if in_tree[row] else -1
+        while above >= 0 and not is_py[above]:
+            above = parent[above]
+        expected.append(above)
+    assert found.tolist() == expected
+    assert (found >= 0).sum() > 0

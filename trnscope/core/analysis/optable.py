@@ -271,20 +271,24 @@ def python_stacks(trace: Trace, links: Links, depth: int) -> tuple[np.ndarray, l
 
 
 def _nearest_python_ancestor(trace: Trace, links: Links) -> np.ndarray:
+    """Per row, its nearest ``python_function`` ancestor in the raw tree (-1: none).
+
+    Every tree row climbs its parent chain together, one step per pass, and leaves the
+    pass that reaches a Python frame (or a root): most rows sit right under a frame or
+    one op below it, so the rows still climbing shrink fast, with no sort by depth."""
     ev = trace.events
     parent = links.raw_parent
-    n = len(ev)
-    result = np.full(n, -1, dtype=np.int64)
+    result = np.full(len(ev), -1, dtype=np.int64)
     is_py = ev.role == int(Role.PYTHON)
     rows = np.flatnonzero(links.in_tree & (parent >= 0))
-    if rows.size == 0:
-        return result
-    levels = links.depth[rows]
-    order = rows[_deepest_first(int(levels.max()) - levels)]
-    levels = links.depth[order]
-    for level_rows in np.split(order, np.flatnonzero(np.diff(levels)) + 1):
-        p = parent[level_rows]
-        result[level_rows] = np.where(is_py[p], p, result[p])
+    above = parent[rows]
+    while rows.size:
+        found = is_py[above]
+        result[rows[found]] = above[found]
+        climbing = ~found
+        rows, above = rows[climbing], parent[above[climbing]]
+        has_parent = above >= 0
+        rows, above = rows[has_parent], above[has_parent]
     return result
 
 
