@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
@@ -23,8 +24,6 @@ def is_file(path: Path) -> bool:
 def process_alive(pid: int) -> bool:
     """Whether a process with this pid exists (anyone's).  Files named after a process
     are swept only when it is gone; a reused pid keeps them, which errs on the safe side."""
-    import os
-
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

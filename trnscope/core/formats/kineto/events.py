@@ -313,7 +313,7 @@ def columns_from_events(events: list[RawEvent], text_ids: Interner) -> ChunkColu
         _, last_backwards = np.unique(backwards, return_index=True)
         last_rows = np.sort(meta_rows[::-1][last_backwards])
         if last_rows.size < meta_rows.size:
-            repeated_meta = np.setdiff1d(meta_rows, last_rows, assume_unique=True).astype(np.int64)
+            repeated_meta = np.setdiff1d(meta_rows, last_rows, assume_unique=True)
         for i in last_rows.tolist():
             event = events[i]
             a = event.args

@@ -91,10 +91,9 @@ def merge_ranges(results: list[RangeResult], skip_cats: frozenset[str]) -> Merge
                     skipped += int(np.count_nonzero(skip & keep))
                     keep = keep & ~skip
             if c.repeated_meta.size:
-                repeated = np.zeros(n, dtype=bool)
-                repeated[c.repeated_meta] = True
-                folded += int(np.count_nonzero(repeated & keep))
-                keep = keep & ~repeated
+                folded += int(np.count_nonzero(keep[c.repeated_meta]))
+                keep = keep.copy()  # (it may still be the chunk's own valid column)
+                keep[c.repeated_meta] = False
             kept = int(np.count_nonzero(keep))
             kept_rows.append(None if kept == n else np.flatnonzero(keep))
             total += kept
