@@ -203,3 +203,37 @@ print(os.waitstatus_to_exitcode(status))
 def test_a_worker_stopped_before_its_initializer_ends_quietly() -> None:
     done = subprocess.run([sys.executable, "-c", FORKED], cwd=str(REPO), capture_output=True, timeout=60)
     assert done.stdout.strip() == b"143" and b"Traceback" not in done.stderr, done.stderr
+
+
+def test_the_command_exits_without_teardown_but_after_its_exit_handlers(tmp_path: Path) -> None:
+    """``run`` ends the process with ``os._exit`` once the exit handlers ran: all the
+    output still arrives through a pipe, the --no-cache copy of a gzip trace is gone,
+    and an error keeps its status."""
+    import gzip
+    import json
+
+    from trnscope.testing.synth_kineto import generate
+
+    plain = tmp_path / "t.json"
+    generate(plain, 20_000, seed=5)
+    packed = tmp_path / "t.json.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes(), 1))
+    cache = tmp_path / "cache"
+    env = {**os.environ, "TRNSCOPE_CACHE_DIR": str(cache)}
+    done = subprocess.run(
+        [sys.executable, "-m", "trnscope", "summary", str(packed), "--no-cache", "--format", "json", "--limit", "0"],
+        cwd=str(REPO),
+        env=env,
+        capture_output=True,
+    )
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)  # cut output would not parse
+    assert document["events"] > 0 and len(done.stdout) > 1000
+    assert list((cache / "plain").glob("*.nocache.*")) == []  # the exit handler removed the private copy
+    missing = subprocess.run(
+        [sys.executable, "-m", "trnscope", "summary", str(tmp_path / "absent.json")],
+        cwd=str(REPO),
+        env=env,
+        capture_output=True,
+    )
+    assert missing.returncode == 2 and b"no such file" in missing.stderr

@@ -49,6 +49,44 @@ def test_parallel_and_sequential_decoding_agree(small_synthetic, monkeypatch) ->
     assert (parallel.events.external_id == sequential.events.external_id).all()
 
 
+def test_processes_claim_ranges_so_a_slow_one_takes_fewer(small_synthetic, tmp_path, monkeypatch) -> None:
+    """Every range is decoded exactly once, by whichever process asks first: a worker that
+    is slow (here: made to sleep on each range) leaves most ranges to the others, and
+    the trace is the one a sequential decode gives."""
+    import os
+    import time
+
+    from trnscope.core.formats.kineto import loader as kineto
+    from trnscope.core.formats.kineto import parallel
+
+    _fork_workers(monkeypatch)
+    path, _ = small_synthetic
+    sequential = load_path(path, LoadOptions(workers=1, use_cache=False))
+    log = tmp_path / "who-decoded-what"
+    loader_pid = os.getpid()
+    real = parallel.decode_buffer
+
+    def logged(buf, start, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if os.getpid() != loader_pid:
+            time.sleep(0.2)  # the worker is slow
+        with open(log, "a") as out:
+            out.write(f"{os.getpid()} {start}\n")
+        return real(buf, start, *args, **kwargs)
+
+    monkeypatch.setattr(parallel, "decode_buffer", logged)
+    monkeypatch.setattr(kineto, "PARALLEL_MIN_BYTES", 0)
+    loaded = kineto.load_kineto(path, LoadOptions(workers=2, use_cache=False), chunk_bytes=16 << 10)
+    claims = [line.split() for line in log.read_text().splitlines()]
+    starts = [int(start) for _, start in claims]
+    assert len(starts) == len(set(starts)) >= 8  # several ranges per process, none decoded twice
+    by_loader = sum(1 for pid, _ in claims if int(pid) == loader_pid)
+    assert len(claims) - by_loader >= 1  # the worker took part
+    assert by_loader > len(claims) - by_loader  # and the fast process took more
+    assert len(loaded.events) == len(sequential.events)
+    assert (loaded.events.ts == sequential.events.ts).all()
+    assert [loaded.names[i] for i in loaded.events.name] == [sequential.names[i] for i in sequential.events.name]
+
+
 def test_parallel_decoding_reports_problems_of_every_range(small_synthetic, tmp_path, monkeypatch) -> None:
     from trnscope.core.formats.kineto import loader as kineto
 

@@ -8,10 +8,12 @@ status 2; no traceback reaches the terminal unless ``TRNSCOPE_DEBUG=1``.
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -460,7 +462,25 @@ def run() -> None:
     short by a second Ctrl+C into a traceback."""
     code = main()
     _quiet_signals()
-    sys.exit(code)
+    _exit_without_teardown(code)
+
+
+def _exit_without_teardown(code: int) -> None:
+    """Flush the output, run the exit handlers (private copies removed, worker pools
+    stopped), then end the process without the interpreter's teardown: freeing a
+    loaded trace and every module object by object costs 30-45 ms on a 60 MB trace
+    (xDiT), a tenth of its whole open, for memory the kernel reclaims at once anyway.
+    The normal exit when another thread still runs (its work must not be cut short)
+    or the exit-handler runner is missing."""
+    run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
+    if threading.active_count() > 1 or run_exit_handlers is None:
+        sys.exit(code)
+    for stream in (sys.stdout, sys.stderr):
+        # a reader that left (`| head`) is not an error, as in `_main`
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    run_exit_handlers()
+    os._exit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,16 +15,6 @@ from trnscope.core.formats.kineto.events import ChunkColumns, columns_from_event
 from trnscope.core.formats.source import PlainSource, Progress
 from trnscope.core.model.vocab import Interner
 
-# Shared progress counters of a decode worker process (two per range: bytes, events),
-# set by the worker's initializer; None in the main process.
-_progress_slots: Any = None
-
-
-def set_progress_slots(slots: Any) -> None:
-    global _progress_slots
-    _progress_slots = slots
-
-
 # A chunk's events live as Python objects (~500 bytes each on python_function-heavy
 # traces) until they become columns: the chunk size sets that transient.  2 MiB rather
 # than 8: peak RSS on real traces 75 vs 90 MB (A100), 84 vs 100 (vLLM), 110 vs 122
@@ -49,7 +39,6 @@ def decode_buffer(
     start: int,
     stop: int | None,
     chunk_bytes: int,
-    slot: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     cancelled: Callable[[], bool] = lambda: False,
 ) -> RangeResult:
@@ -64,9 +53,6 @@ def decode_buffer(
             DecodedChunk(piece.start, piece.end, piece.utf8_repaired, columns_from_events(piece.events, text_ids))
         )
         decoded[0] += len(piece.events)
-        if slot is not None and _progress_slots is not None:
-            _progress_slots[2 * slot] = piece.end - start
-            _progress_slots[2 * slot + 1] = decoded[0]
         if progress is not None:
             progress(piece.end, decoded[0])
 

@@ -1,10 +1,13 @@
 """Decoding a large file in several processes.
 
-Each process decodes one byte range from a heuristic cut; a range's result is kept only
-if the range before it decoded exactly up to that cut (``ScanReport.stopped_at``).
-Results come back through files in shared memory (``/dev/shm``), mapped, not pickled.
-Processes are forked when this process has no other thread (the CLI), else they come
-from a fork server started before the UI takes over stdio."""
+The events array is cut at heuristic cuts into ranges, several per process; every
+process (this one included) claims the next undecoded range from a shared counter
+until none is left, so a process that meets denser events or starts late takes fewer
+ranges instead of keeping the others waiting.  A range's result is kept only if the
+range before it decoded exactly up to its cut (``ScanReport.stopped_at``).  Results come
+back through files in shared memory (``/dev/shm``), mapped, not pickled.  Processes are
+forked when this process has no other thread (the CLI), else they come from a fork
+server started before the UI takes over stdio."""
 
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ from trnscope.core.base.errors import LoadCancelled
 from trnscope.core.base.fs import process_alive
 from trnscope.core.base.memory import prefer_small_pages, small_pages_preferred
 from trnscope.core.formats.kineto import jsonscan
-from trnscope.core.formats.kineto.decode import DecodedChunk, RangeResult, decode_buffer, set_progress_slots
+from trnscope.core.formats.kineto.decode import DecodedChunk, RangeResult, decode_buffer
 from trnscope.core.formats.kineto.events import (
     ChunkColumns,
 )
@@ -49,7 +52,14 @@ def _die_with_parent() -> None:
         pass
 
 
-def _init_worker(slots: Any, small_pages: bool, parent: int) -> None:
+# A worker's share of its load, set by its initializer: the counter ranges are claimed
+# from, and the progress counters (two per process: bytes, events)
+_claims: Any = None
+_slots: Any = None
+
+
+def _init_worker(slots: Any, claims: Any, small_pages: bool, parent: int) -> None:
+    global _claims, _slots
     _die_with_parent()
     # The parent stops workers with SIGTERM and handles Ctrl+C itself (a forked worker
     # would otherwise inherit the CLI's handlers and print tracebacks).
@@ -57,7 +67,7 @@ def _init_worker(slots: Any, small_pages: bool, parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if os.getppid() != parent and parent != _LOADER_PID_UNKNOWN:
         os._exit(0)  # the parent died before the line above took effect
-    set_progress_slots(slots)
+    _claims, _slots = claims, slots
     if small_pages:  # as the parent was told (a fork server's child does not inherit it)
         prefer_small_pages()
 
@@ -91,13 +101,17 @@ _ARRAY_FIELDS = tuple(
 )
 
 
-class SpilledRange(msgspec.Struct):
-    """A worker's result with its column arrays in a file: pickling ~100 MB of arrays
-    through a pipe costs more than writing them to shared memory and mapping them."""
+# one decoded chunk in a result file: start, end, repaired, its small fields, and each
+# array's (field, dtype, count, offset)
+SpilledChunk = tuple[int, int, bool, dict[str, Any], list[tuple[str, str, int, int]]]
 
-    path: str  # "" when written into the loading process's memory file for this range
-    report: jsonscan.ScanReport
-    chunks: list[tuple[int, int, bool, dict[str, Any], list[tuple[str, str, int, int]]]]
+
+class SpilledRanges(msgspec.Struct):
+    """A worker's ranges with their column arrays in one file: pickling ~100 MB of
+    arrays through a pipe costs more than writing them to shared memory and mapping them."""
+
+    path: str  # "" when written into the loading process's memory file for this worker
+    ranges: list[tuple[int, jsonscan.ScanReport, list[SpilledChunk]]]  # (range index, report, chunks)
 
 
 def _spill_folder() -> str | None:
@@ -148,49 +162,91 @@ def _open_result_file(loader_pid: int, load_token: str, memory_fd: int) -> tuple
     return os.fdopen(handle, "wb"), path
 
 
-def decode_range_of_file(
+def _claim_next(claims: Any) -> int:
+    with claims.get_lock():
+        index = int(claims.value)
+        claims.value = index + 1
+    return index
+
+
+def _decode_claimed(
+    buf: Any,
+    starts: list[int],
+    claims: Any,
+    slots: Any,
+    slot: int,
+    chunk_bytes: int,
+    cancelled: Callable[[], bool],
+) -> list[tuple[int, RangeResult]]:
+    """Claim the next range and decode it, until no range is left; progress (bytes and
+    events so far) goes to this process's two slots."""
+    decoded: list[tuple[int, RangeResult]] = []
+    bytes_before = events_before = 0
+    while not cancelled():
+        index = _claim_next(claims)
+        if index >= len(starts):
+            break
+        start = starts[index]
+        stop = starts[index + 1] if index + 1 < len(starts) else None
+
+        def report(position: int, events: int, offset: int = bytes_before - start, seen: int = events_before) -> None:
+            slots[2 * slot], slots[2 * slot + 1] = offset + position, seen + events
+
+        result = decode_buffer(buf, start, stop, chunk_bytes, progress=report, cancelled=cancelled)
+        decoded.append((index, result))
+        bytes_before += (len(buf) if stop is None else stop) - start
+        events_before += sum(len(chunk.columns.ph) for chunk in result.chunks)
+    return decoded
+
+
+def decode_claimed_ranges(
     plain_path: str,
-    start: int,
-    stop: int | None,
+    starts: list[int],
     slot: int,
     chunk_bytes: int,
     loader_pid: int,
     load_token: str,
     memory_fd: int = -1,
-) -> RangeResult | SpilledRange:
-    """Decode events from ``start`` up to the cut before ``stop`` (runs in a worker)."""
+) -> list[tuple[int, RangeResult]] | SpilledRanges:
+    """Decode the ranges this worker claims (runs in a worker)."""
     import mmap
 
     with open(plain_path, "rb") as fh:
         buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     try:
-        result = decode_buffer(buf, start, stop, chunk_bytes, slot=slot)
+        decoded = _decode_claimed(buf, starts, _claims, _slots, slot, chunk_bytes, lambda: False)
     finally:
         buf.close()
     opened = _open_result_file(loader_pid, load_token, memory_fd)
     if opened is None:
-        return result
+        return decoded
     handle, path = opened
-    chunks = []
+    ranges = []
     offset = 0
     with handle as out:
-        for chunk in result.chunks:
-            columns = chunk.columns
-            specs = []
-            for field in _ARRAY_FIELDS:
-                array = np.ascontiguousarray(getattr(columns, field))
-                out.write(array.data.cast("B") if array.size else b"")
-                specs.append((field, array.dtype.str, array.size, offset))
-                offset += array.nbytes
-            small = {
-                f: getattr(columns, f) for f in ("names", "cats", "threads", "shapes", "stacks", "meta", "bad_values")
-            }
-            chunks.append((chunk.start, chunk.end, chunk.repaired, small, specs))
-    return SpilledRange(path, result.report, chunks)
+        for index, result in decoded:
+            chunks: list[SpilledChunk] = []
+            for chunk in result.chunks:
+                columns = chunk.columns
+                specs = []
+                for field in _ARRAY_FIELDS:
+                    array = np.ascontiguousarray(getattr(columns, field))
+                    out.write(array.data.cast("B") if array.size else b"")
+                    specs.append((field, array.dtype.str, array.size, offset))
+                    offset += array.nbytes
+                small = {
+                    f: getattr(columns, f)
+                    for f in ("names", "cats", "threads", "shapes", "stacks", "meta", "bad_values")
+                }
+                chunks.append((chunk.start, chunk.end, chunk.repaired, small, specs))
+            ranges.append((index, result.report, chunks))
+    return SpilledRanges(path, ranges)
 
 
-def _unspill(result: RangeResult | SpilledRange, memory_fd: int = -1) -> RangeResult:
-    if isinstance(result, RangeResult):
+def _unspill(
+    result: list[tuple[int, RangeResult]] | SpilledRanges, memory_fd: int = -1
+) -> list[tuple[int, RangeResult]]:
+    if not isinstance(result, SpilledRanges):
         return result
     import mmap
 
@@ -203,15 +259,18 @@ def _unspill(result: RangeResult | SpilledRange, memory_fd: int = -1) -> RangeRe
         data = mmap.mmap(fh.fileno(), 0, flags=mmap.MAP_SHARED | populate, prot=mmap.PROT_READ) if size else b""
     if result.path:
         os.unlink(result.path)  # the mapping keeps the pages until it is dropped
-    chunks = []
-    for start, end, repaired, small, specs in result.chunks:
-        arrays = {
-            field: np.frombuffer(data, dtype=np.dtype(dtype), count=count, offset=offset)
-            for field, dtype, count, offset in specs
-        }
-        fields: dict[str, Any] = {**arrays, **small}
-        chunks.append(DecodedChunk(start, end, repaired, ChunkColumns(**fields)))
-    return RangeResult(chunks, result.report)
+    ranges = []
+    for index, report, spilled in result.ranges:
+        chunks = []
+        for start, end, repaired, small, specs in spilled:
+            arrays = {
+                field: np.frombuffer(data, dtype=np.dtype(dtype), count=count, offset=offset)
+                for field, dtype, count, offset in specs
+            }
+            fields: dict[str, Any] = {**arrays, **small}
+            chunks.append(DecodedChunk(start, end, repaired, ChunkColumns(**fields)))
+        ranges.append((index, RangeResult(chunks, report)))
+    return ranges
 
 
 def _discard_unread(futures: list[Any]) -> None:
@@ -220,7 +279,7 @@ def _discard_unread(futures: list[Any]) -> None:
     for future in futures:
         if future.done() and not future.cancelled() and future.exception() is None:
             result = future.result()
-            if isinstance(result, SpilledRange) and result.path:
+            if isinstance(result, SpilledRanges) and result.path:
                 with contextlib.suppress(OSError):
                     os.unlink(result.path)
 
@@ -279,10 +338,15 @@ def default_workers() -> int:
     return max(1, min(os.cpu_count() or 1, 8))
 
 
-def _split_points(buf: Any, first: int, size: int, workers: int) -> list[int]:
+# Ranges per process: enough that the last range, finished alone while the others idle,
+# is a small part of the work; each range costs a cut search and a little bookkeeping.
+RANGES_PER_PROCESS = 16
+
+
+def _split_points(buf: Any, first: int, size: int, parts: int) -> list[int]:
     points: list[int] = []
-    for k in range(1, workers):
-        guess = first + (size - first) * k // workers
+    for k in range(1, parts):
+        guess = first + (size - first) * k // parts
         match = jsonscan.BOUNDARY.search(buf, guess)
         if match is None:
             break
@@ -292,7 +356,13 @@ def _split_points(buf: Any, first: int, size: int, workers: int) -> list[int]:
     return points
 
 
-def _parallel_decode(  # noqa: C901 - pool start, progress thread, own range and cleanup must share one try/finally
+def _range_starts(buf: Any, first: int, size: int, processes: int, chunk_bytes: int) -> list[int]:
+    """Where the ranges begin: several per process, none much smaller than a chunk."""
+    parts = max(processes, min(processes * RANGES_PER_PROCESS, (size - first) // max(1, chunk_bytes)))
+    return [first, *_split_points(buf, first, size, parts)]
+
+
+def _parallel_decode(  # noqa: C901 - pool start, progress thread, own ranges and cleanup must share one try/finally
     source: PlainSource,
     first: int,
     workers: int,
@@ -301,12 +371,15 @@ def _parallel_decode(  # noqa: C901 - pool start, progress thread, own range and
     chunk_bytes: int,
 ) -> list[RangeResult]:
     size = len(source.buffer)
-    starts = [first, *_split_points(source.buffer, first, size, workers)]
-    stops: list[int | None] = [*starts[1:], None]
+    starts = _range_starts(source.buffer, first, size, workers, chunk_bytes)
+    helpers = min(workers, len(starts)) - 1  # worker processes beside this one
+    if helpers < 1:
+        raise RuntimeError("nothing to share between processes")
     ctx = pool_context()
     if ctx is None:
         raise RuntimeError("no way to start worker processes from here")
-    slots = ctx.Array("q", 2 * len(starts), lock=False)  # per worker: bytes done, events decoded
+    slots = ctx.Array("q", 2 * (helpers + 1), lock=False)  # per process: bytes done, events decoded
+    claims = ctx.Value("q", 0)  # the next range to decode, for whichever process asks first
     done_event = threading.Event()
 
     def report_progress() -> None:
@@ -319,50 +392,42 @@ def _parallel_decode(  # noqa: C901 - pool start, progress thread, own range and
     sweep_spills()
     parent = os.getpid() if ctx.get_start_method() == "fork" else _LOADER_PID_UNKNOWN
     executor = ProcessPoolExecutor(
-        max_workers=len(starts) - 1,
+        max_workers=helpers,
         mp_context=ctx,
         initializer=_init_worker,
-        initargs=(slots, small_pages_preferred(), parent),
+        initargs=(slots, claims, small_pages_preferred(), parent),
     )
     futures = []
     memory_fds: list[int] = []
     load_token = secrets.token_hex(4)
     processes: list[Any] = []
+    decoded: dict[int, RangeResult] = {}
     try:
-        # the later ranges in worker processes, the first one here meanwhile: the
-        # process that waits would otherwise leave a core idle
-        memory_fds = [_memory_file(index) for index in range(len(starts))]
+        memory_fds = [_memory_file(slot) for slot in range(1, helpers + 1)]
         futures = [
             executor.submit(
-                decode_range_of_file,
+                decode_claimed_ranges,
                 source.plain_path,
-                start,
-                stop,
-                index,
+                starts,
+                slot,
                 chunk_bytes,
                 os.getpid(),
                 load_token,
-                memory_fds[index],
+                memory_fds[slot - 1],
             )
-            for index, (start, stop) in enumerate(zip(starts, stops))
-            if index > 0
+            for slot in range(1, helpers + 1)
         ]
         reporter.start()  # after the workers are forked: a forked child gets no copy of a running thread
-
-        def own_progress(position: int, events: int) -> None:
-            slots[0], slots[1] = position - first, events
-
-        results: list[RangeResult] = [
-            decode_buffer(source.buffer, starts[0], stops[0], chunk_bytes, progress=own_progress, cancelled=cancelled)
-        ]
+        # this process claims ranges too: waiting alone would leave a core idle
+        decoded.update(_decode_claimed(source.buffer, starts, claims, slots, 0, chunk_bytes, cancelled))
         if cancelled():
             raise LoadCancelled()
-        for index, future in enumerate(futures, start=1):
+        for slot, future in enumerate(futures, start=1):
             while True:
                 if cancelled():
                     raise LoadCancelled()
                 try:
-                    results.append(_unspill(future.result(timeout=0.1), memory_fds[index]))
+                    decoded.update(_unspill(future.result(timeout=0.1), memory_fds[slot - 1]))
                     break
                 except TimeoutError:
                     continue
@@ -384,12 +449,15 @@ def _parallel_decode(  # noqa: C901 - pool start, progress thread, own range and
             process.join(timeout=5)
         _discard_unread(futures)
         _remove_spills_of_load(os.getpid(), load_token)
+    if len(decoded) != len(starts):
+        raise RuntimeError("a decode worker left ranges undecoded")
     # Keep ranges up to the first one whose end could not be proven: that range ran
     # on to the end of the array by itself, so later ranges are redundant.
     kept: list[RangeResult] = []
-    for index, result in enumerate(results):
+    for index in range(len(starts)):
+        result = decoded[index]
         kept.append(result)
-        if index + 1 < len(results) and result.report.stopped_at != starts[index + 1]:
+        if index + 1 < len(starts) and result.report.stopped_at != starts[index + 1]:
             break
     return kept
 
