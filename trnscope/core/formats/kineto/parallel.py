@@ -194,6 +194,10 @@ def _decode_claimed(
 
         result = decode_buffer(buf, start, stop, chunk_bytes, progress=report, cancelled=cancelled)
         decoded.append((index, result))
+        # The range's own pages went as it was decoded; proving its last cut touched the
+        # start of the next range, which another process may decode, and a touch maps a
+        # whole page-cache folio (2 MiB on kernels with large folios): let those go too.
+        jsonscan.release(buf, 0, len(buf))
         bytes_before += (len(buf) if stop is None else stop) - start
         events_before += sum(len(chunk.columns.ph) for chunk in result.chunks)
     return decoded
@@ -372,6 +376,7 @@ def _parallel_decode(  # noqa: C901 - pool start, progress thread, own ranges an
 ) -> list[RangeResult]:
     size = len(source.buffer)
     starts = _range_starts(source.buffer, first, size, workers, chunk_bytes)
+    jsonscan.release(source.buffer, 0, size)  # the cut searches mapped a folio at every cut
     helpers = min(workers, len(starts)) - 1  # worker processes beside this one
     if helpers < 1:
         raise RuntimeError("nothing to share between processes")
