@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from trnscope.cli import main
+from trnscope.cli.main import main
 from trnscope.core.base.cachedir import MARKER, cache_entries, clear_cache
 from trnscope.core.base.errors import TrnscopeError
 from trnscope.core.base.fs import process_alive

@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from conftest import SAMPLES
-from trnscope.cli import main
+from trnscope.cli.main import main
 from trnscope.core.analysis.contracts import SCHEMA_VERSION, ChainOut, CompareOut, SummaryOut
 
 SESSION = SAMPLES / "trn_synthetic_rmsnorm_session"  # SYNTHETIC Trainium session (device work per region)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from trnscope.cli import main
+from trnscope.cli.main import main
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.chain import chain_for
 from trnscope.core.base.jsondepth import flatten_deep

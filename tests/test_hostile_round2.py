@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trnscope.cli import main
+from trnscope.cli.main import main
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.chain import chain_for_row
 from trnscope.core.analysis.diagnose import diagnose

@@ -110,7 +110,7 @@ def test_any_name_through_every_text_output(tmp_path: Path, name: str) -> None:
 
 
 def test_error_lines_are_sanitised(capsys, tmp_path: Path) -> None:
-    from trnscope.cli import main
+    from trnscope.cli.main import main
 
     folder = tmp_path / "x\x1b]0;t\x07["
     folder.mkdir()

@@ -237,3 +237,40 @@ def test_the_command_exits_without_teardown_but_after_its_exit_handlers(tmp_path
         capture_output=True,
     )
     assert missing.returncode == 2 and b"no such file" in missing.stderr
+
+
+_THREADS_AFTER_NUMPY = """
+import os, sys
+from trnscope.cli import _load_numpy_with_one_blas_thread
+_load_numpy_with_one_blas_thread(sys.argv[1:])
+import numpy
+print(len(os.listdir("/proc/self/task")), os.environ.get("OPENBLAS_NUM_THREADS", "unset"))
+"""
+
+
+def _threads_after_numpy(*argv: str, **env: str) -> tuple[int, str]:
+    clean = {
+        k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", _THREADS_AFTER_NUMPY, *argv],
+        cwd=str(REPO),
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    threads, variable = done.stdout.split()
+    return int(threads), variable
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="OpenBLAS starts no helper thread on one core")
+def test_the_command_loads_numpy_with_one_blas_thread_and_leaves_the_environment_alone() -> None:
+    """The command's process runs no OpenBLAS helper threads (they spin at start and
+    take CPU from the decode) and its environment is the user's again afterwards; a
+    capture (the user's workload runs in the process) and a thread count the user chose
+    keep OpenBLAS's own behaviour."""
+    assert _threads_after_numpy("summary", "t.json") == (1, "unset")
+    captured, variable = _threads_after_numpy("capture", "run", "x.py")
+    assert captured > 1 and variable == "unset"
+    assert _threads_after_numpy("summary", "t.json", OPENBLAS_NUM_THREADS="2") == (2, "2")

@@ -10,7 +10,7 @@ pytest.importorskip("textual_serve")
 
 from aiohttp.test_utils import TestClient, TestServer
 
-from trnscope.cli import main
+from trnscope.cli.main import main
 from trnscope.tui.serve import GuardedServer, check_port_free, url_for
 
 

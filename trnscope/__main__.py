@@ -1,3 +1,3 @@
-from trnscope.cli.main import run
+from trnscope.cli import run
 
 run()

@@ -25,6 +25,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from trnscope.core.base.blas import one_blas_thread
 from trnscope.core.base.errors import LoadCancelled
 from trnscope.core.base.fs import process_alive
 from trnscope.core.base.memory import prefer_small_pages, small_pages_preferred
@@ -332,7 +333,8 @@ def start_worker_server() -> None:
         ctx.set_forkserver_preload(["trnscope.core.formats.kineto.loader"])
         from multiprocessing import forkserver, resource_tracker
 
-        forkserver.ensure_running()
+        with one_blas_thread():  # the server imports NumPy while Textual loads here
+            forkserver.ensure_running()
         resource_tracker.ensure_running()  # locks of worker pools register with it
         _worker_server_started = True
     except (OSError, ValueError):
