@@ -37,6 +37,8 @@ def since_start():
     with open("/proc/uptime") as fh:
         now = float(fh.read().split()[0])
     return now - start
+from trnscope.cli import load_numpy_with_one_blas_thread
+load_numpy_with_one_blas_thread(["open"])  # as the console script does
 from trnscope.core.base.memory import prefer_small_pages
 prefer_small_pages()  # as the CLI does
 from trnscope.core.formats.kineto.parallel import start_worker_server

@@ -241,8 +241,8 @@ def test_the_command_exits_without_teardown_but_after_its_exit_handlers(tmp_path
 
 _THREADS_AFTER_NUMPY = """
 import os, sys
-from trnscope.cli import _load_numpy_with_one_blas_thread
-_load_numpy_with_one_blas_thread(sys.argv[1:])
+from trnscope.cli import load_numpy_with_one_blas_thread
+load_numpy_with_one_blas_thread(sys.argv[1:])
 import numpy
 print(len(os.listdir("/proc/self/task")), os.environ.get("OPENBLAS_NUM_THREADS", "unset"))
 """

@@ -8,10 +8,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-__all__ = ["run"]
+__all__ = ["load_numpy_with_one_blas_thread", "run"]
 
 
-def _load_numpy_with_one_blas_thread(argv: Sequence[str]) -> None:
+def load_numpy_with_one_blas_thread(argv: Sequence[str]) -> None:
     """NumPy loaded now, under ``one_blas_thread`` (see there).  Not for ``capture``,
     which runs the user's workload in this process; nothing to do once NumPy is loaded
     (embedding, tests)."""
@@ -25,7 +25,7 @@ def _load_numpy_with_one_blas_thread(argv: Sequence[str]) -> None:
 
 def run() -> None:
     """The ``trnscope`` console script."""
-    _load_numpy_with_one_blas_thread(sys.argv[1:])
+    load_numpy_with_one_blas_thread(sys.argv[1:])
     from trnscope.cli.main import run as run_command
 
     run_command()
