@@ -179,3 +179,22 @@ def test_repeated_metadata_is_folded_into_the_last_of_its_kind(tmp_path: Path, c
     assert labels["7"] == "worker-49" and labels["8"] == "other"  # the last one written
     assert sorted(trace.names[int(i)] for i in rows.name[rows.ph == 0]) == ["a", "b"]
     assert not trace.warnings  # nothing was lost
+
+
+@pytest.mark.parametrize("chunk_bytes", [1 << 20, 300])  # one chunk, and a cut inside nearly every string
+def test_strings_full_of_cuts_and_a_broken_event_after_them(tmp_path: Path, chunk_bytes: int) -> None:
+    """Strings that hold "}, {" (where chunks are cut) next to an event that does not
+    parse: every other event loads, the broken one is counted as lost, and the search
+    for where an event ends is exact (it once tried every "}, {" of the string, each
+    time re-decoding the piece)."""
+    from trnscope.core.formats.kineto.loader import load_kineto
+    from trnscope.core.formats.options import LoadOptions
+
+    note = json.dumps("x}, {y" * 200)
+    good = [_op(f"op{i}", 100 * i, 10, args='{"note": ' + note + "}") for i in range(6)]
+    broken = '{"ph": "X", "name": "broken", "ts": 250, "dur": 1, "args": {"note": ' + note + ", oops}}"
+    body = ", ".join([*good[:3], broken, *good[3:]])
+    path = _file(tmp_path, '{"traceEvents": [' + body + "]}")
+    trace = load_kineto(path, LoadOptions(workers=1, use_cache=False), chunk_bytes=chunk_bytes)
+    assert sorted(trace.names[int(i)] for i in trace.events.name) == [f"op{i}" for i in range(6)]
+    assert trace.stats.lost_events == 1

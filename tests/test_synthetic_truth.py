@@ -87,6 +87,53 @@ def test_processes_claim_ranges_so_a_slow_one_takes_fewer(small_synthetic, tmp_p
     assert [loaded.names[i] for i in loaded.events.name] == [sequential.names[i] for i in sequential.events.name]
 
 
+def test_cuts_that_land_inside_strings_cost_time_never_events(tmp_path, monkeypatch) -> None:
+    """Every event carries a string full of ``}, {``, so the heuristic cuts between
+    ranges land inside strings: a range that starts there is refused (the range before
+    it cannot prove its cut), and the parallel load equals the sequential one."""
+    import json
+
+    from trnscope.core.formats.kineto import loader as kineto
+    from trnscope.core.formats.kineto import parallel as parallel_module
+
+    _fork_workers(monkeypatch)
+    events = [
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": f"aten::op{i % 7}",
+            "pid": 1,
+            "tid": 1,
+            "ts": 10.0 * i,
+            "dur": 5.0,
+            "args": {"note": "a}, {b}, {c" * 40, "External id": i},
+        }
+        for i in range(3000)
+    ]
+    path = tmp_path / "strings_with_cuts.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    sequential = kineto.load_kineto(path, LoadOptions(workers=1, use_cache=False))
+    log = tmp_path / "decoded-per-range"
+    real = parallel_module.decode_buffer
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        result = real(*args, **kwargs)
+        with open(log, "a") as out:
+            out.write(f"{sum(len(chunk.columns.ph) for chunk in result.chunks)}\n")
+        return result
+
+    monkeypatch.setattr(parallel_module, "decode_buffer", counted)
+    monkeypatch.setattr(kineto, "PARALLEL_MIN_BYTES", 0)
+    parallel = kineto.load_kineto(path, LoadOptions(workers=3, use_cache=False), chunk_bytes=16 << 10)
+    assert len(sequential.events) == len(parallel.events) == 3000
+    # a range that ran on to the end stopped the others: the file was not decoded once
+    # per range (48 ranges here; ~70,000 events decoded before)
+    assert sum(int(n) for n in log.read_text().split()) <= 3 * 3000
+    assert (parallel.events.ts == sequential.events.ts).all()
+    assert (parallel.events.external_id == sequential.events.external_id).all()
+    assert parallel.warnings == sequential.warnings
+
+
 def test_parallel_decoding_reports_problems_of_every_range(small_synthetic, tmp_path, monkeypatch) -> None:
     from trnscope.core.formats.kineto import loader as kineto
 

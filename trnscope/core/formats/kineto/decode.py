@@ -41,6 +41,7 @@ def decode_buffer(
     chunk_bytes: int,
     progress: Callable[[int, int], None] | None = None,
     cancelled: Callable[[], bool] = lambda: False,
+    on_stop_unproven: Callable[[], None] = lambda: None,
 ) -> RangeResult:
     text_ids = Interner()
     chunks: list[DecodedChunk] = []
@@ -56,7 +57,16 @@ def decode_buffer(
         if progress is not None:
             progress(piece.end, decoded[0])
 
-    jsonscan.scan(buf, start, chunk_bytes=chunk_bytes, stop=stop, on_piece=on_piece, report=report, cancelled=cancelled)
+    jsonscan.scan(
+        buf,
+        start,
+        chunk_bytes=chunk_bytes,
+        stop=stop,
+        on_piece=on_piece,
+        report=report,
+        cancelled=cancelled,
+        on_stop_unproven=on_stop_unproven,
+    )
     if text_ids:
         # Text ids (non-numeric id strings) are interned per range: make them global by
         # re-keying on the text itself.  Rare, so done with plain Python.

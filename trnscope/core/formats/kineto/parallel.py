@@ -53,14 +53,14 @@ def _die_with_parent() -> None:
         pass
 
 
-# A worker's share of its load, set by its initializer: the counter ranges are claimed
-# from, and the progress counters (two per process: bytes, events)
-_claims: Any = None
+# A worker's share of its load, set by its initializer: the shared counters of ranges
+# (next to claim, last needed), and the progress counters (two per process: bytes, events)
+_shared: Any = None
 _slots: Any = None
 
 
-def _init_worker(slots: Any, claims: Any, small_pages: bool, parent: int) -> None:
-    global _claims, _slots
+def _init_worker(slots: Any, shared: Any, small_pages: bool, parent: int) -> None:
+    global _shared, _slots
     _die_with_parent()
     # The parent stops workers with SIGTERM and handles Ctrl+C itself (a forked worker
     # would otherwise inherit the CLI's handlers and print tracebacks).
@@ -68,7 +68,7 @@ def _init_worker(slots: Any, claims: Any, small_pages: bool, parent: int) -> Non
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if os.getppid() != parent and parent != _LOADER_PID_UNKNOWN:
         os._exit(0)  # the parent died before the line above took effect
-    _claims, _slots = claims, slots
+    _shared, _slots = shared, slots
     if small_pages:  # as the parent was told (a fork server's child does not inherit it)
         prefer_small_pages()
 
@@ -173,19 +173,26 @@ def _claim_next(claims: Any) -> int:
 def _decode_claimed(
     buf: Any,
     starts: list[int],
-    claims: Any,
+    shared: Any,
     slots: Any,
     slot: int,
     chunk_bytes: int,
     cancelled: Callable[[], bool],
 ) -> list[tuple[int, RangeResult]]:
     """Claim the next range and decode it, until no range is left; progress (bytes and
-    events so far) goes to this process's two slots."""
+    events so far) goes to this process's two slots.
+
+    ``shared`` is (next range to claim, last range needed).  A range whose end cannot be
+    proven (its stop cut lies inside a string) runs on to the end of the array, which
+    makes every later range redundant: it lowers "last needed" at once, and the ranges
+    after it are neither claimed nor finished (a file whose strings are full of "}, {"
+    would otherwise be decoded once per range)."""
+    claims, needed = shared
     decoded: list[tuple[int, RangeResult]] = []
     bytes_before = events_before = 0
     while not cancelled():
         index = _claim_next(claims)
-        if index >= len(starts):
+        if index >= len(starts) or index > needed.value:
             break
         start = starts[index]
         stop = starts[index + 1] if index + 1 < len(starts) else None
@@ -193,14 +200,25 @@ def _decode_claimed(
         def report(position: int, events: int, offset: int = bytes_before - start, seen: int = events_before) -> None:
             slots[2 * slot], slots[2 * slot + 1] = offset + position, seen + events
 
-        result = decode_buffer(buf, start, stop, chunk_bytes, progress=report, cancelled=cancelled)
-        decoded.append((index, result))
+        def runs_to_the_end(index: int = index) -> None:
+            with needed.get_lock():
+                needed.value = min(needed.value, index)
+
+        def redundant(index: int = index) -> bool:
+            return cancelled() or index > needed.value
+
+        result = decode_buffer(
+            buf, start, stop, chunk_bytes, progress=report, cancelled=redundant, on_stop_unproven=runs_to_the_end
+        )
         # The range's own pages went as it was decoded; proving its cuts touched the
         # ranges beside it, which other processes may decode, and a touch maps a whole
         # page-cache folio: let those go too.
         end = len(buf) if stop is None else stop
         jsonscan.release(buf, max(0, start - _FOLIO_MARGIN), min(len(buf), end + _FOLIO_MARGIN))
-        bytes_before += (len(buf) if stop is None else stop) - start
+        if index > needed.value:  # cut short, or finished in vain
+            continue
+        decoded.append((index, result))
+        bytes_before += end - start
         events_before += sum(len(chunk.columns.ph) for chunk in result.chunks)
     return decoded
 
@@ -220,7 +238,7 @@ def decode_claimed_ranges(
     with open(plain_path, "rb") as fh:
         buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     try:
-        decoded = _decode_claimed(buf, starts, _claims, _slots, slot, chunk_bytes, lambda: False)
+        decoded = _decode_claimed(buf, starts, _shared, _slots, slot, chunk_bytes, lambda: False)
     finally:
         buf.close()
     opened = _open_result_file(loader_pid, load_token, memory_fd)
@@ -395,7 +413,9 @@ def _parallel_decode(  # noqa: C901 - pool start, progress thread, own ranges an
     if ctx is None:
         raise RuntimeError("no way to start worker processes from here")
     slots = ctx.Array("q", 2 * (helpers + 1), lock=False)  # per process: bytes done, events decoded
-    claims = ctx.Value("q", 0)  # the next range to decode, for whichever process asks first
+    # the next range to decode (for whichever process asks first), and the last range
+    # still needed (lowered when a range runs on to the end of the array)
+    shared = (ctx.Value("q", 0), ctx.Value("q", len(starts) - 1))
     done_event = threading.Event()
 
     def report_progress() -> None:
@@ -411,7 +431,7 @@ def _parallel_decode(  # noqa: C901 - pool start, progress thread, own ranges an
         max_workers=helpers,
         mp_context=ctx,
         initializer=_init_worker,
-        initargs=(slots, claims, small_pages_preferred(), parent),
+        initargs=(slots, shared, small_pages_preferred(), parent),
     )
     futures = []
     memory_fds: list[int] = []
@@ -435,7 +455,7 @@ def _parallel_decode(  # noqa: C901 - pool start, progress thread, own ranges an
         ]
         reporter.start()  # after the workers are forked: a forked child gets no copy of a running thread
         # this process claims ranges too: waiting alone would leave a core idle
-        decoded.update(_decode_claimed(source.buffer, starts, claims, slots, 0, chunk_bytes, cancelled))
+        decoded.update(_decode_claimed(source.buffer, starts, shared, slots, 0, chunk_bytes, cancelled))
         if cancelled():
             raise LoadCancelled()
         for slot, future in enumerate(futures, start=1):
@@ -465,13 +485,13 @@ def _parallel_decode(  # noqa: C901 - pool start, progress thread, own ranges an
             process.join(timeout=5)
         _discard_unread(futures)
         _remove_spills_of_load(os.getpid(), load_token)
-    if len(decoded) != len(starts):
-        raise RuntimeError("a decode worker left ranges undecoded")
     # Keep ranges up to the first one whose end could not be proven: that range ran
     # on to the end of the array by itself, so later ranges are redundant.
     kept: list[RangeResult] = []
     for index in range(len(starts)):
-        result = decoded[index]
+        result = decoded.get(index)
+        if result is None:
+            raise RuntimeError("a decode worker left a range undecoded")
         kept.append(result)
         if index + 1 < len(starts) and result.report.stopped_at != starts[index + 1]:
             break
