@@ -65,6 +65,26 @@ _PLAIN = (
 )
 
 
+def _overridden_metadata(results: list[RangeResult]) -> list[set[int]]:
+    """Per chunk, in file order: its metadata rows that an event of the same kind in a
+    later chunk overrides.  (A chunk folds its own repeats: only its last event of each
+    kind is in its ``meta``.)  So the rows a trace keeps do not depend on where chunks
+    and ranges were cut."""
+    seen: set[tuple[Any, ...]] = set()
+    per_chunk: list[set[int]] = []
+    for chunk in reversed([chunk for result in results for chunk in result.chunks]):
+        c = chunk.columns
+        later: set[int] = set()
+        for row, name, _value, _labels, _sort, pid, tid in reversed(c.meta):
+            kind = (name, c.cats[int(c.cat[row])], pid, tid)
+            if kind in seen:
+                later.add(row)
+            else:
+                seen.add(kind)
+        per_chunk.append(later)
+    return per_chunk[::-1]
+
+
 def merge_ranges(results: list[RangeResult], skip_cats: frozenset[str]) -> MergedColumns:  # noqa: C901 - one pass over the decoded ranges, re-interning each column
     """All chunks' columns in one set of arrays, with global string ids.  Consumes
     the ranges' chunks (their ``chunks`` lists are empty afterwards).
@@ -77,11 +97,14 @@ def merge_ranges(results: list[RangeResult], skip_cats: frozenset[str]) -> Merge
     meta: list[tuple[int, str, str | None, str | None, Any, Any, Any]] = []
     invalid = skipped = bad = folded = 0
     kept_rows: list[np.ndarray | None] = []  # per chunk: the rows kept, None for all
+    overridden = _overridden_metadata(results)
     total = 0
     for result in results:
         for chunk in result.chunks:
             c = chunk.columns
             n = len(c.ph)
+            later = overridden[len(kept_rows)]
+            repeated = c.repeated_meta if not later else np.concatenate([c.repeated_meta, np.fromiter(later, np.int64)])
             keep = c.valid
             invalid += int(n - np.count_nonzero(keep))
             if skip_cats:
@@ -90,10 +113,10 @@ def merge_ranges(results: list[RangeResult], skip_cats: frozenset[str]) -> Merge
                     skip = skip_local[c.cat]
                     skipped += int(np.count_nonzero(skip & keep))
                     keep = keep & ~skip
-            if c.repeated_meta.size:
-                folded += int(np.count_nonzero(keep[c.repeated_meta]))
+            if repeated.size:
+                folded += int(np.count_nonzero(keep[repeated]))
                 keep = keep.copy()  # (it may still be the chunk's own valid column)
-                keep[c.repeated_meta] = False
+                keep[repeated] = False
             kept = int(np.count_nonzero(keep))
             kept_rows.append(None if kept == n else np.flatnonzero(keep))
             total += kept
@@ -142,8 +165,10 @@ def merge_ranges(results: list[RangeResult], skip_cats: frozenset[str]) -> Merge
                 source_index[out] = rows + original
             bad += c.bad_values
             chunks.append(ChunkRef(chunk.start, chunk.end, original, n, chunk.repaired))
+            gone = overridden[chunk_index - 1]
             for row, *entry in c.meta:
-                meta.append((original + row, *entry))
+                if row not in gone:
+                    meta.append((original + row, *entry))
             original += n
             position += count
             del chunk, c, rows
