@@ -67,8 +67,10 @@ class Tree:
 PEAK_HELPER = ROOT / "bench" / "peak"  # its sitecustomize writes the peak RSS at exit
 
 
-def measure(command: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of one process (or its largest decode worker)."""
+def measure(command: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> tuple[float, float, float]:
+    """Wall seconds, peak RSS (MB) of one process (or its largest decode worker), and the
+    CPU seconds of the process and its workers (less sensitive to a noisy VM's
+    scheduling than wall time)."""
     env = dict(os.environ if env is None else env)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH", ""), str(PEAK_HELPER)) if p)
     with tempfile.TemporaryDirectory(prefix="trnscope-peak-") as folder:
@@ -76,7 +78,7 @@ def measure(command: list[str], env: dict[str, str] | None = None, cwd: Path = R
         started = time.perf_counter()
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=str(cwd))
         assert process.stderr is not None
-        _, status, _ = os.wait4(process.pid, 0)
+        _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - started
         error = process.stderr.read()
         process.stderr.close()
@@ -84,7 +86,7 @@ def measure(command: list[str], env: dict[str, str] | None = None, cwd: Path = R
         if process.returncode != 0:
             raise RuntimeError(f"{' '.join(command)} failed ({process.returncode}): {error.decode()[-500:]}")
         own, children = (int(x) for x in (Path(folder) / "peak").read_text().split())
-    return seconds, max(own, children) / 1024
+    return seconds, max(own, children) / 1024, usage.ru_utime + usage.ru_stime
 
 
 def unpacked_bytes(path: Path) -> int:
@@ -168,18 +170,21 @@ def run(args: argparse.Namespace) -> dict:
                 contestants.append((f"{tree.name}: cached reopen", tree.command(trace), tree.env(), tree.folder))
             times: dict[str, list[float]] = {name: [] for name, *_ in contestants}
             rss: dict[str, list[float]] = {name: [] for name, *_ in contestants}
+            cpu: dict[str, list[float]] = {name: [] for name, *_ in contestants}
             for round_number in range(args.rounds):
                 shift = round_number % len(contestants)
                 for name, command, env, cwd in contestants[shift:] + contestants[:shift]:
-                    seconds, peak = measure(command, env, cwd)
+                    seconds, peak, cpu_seconds = measure(command, env, cwd)
                     times[name].append(seconds)
                     rss[name].append(peak)
+                    cpu[name].append(cpu_seconds)
             row = {
                 "trace": trace.name,
                 "unpacked_mb": round(size / 1e6, 1),
                 "events": event_count(trees[0], trace),
                 "seconds": {name: spread(values) for name, values in times.items()},
                 "peak_rss_mb": {name: round(max(values), 1) for name, values in rss.items()},
+                "cpu_seconds": {name: spread(values) for name, values in cpu.items()},
             }
             results["traces"].append(row)
             print(one_line(row, trees), file=sys.stderr)
@@ -204,8 +209,8 @@ def markdown(results: dict) -> str:
     )
     rule = "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
     if against:
-        head += f" {against}: first open | now ÷ {against} | {against}: peak RSS |"
-        rule += "---:|---:|---:|"
+        head += f" {against}: first open | now ÷ {against} | {against}: peak RSS | CPU now ÷ {against} |"
+        rule += "---:|---:|---:|---:|"
     lines = [
         f"Measured with `bench/real_traces.py` on {results['machine']}: median of {results['rounds']} alternating "
         "runs (min–max), each a fresh process (`trnscope summary PATH --format json`, first open with `--no-cache`; "
@@ -229,9 +234,11 @@ def markdown(results: dict) -> str:
         )
         if against:
             old = s[f"{against}: first open"]
+            cpu_now = row["cpu_seconds"]["this tree: first open"]["median"]
+            cpu_old = row["cpu_seconds"][f"{against}: first open"]["median"]
             line += (
                 f" {cell(old)} | {first['median'] / old['median']:.2f} | "
-                f"{row['peak_rss_mb'][f'{against}: first open']:.0f} MB |"
+                f"{row['peak_rss_mb'][f'{against}: first open']:.0f} MB | {cpu_now / cpu_old:.2f} |"
             )
         lines.append(line)
     return "\n".join(lines) + "\n"
