@@ -198,3 +198,20 @@ def test_strings_full_of_cuts_and_a_broken_event_after_them(tmp_path: Path, chun
     trace = load_kineto(path, LoadOptions(workers=1, use_cache=False), chunk_bytes=chunk_bytes)
     assert sorted(trace.names[int(i)] for i in trace.events.name) == [f"op{i}" for i in range(6)]
     assert trace.stats.lost_events == 1
+
+
+def test_a_piece_cut_inside_a_string_runs_to_the_end_of_its_event() -> None:
+    """The fallback's step when a piece ends inside a string (a cut whose next "{" looks
+    like an event, or damage): the event's true end is found once, not by re-decoding
+    the piece at every later "}, {" (``jsonscan._decode_piece``)."""
+    from trnscope.core.formats.kineto import jsonscan
+
+    note = "x}, {y" * 500
+    events = [{"ph": "X", "name": f"op{i}", "ts": i, "dur": 1, "args": {"note": note}} for i in range(3)]
+    text = json.dumps(events).encode()
+    boundary = jsonscan.BOUNDARY.search(text, 1)  # the first "}, {": inside op0's string
+    assert boundary is not None and boundary.start() < text.index(b"op1")
+    inside = jsonscan.Cut(end=boundary.start() + 1, next_start=boundary.end() - 1, array_end=-1)
+    decoded, cut = jsonscan._decode_piece(text, 1, inside)
+    assert decoded is not None and [e.name for e in decoded.events] == ["op0"]
+    assert text[cut.next_start :].startswith(b'{"ph": "X", "name": "op1"')

@@ -28,6 +28,9 @@ import msgspec
 from trnscope.core.base.jsondepth import flatten_deep
 from trnscope.core.formats.kineto.events import ANY_DECODER, EVENT_LIST_DECODER, RawEvent, coerce_event
 
+# what an event's start looks like: "{" and a key.  A cut found inside a string is
+# followed by the string's text, where every '"' is escaped: it cannot look like this.
+EVENT_START = re.compile(rb'\{\s*"[^"\\]*"\s*:')
 BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _ARRAY_END = re.compile(rb"\}\s*\]")
 _MAX_PIECE_BYTES = 4 << 20
@@ -59,8 +62,16 @@ class ScanReport(msgspec.Struct):
 
 
 def next_cut(buf: Any, after: int) -> Cut | None:
-    """The first candidate cut at or after ``after``; None when there is none."""
+    """The first candidate cut at or after ``after``; None when there is none.  A
+    "}, {" whose "{" does not start something like an event (one inside a string) is
+    passed over, for up to 4 MiB."""
     boundary = BOUNDARY.search(buf, after)
+    first = boundary
+    while boundary is not None and not EVENT_START.match(buf, boundary.end() - 1):
+        if boundary.end() - after > _MAX_PIECE_BYTES:
+            boundary = first
+            break
+        boundary = BOUNDARY.search(buf, boundary.end() - 1)
     limit = boundary.start() if boundary is not None else len(buf)
     array_end = _ARRAY_END.search(buf, after, limit + 1)
     if array_end is None:
@@ -416,7 +427,7 @@ def _piecewise(
             continue
         # Nothing starting here decodes: skip to the next cut.  A broken event whose
         # strings hold "}, {" fails at each of them: one lost event, not one per cut.
-        if not in_lost_run or _EVENT_START.match(buf, position):
+        if not in_lost_run or EVENT_START.match(buf, position):
             report.lost_events += 1
         in_lost_run = True
         if first.next_start < 0:
@@ -448,9 +459,6 @@ def _decode_piece(buf: Any, position: int, first: Cut) -> tuple[Decoded | None, 
         return None, first
 
 
-# what an event's start looks like: "{" and a key (a cut inside a string is followed by
-# whatever the string holds)
-_EVENT_START = re.compile(rb'\{\s*"[^"\\]*"\s*:')
 _VALUE_PARSER = json.JSONDecoder(strict=False)  # control characters in strings, as msgspec allows
 
 

@@ -377,6 +377,12 @@ def _split_points(buf: Any, first: int, size: int, parts: int) -> list[int]:
     for k in range(1, parts):
         guess = first + (size - first) * k // parts
         match = jsonscan.BOUNDARY.search(buf, guess)
+        # a "}, {" inside a string is no event boundary: a range starting there would be
+        # refused, and the range before it would run on to the end of the array
+        while match is not None and not jsonscan.EVENT_START.match(buf, match.end() - 1):
+            if match.end() - guess > _FOLIO_MARGIN:  # nothing like an event for 4 MiB: take it
+                break
+            match = jsonscan.BOUNDARY.search(buf, match.end() - 1)
         if match is None:
             break
         start = match.end() - 1
