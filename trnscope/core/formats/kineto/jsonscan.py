@@ -282,12 +282,11 @@ _ERROR_AT = re.compile(r"\(byte (\d+)\)")
 
 
 def _longer_piece_may_decode(error: msgspec.DecodeError, framed_length: int) -> bool:
-    """Whether a piece that failed could decode when it runs on to a later cut.  JSON is
-    read left to right, so an error before the piece's end stays whatever follows it:
-    only a piece that ends inside a string (a cut found inside one) is helped, and that
-    one fails as truncated.  Without this, a start inside a string (a range's heuristic
-    cut, or damage) re-decoded ever longer pieces up to 4 MiB at every cut of the
-    string: 9 s for a 170 kB file whose strings are full of "}, {"."""
+    """Whether a piece that failed could decode if it ran on past its cut.  JSON is read
+    left to right, so an error before the piece's end stays whatever follows it: only a
+    piece that ends inside a string (its cut lies in one) can be helped, and that one
+    fails as truncated.  (Anything else failing fast matters: a start inside a string
+    used to be retried at every later "}, {" up to 4 MiB.)"""
     text = str(error)
     if "truncated" in text or "UTF-8" in text:  # (a repaired piece's offsets have moved)
         return True
