@@ -207,8 +207,8 @@ def test_a_worker_stopped_before_its_initializer_ends_quietly() -> None:
 
 def test_the_command_exits_without_teardown_but_after_its_exit_handlers(tmp_path: Path) -> None:
     """``run`` ends the process with ``os._exit`` once the exit handlers ran: all the
-    output still arrives through a pipe, the --no-cache copy of a gzip trace is gone,
-    and an error keeps its status."""
+    output still arrives through a pipe (C code's too), the --no-cache copy of a gzip
+    trace is gone, and an error keeps its status."""
     import gzip
     import json
 
@@ -230,6 +230,17 @@ def test_the_command_exits_without_teardown_but_after_its_exit_handlers(tmp_path
     document = json.loads(done.stdout)  # cut output would not parse
     assert document["events"] > 0 and len(done.stdout) > 1000
     assert list((cache / "plain").glob("*.nocache.*")) == []  # the exit handler removed the private copy
+    # what C code wrote sits in the C library's buffer (stdout is a pipe): still flushed
+    c_output = (
+        "import ctypes, sys\n"
+        "ctypes.CDLL(None).printf(b'written by C\\n')\n"
+        f"sys.argv = ['trnscope', 'summary', {str(packed)!r}, '--format', 'json', '--limit', '0']\n"
+        "from trnscope.cli import run\n"
+        "run()\n"
+    )
+    buffered = {k: v for k, v in env.items() if k != "PYTHONUNBUFFERED"}
+    done = subprocess.run([sys.executable, "-c", c_output], cwd=str(REPO), env=buffered, capture_output=True)
+    assert done.returncode == 0 and b"written by C" in done.stdout, done.stderr
     missing = subprocess.run(
         [sys.executable, "-m", "trnscope", "summary", str(tmp_path / "absent.json")],
         cwd=str(REPO),

@@ -480,7 +480,20 @@ def _exit_without_teardown(code: int) -> None:
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
     run_exit_handlers()
+    _flush_c_streams()
     os._exit(code)
+
+
+def _flush_c_streams() -> None:
+    """What C code wrote to stdout (a library, or the user's script under ``capture``)
+    waits in the C library's own buffer when stdout is a pipe or a file, and only a
+    normal exit flushes it."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError, TypeError):  # no C library to call here: nothing buffered
+        pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:
