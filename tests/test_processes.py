@@ -285,3 +285,37 @@ def test_the_command_loads_numpy_with_one_blas_thread_and_leaves_the_environment
     captured, variable = _threads_after_numpy("capture", "run", "x.py")
     assert captured > 1 and variable == "unset"
     assert _threads_after_numpy("summary", "t.json", OPENBLAS_NUM_THREADS="2") == (2, "2")
+
+
+_TEARDOWN_PROBE = """
+import os, sys, types
+if sys.argv[1] == "torch":
+    sys.modules["torch"] = types.ModuleType("torch")  # as after `capture` ran a workload
+
+
+class Probe:
+    def __del__(self):  # runs only in the interpreter's teardown
+        os.write(2, b"torn down")
+
+
+probe = Probe()
+sys.argv = ["trnscope", "summary", sys.argv[2], "--format", "json", "--limit", "0", "--no-cache"]
+from trnscope.cli import run
+run()
+"""
+
+
+def test_the_normal_exit_once_torch_is_loaded(tmp_path: Path) -> None:
+    """Native runtimes loaded with torch (``capture``: Neuron's writes its profiles in C
+    exit handlers) get the normal exit; other commands skip the teardown."""
+    from trnscope.testing.synth_kineto import generate
+
+    trace = tmp_path / "t.json"
+    generate(trace, 2_000, seed=1)
+    env = {**os.environ, "TRNSCOPE_CACHE_DIR": str(tmp_path / "cache")}
+    for loaded, torn_down in (("torch", True), ("none", False)):
+        done = subprocess.run(
+            [sys.executable, "-c", _TEARDOWN_PROBE, loaded, str(trace)], cwd=str(REPO), env=env, capture_output=True
+        )
+        assert done.returncode == 0, done.stderr
+        assert (b"torn down" in done.stderr) is torn_down, (loaded, done.stderr)

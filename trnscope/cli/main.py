@@ -470,10 +470,12 @@ def _exit_without_teardown(code: int) -> None:
     stopped), then end the process without the interpreter's teardown: freeing a
     loaded trace and every module object by object costs 30-45 ms on a 60 MB trace
     (xDiT), a tenth of its whole open, for memory the kernel reclaims at once anyway.
-    The normal exit when another thread still runs (its work must not be cut short)
-    or the exit-handler runner is missing."""
+    The normal exit when another thread still runs (its work must not be cut short),
+    when torch was loaded (``capture``: native runtimes such as Neuron's finish their
+    profiles in C exit handlers, which only a normal exit runs) or when the
+    exit-handler runner is missing."""
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
-    if threading.active_count() > 1 or run_exit_handlers is None:
+    if threading.active_count() > 1 or "torch" in sys.modules or run_exit_handlers is None:
         sys.exit(code)
     for stream in (sys.stdout, sys.stderr):
         # a reader that left (`| head`) is not an error, as in `_main`
@@ -485,9 +487,8 @@ def _exit_without_teardown(code: int) -> None:
 
 
 def _flush_c_streams() -> None:
-    """What C code wrote to stdout (a library, or the user's script under ``capture``)
-    waits in the C library's own buffer when stdout is a pipe or a file, and only a
-    normal exit flushes it."""
+    """What C code wrote to stdout waits in the C library's own buffer when stdout is a
+    pipe or a file, and only a normal exit flushes it."""
     try:
         import ctypes
 
