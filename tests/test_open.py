@@ -137,3 +137,27 @@ def test_args_by_chunk_are_each_rows_args_one_chunk_at_a_time(small_synthetic) -
         expected = event_args(trace, row)
         got = together.get(k)
         assert (got if isinstance(got, dict) else {}) == expected, row
+
+
+def test_a_cached_reopen_names_the_path_it_was_given(
+    isolated_cache, small_synthetic, tmp_path, capsys, monkeypatch
+) -> None:
+    """The index cache is keyed by the file: opening the same file by another path (a
+    link, or a relative path from elsewhere) shows that path, not the first one's."""
+    import json
+
+    from trnscope.cli.main import main
+    from trnscope.core.opening import open as opening
+
+    path, _ = small_synthetic
+    link = tmp_path / "another-name.json"
+    link.symlink_to(path)
+    assert main(["summary", str(path), "--format", "json", "--limit", "0"]) == 0
+    assert json.loads(capsys.readouterr().out)["source"] == str(path)
+
+    def not_again(*_args, **_kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("the second open should come from the index cache")
+
+    monkeypatch.setattr(opening, "load_source", not_again)
+    assert main(["summary", str(link), "--format", "json", "--limit", "0"]) == 0
+    assert json.loads(capsys.readouterr().out)["source"] == str(link)

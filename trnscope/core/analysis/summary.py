@@ -283,7 +283,11 @@ def _json_values(unit: Unit, values: np.ndarray) -> list[Any]:
     """A column's values as JSON numbers: times in µs rounded to the nanosecond, rates
     to 0.1 FLOP/s, shares to 4 decimals, counts, bytes and FLOPs as exact integers."""
     if unit is Unit.NS:
-        return [round(v, 3) for v in (np.asarray(values, dtype=np.float64) / 1000.0).tolist()]
+        microseconds = (np.asarray(values, dtype=np.float64) / 1000.0).tolist()
+        if np.asarray(values).dtype.kind in "iu":
+            # whole nanoseconds: k / 1000 is already the double nearest its 3-decimal value
+            return microseconds
+        return [round(v, 3) for v in microseconds]
     if unit is Unit.RATE:
         return [round(v, 1) for v in np.asarray(values, dtype=np.float64).tolist()]
     if unit is Unit.PERCENT:

@@ -32,6 +32,8 @@ def open_analysis(
         cached = index_cache.load(path, key)
         if cached is not None:
             trace = cached.trace
+            # the index is keyed by the file, not by the path it was first opened as
+            trace.source = trace.stats.path = source.path
             trace.label = source.label
             trace.synthetic = trace.synthetic or source.synthetic
             trace.stats.seconds = time.perf_counter() - started
