@@ -376,16 +376,12 @@ def _split_points(buf: Any, first: int, size: int, parts: int) -> list[int]:
     points: list[int] = []
     for k in range(1, parts):
         guess = first + (size - first) * k // parts
-        match = jsonscan.BOUNDARY.search(buf, guess)
-        # a "}, {" inside a string is no event boundary: a range starting there would be
-        # refused, and the range before it would run on to the end of the array
-        while match is not None and not jsonscan.EVENT_START.match(buf, match.end() - 1):
-            if match.end() - guess > _FOLIO_MARGIN:  # nothing like an event for 4 MiB: take it
-                break
-            match = jsonscan.BOUNDARY.search(buf, match.end() - 1)
-        if match is None:
+        # the same cuts as the chunks' (a "}, {" inside a string is passed over: a range
+        # starting there would be refused, and the one before it run on to the end)
+        cut = jsonscan.next_cut(buf, guess)
+        if cut is None or cut.next_start < 0:  # the array ends first
             break
-        start = match.end() - 1
+        start = cut.next_start
         # the search mapped the page-cache folio around the cut: not this process's to keep
         jsonscan.release(buf, max(0, guess - _FOLIO_MARGIN), min(size, start + _FOLIO_MARGIN))
         if not points or start > points[-1]:
