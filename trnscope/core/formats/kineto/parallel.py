@@ -1,7 +1,7 @@
 """Decoding a large file in several processes.
 
 The events array is cut at heuristic cuts into ranges, several per process; every
-process (this one included) claims the next undecoded range from a shared counter
+process (this one included) claims the next undecoded range from a shared queue
 until none is left, so a process that meets denser events or starts late takes fewer
 ranges instead of keeping the others waiting.  A range's result is kept only if the
 range before it decoded exactly up to its cut (``ScanReport.stopped_at``).  Results come
@@ -16,6 +16,7 @@ import multiprocessing
 import os
 import secrets
 import signal
+import struct
 import threading
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -53,8 +54,8 @@ def _die_with_parent() -> None:
         pass
 
 
-# A worker's share of its load, set by its initializer: the shared counters of ranges
-# (next to claim, last needed), and the progress counters (two per process: bytes, events)
+# A worker's share of its load, set by its initializer: the ranges to claim (a pipe) and
+# the last range needed, and the progress counters (two per process: bytes, events)
 _shared: Any = None
 _slots: Any = None
 
@@ -163,11 +164,18 @@ def _open_result_file(loader_pid: int, load_token: str, memory_fd: int) -> tuple
     return os.fdopen(handle, "wb"), path
 
 
+_CLAIM = struct.Struct("<i")
+# the pipe holds every range's index from the start, so it must not fill up:
+MAX_RANGES = 4096  # 16 KiB: within any pipe's buffer (Linux 64 KiB, macOS from 16)
+
+
 def _claim_next(claims: Any) -> int:
-    with claims.get_lock():
-        index = int(claims.value)
-        claims.value = index + 1
-    return index
+    """The next range's index from the pipe every process reads; -1 when none is left.
+    A pipe and not a lock: a lock shared with a fork server's children is a named
+    semaphore in /dev/shm until it is garbage-collected.  Each index was written
+    before any process read, and the kernel hands every 4-byte read out whole."""
+    data = os.read(claims.fileno(), _CLAIM.size)
+    return _CLAIM.unpack(data)[0] if len(data) == _CLAIM.size else -1
 
 
 def _decode_claimed(
@@ -182,17 +190,19 @@ def _decode_claimed(
     """Claim the next range and decode it, until no range is left; progress (bytes and
     events so far) goes to this process's two slots.
 
-    ``shared`` is (next range to claim, last range needed).  A range whose end cannot be
-    proven (its stop cut lies inside a string) runs on to the end of the array, which
-    makes every later range redundant: it lowers "last needed" at once, and the ranges
-    after it are neither claimed nor finished (a file whose strings are full of "}, {"
-    would otherwise be decoded once per range)."""
+    ``shared`` is (the pipe of ranges to claim, [last range needed]).  A range whose end
+    cannot be proven (its stop cut lies inside a string) runs on to the end of the
+    array, which makes every later range redundant: it lowers "last needed" at once, and
+    the ranges after it are neither claimed nor finished (a file whose strings are full
+    of "}, {" would otherwise be decoded once per range).  Two processes lowering it at
+    once may leave the higher of their ranges: a few ranges decoded in vain, never a
+    wrong trace (the kept ranges end at the first that ran on)."""
     claims, needed = shared
     decoded: list[tuple[int, RangeResult]] = []
     bytes_before = events_before = 0
     while not cancelled():
         index = _claim_next(claims)
-        if index >= len(starts) or index > needed.value:
+        if index < 0 or index > needed[0]:
             break
         start = starts[index]
         stop = starts[index + 1] if index + 1 < len(starts) else None
@@ -201,11 +211,10 @@ def _decode_claimed(
             slots[2 * slot], slots[2 * slot + 1] = offset + position, seen + events
 
         def runs_to_the_end(index: int = index) -> None:
-            with needed.get_lock():
-                needed.value = min(needed.value, index)
+            needed[0] = min(needed[0], index)
 
         def redundant(index: int = index) -> bool:
-            return cancelled() or index > needed.value
+            return cancelled() or index > needed[0]
 
         result = decode_buffer(
             buf, start, stop, chunk_bytes, progress=report, cancelled=redundant, on_stop_unproven=runs_to_the_end
@@ -215,7 +224,7 @@ def _decode_claimed(
         # page-cache folio: let those go too.
         end = len(buf) if stop is None else stop
         jsonscan.release(buf, max(0, start - _FOLIO_MARGIN), min(len(buf), end + _FOLIO_MARGIN))
-        if index > needed.value:  # cut short, or finished in vain
+        if index > needed[0]:  # cut short, or finished in vain
             continue
         decoded.append((index, result))
         bytes_before += end - start
@@ -394,7 +403,7 @@ def _range_starts(buf: Any, first: int, size: int, processes: int, chunk_bytes: 
     none much smaller than a chunk."""
     span = size - first
     wanted = max(processes * RANGES_PER_PROCESS, -(-span // MAX_RANGE_BYTES))
-    parts = max(processes, min(wanted, span // max(1, chunk_bytes)))
+    parts = min(MAX_RANGES, max(processes, min(wanted, span // max(1, chunk_bytes))))
     return [first, *_split_points(buf, first, size, parts)]
 
 
@@ -415,9 +424,13 @@ def _parallel_decode(  # noqa: C901 - pool start, progress thread, own ranges an
     if ctx is None:
         raise RuntimeError("no way to start worker processes from here")
     slots = ctx.Array("q", 2 * (helpers + 1), lock=False)  # per process: bytes done, events decoded
-    # the next range to decode (for whichever process asks first), and the last range
-    # still needed (lowered when a range runs on to the end of the array)
-    shared = (ctx.Value("q", 0), ctx.Value("q", len(starts) - 1))
+    # every range's index, for whichever process asks first (written and closed before
+    # any worker is forked: a reader finds the end, never a writer still open), and the
+    # last range still needed (lowered when a range runs on to the end of the array)
+    claims, writer = ctx.Pipe(duplex=False)
+    with writer:
+        os.write(writer.fileno(), b"".join(_CLAIM.pack(index) for index in range(len(starts))))
+    shared = (claims, ctx.Array("q", [len(starts) - 1], lock=False))
     done_event = threading.Event()
 
     def report_progress() -> None:
@@ -485,6 +498,7 @@ def _parallel_decode(  # noqa: C901 - pool start, progress thread, own ranges an
                     os.close(fd)
         for process in processes:
             process.join(timeout=5)
+        claims.close()
         _discard_unread(futures)
         _remove_spills_of_load(os.getpid(), load_token)
     # Keep ranges up to the first one whose end could not be proven: that range ran
