@@ -335,6 +335,22 @@ def test_summary_stack_depth_limits_the_stack_key(capsys, small_synthetic) -> No
     assert sum(op["calls"] for op in shallow) == sum(op["calls"] for op in deep)
 
 
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--stack-depth", "0", "--stack-depth must be 1 or more (it was 0)"),
+        ("--stack-depth", "-2", "--stack-depth must be 1 or more (it was -2)"),
+        ("--step", "-5", "--step must be a step number, 0 or more (it was -5)"),
+    ],
+)
+def test_summary_rejects_a_meaningless_number(capsys, small_synthetic, option, value, message) -> None:
+    """A stack of no frames used to end in "list index out of range", and a negative
+    step silently showed the whole trace."""
+    path, _ = small_synthetic
+    code, out, err = run(capsys, "summary", str(path), "--group-by", "stack", option, value, "--no-cache")
+    assert code == 2 and err.strip() == f"trnscope: error: {message}" and not out
+
+
 def test_summary_workers_reach_the_loader(capsys, small_synthetic, monkeypatch) -> None:
     from trnscope.core.formats.kineto import loader as kineto
 

@@ -269,6 +269,10 @@ def cmd_summary(args: argparse.Namespace) -> int:  # noqa: C901 - argument check
     limit = args.limit if args.limit is not None else (30 if args.format == "table" else 0)
     if limit < 0:
         raise TrnscopeError("--limit must be 0 (no limit) or more")
+    if args.stack_depth < 1:
+        raise TrnscopeError(f"--stack-depth must be 1 or more (it was {args.stack_depth})")
+    if args.step < -1:
+        raise TrnscopeError(f"--step must be a step number, 0 or more (it was {args.step})")
     hide = tuple(h for item in args.hide for h in item.split(",") if h)
     width = output_width()
     opened = None if args.merge else open_sources(args, [args.path], Mode.ONE)

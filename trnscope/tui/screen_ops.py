@@ -16,8 +16,8 @@ from textual.widgets.option_list import Option
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.columns import COLUMNS_BY_KEY, sort_title
 from trnscope.core.analysis.compare import compare
-from trnscope.core.analysis.flops import flops_columns, flops_columns_known
-from trnscope.core.analysis.memory import memory_columns, memory_columns_known
+from trnscope.core.analysis.flops import flops_columns, flops_columns_ready
+from trnscope.core.analysis.memory import memory_columns, memory_columns_ready
 from trnscope.core.analysis.optable import KernelTable, OpTable
 from trnscope.core.base.arrays import unique_inverse
 from trnscope.core.base.text import plural, safe_text
@@ -204,10 +204,11 @@ class OpsScreen(FilterScreen):
                 order = op_order(table, state, extras)
             else:
                 order = op_order(table, state)
-                if not (memory_columns_known(self.analysis, table) and flops_columns_known(self.analysis, table)):
-                    # the first time, these read every [memory] record (seconds on a
-                    # large trace), and a new grouping sums them anew (~0.1 s at 2.9 M
-                    # events): the table now, its extra columns when they are ready
+                if not (memory_columns_ready(self.analysis, table) and flops_columns_ready(self.analysis, table)):
+                    # the first time, these read every [memory] record and every counted
+                    # op's shapes (seconds on a large trace): the table now, its extra
+                    # columns when they are ready.  Later tables only sum figures per
+                    # row already known: one screen update, not two
                     self.app.call_from_thread(self._apply, table, order, state, keep, NO_EXTRAS)
                     keep = None  # the cursor is placed; the second apply keeps it where the user is
                 extras = self._extras_of(table)

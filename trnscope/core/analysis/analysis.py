@@ -13,10 +13,13 @@ from trnscope.core.analysis.optable import (
     EventTimes,
     GroupBy,
     KernelTable,
+    OpKeys,
     OpTable,
     build_kernel_table,
     build_op_table,
     event_times,
+    op_keys,
+    python_stacks,
 )
 from trnscope.core.base import settings
 from trnscope.core.formats.neuron.data import NeuronData, neuron_data
@@ -49,6 +52,9 @@ class Analysis:
         self.times: EventTimes = times if times is not None else event_times(trace, self.links)
         self._lock = threading.Lock()
         self._op_tables: dict[tuple[str, int, int], OpTable] = {}
+        # shared by every grouping of a step / every step grouped by stack at one depth
+        self._op_keys: dict[int, OpKeys] = {}
+        self._stack_ids: dict[int, tuple[np.ndarray, list[str]]] = {}
         self._kernel_tables: dict[int, KernelTable] = {}
         self._steps: list[Step] | None = None
         self._device_index: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -127,9 +133,21 @@ class Analysis:
             cached = self._op_tables.get(key)
         if cached is not None:
             return cached
-        table = build_op_table(self.trace, self.links, group_by, stack_depth, self._step_mask(step), self.times)
+        with self._lock:
+            keys = self._op_keys.get(step)
+            stack_ids = self._stack_ids.get(stack_depth)
+        if keys is None:
+            keys = op_keys(self.trace, self.times, self._step_mask(step))
+        if stack_ids is None and GroupBy(group_by) is GroupBy.STACK:
+            stack_ids = python_stacks(self.trace, self.links, stack_depth)
+        table = build_op_table(
+            self.trace, self.links, group_by, stack_depth, times=self.times, keys=keys, stack_ids=stack_ids
+        )
         with self._lock:
             self._op_tables[key] = table
+            self._op_keys[step] = keys
+            if stack_ids is not None:
+                self._stack_ids[stack_depth] = stack_ids
         return table
 
     def kernel_table(self, step: int = -1) -> KernelTable:

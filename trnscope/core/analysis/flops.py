@@ -204,6 +204,16 @@ def _counted_rows(analysis: Analysis) -> np.ndarray:
     return np.flatnonzero(np.isin(ev.name, counted_ids) & (ev.role == int(Role.OP)) & (ev.dims >= 0))
 
 
+_rows_named: PerAnalysisCache[np.ndarray] = PerAnalysisCache()
+
+
+def _rows_named_as_counted(analysis: Analysis) -> np.ndarray:
+    """Every row named like one of the seven ops PyTorch counts, whatever its kind."""
+    trace = analysis.trace
+    counted_ids = [i for i, name in enumerate(trace.names) if name in COUNTED_OPS]
+    return np.flatnonzero(np.isin(trace.events.name, counted_ids)) if counted_ids else np.empty(0, dtype=np.int64)
+
+
 def flops_possible(analysis: Analysis) -> bool:
     """The trace can give FLOP counts (without computing them: no args are read)."""
     return bool(_counted_rows(analysis).size)
@@ -256,9 +266,10 @@ def flops_per_row(analysis: Analysis) -> FlopsPerRow | None:
 _per_table: PerTableCache[FlopFigures | None] = PerTableCache()
 
 
-def flops_columns_known(analysis: Analysis, table: OpTable) -> bool:
-    """``flops_columns`` of this table would return at once."""
-    return flops_known(analysis) and _per_table.known(analysis, table)
+def flops_columns_ready(analysis: Analysis, table: OpTable) -> bool:
+    """``flops_columns`` of this table would return at once, or after no more than a
+    sum over the rows of counted ops (``flops_of_trace`` is computed)."""
+    return flops_known(analysis)
 
 
 def flops_columns(analysis: Analysis, table: OpTable) -> FlopFigures | None:
@@ -270,26 +281,23 @@ def _flops_columns(analysis: Analysis, table: OpTable) -> FlopFigures | None:
     per_row = flops_of_trace(analysis)
     if per_row is None:
         return None
-    rows = table.instance_rows
-    offsets = table.instance_offsets
-    values = per_row.flops[rows]
-    known = values > 0
-    counted_ids = [i for i, name in enumerate(analysis.trace.names) if name in COUNTED_OPS]
-    counted_op = np.isin(analysis.trace.events.name[rows], counted_ids)
-
-    def per_group(source: np.ndarray) -> np.ndarray:
-        running = np.r_[0, np.cumsum(source)].astype(np.int64)
-        return running[offsets[1:]] - running[offsets[:-1]]
-
-    counts = np.where(known, values, 0)
+    # only rows of the counted ops: every other row counts 0 and is never unknown
+    named = _rows_named.get(analysis, _rows_named_as_counted)
+    group = table.group_of_rows(len(analysis.trace.events))[named]
+    inside = group >= 0
+    group = group[inside]
+    values = per_row.flops[named[inside]]
+    groups = len(table)
+    counts = np.where(values > 0, values, 0)
     if float(counts.sum(dtype=np.float64)) < 2**62:
-        flops = per_group(counts)
+        flops = np.zeros(groups, dtype=np.int64)
+        np.add.at(flops, group, counts)
     else:  # past int64 (only absurd traces): exact Python integers, as PyTorch sums them
-        flops = np.array(
-            [sum(int(v) for v in counts[a:b]) for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())],
-            dtype=object,
-        )
-    counted = (per_group(counted_op & (values != UNKNOWN)) > 0) & ~table.is_device
-    unknown = per_group(values == UNKNOWN)
+        exact = [0] * groups
+        for g, v in zip(group.tolist(), counts.tolist()):
+            exact[g] += v
+        flops = np.array(exact, dtype=object)
+    counted = (np.bincount(group[values != UNKNOWN], minlength=groups) > 0) & ~table.is_device
+    unknown = np.bincount(group[values == UNKNOWN], minlength=groups)
     complete = counted & (unknown == 0)
     return FlopFigures(flops=np.where(counted, flops, 0), counted=counted, complete=complete)

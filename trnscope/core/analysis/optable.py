@@ -86,6 +86,13 @@ class OpTable(msgspec.Struct):
     def instances(self, group: int) -> np.ndarray:
         return self.instance_rows[self.instance_offsets[group] : self.instance_offsets[group + 1]]
 
+    def group_of_rows(self, rows: int) -> np.ndarray:
+        """Per trace row (``rows`` of them), its group here, -1 for a row in no group:
+        a figure that few rows have (memory, FLOPs) is summed from those rows alone."""
+        out = np.full(rows, -1, dtype=np.int64)
+        out[self.instance_rows] = np.repeat(np.arange(len(self)), np.diff(self.instance_offsets))
+        return out
+
     def kind(self, group: int) -> str:
         return KIND_NAMES.get(int(self.role[group]), "other")
 
@@ -228,6 +235,8 @@ def _group_names(trace: Trace) -> tuple[np.ndarray, list[str]]:
 def python_stacks(trace: Trace, links: Links, depth: int) -> tuple[np.ndarray, list[str]]:
     """For every row, an id of its innermost ``depth`` Python frames (from
     ``python_function`` ancestors, or the 2021 ``Call stack`` argument)."""
+    if depth < 1:
+        raise ValueError(f"a stack key needs at least one frame (depth {depth})")
     ev = trace.events
     n = len(ev)
     stack_id = np.full(n, -1, dtype=np.int64)
@@ -237,58 +246,72 @@ def python_stacks(trace: Trace, links: Links, depth: int) -> tuple[np.ndarray, l
         for row in legacy.tolist():
             frames = [f.strip() for f in trace.stacks[int(ev.stack[row])].split(";") if f.strip()]
             stack_id[row] = texts.setdefault(" ← ".join(frames[:depth]), len(texts))
-    if (ev.role == int(Role.PYTHON)).any():
-        # Key each row by the *names* of its innermost frames, built level by level
-        # as (previous key, frame name) pairs packed into one int64.
-        nearest_py = _nearest_python_ancestor(trace, links)
-        rows = np.flatnonzero((nearest_py >= 0) & (stack_id < 0))
-        if rows.size:
-            # A row's key is its nearest frame's: build keys for the distinct frames only.
-            python_frames, frame_of_row = unique_inverse(nearest_py[rows])
-            current = python_frames
-            key = np.full(python_frames.size, -1, dtype=np.int64)
-            width = len(trace.names) + 1  # (previous key, frame name) packed as key·width + name
-            levels: list[tuple[np.ndarray, np.ndarray]] = []  # per level: unique packed keys, parent key
-            for _ in range(depth):
-                present = current >= 0
-                frame_name = np.where(present, ev.name[np.maximum(current, 0)].astype(np.int64), -1)
-                unique, key = unique_inverse((key + 1) * width + (frame_name + 1))
-                levels.append((unique, unique // width - 1))
-                current = np.where(present, nearest_py[np.maximum(current, 0)], -1)
-            final_unique = levels[-1][0]
-            ids = np.empty(final_unique.size, dtype=np.int64)
-            for k in range(final_unique.size):
-                names: list[str] = []
-                index = k
-                for unique, parents in reversed(levels):
-                    frame = int(unique[index] % width) - 1
-                    if frame >= 0:
-                        names.append(trace.names[frame])
-                    index = int(parents[index])
-                ids[k] = texts.setdefault(" ← ".join(reversed(names)), len(texts))
-            stack_id[rows] = ids[key][frame_of_row]
+    python_frames = np.flatnonzero(ev.role == int(Role.PYTHON))
+    if python_frames.size == 0:
+        return stack_id, list(texts.keys())
+    nearest_py = _nearest_python_ancestor(trace, links)
+    rows = np.flatnonzero((nearest_py >= 0) & (stack_id < 0))
+    if rows.size == 0:
+        return stack_id, list(texts.keys())
+    # Frames by ordinal; ordinal ``count`` is "no frame" (its name -1, its parent itself),
+    # which a missing ancestor (-1) reaches as the ordinal table's last entry.
+    count = python_frames.size
+    ordinal = np.full(n + 1, count, dtype=np.int32 if count < 2**31 - 1 else np.int64)
+    ordinal[python_frames] = np.arange(count, dtype=ordinal.dtype)
+    parent_frame = np.append(ordinal[nearest_py[python_frames]], count)
+    frame_name = np.append(ev.name[python_frames].astype(np.int64), -1)
+    # A frame's key names its innermost ``depth`` frames: built level by level, for
+    # every frame at once, as (previous key, frame name) pairs packed into one int64
+    # and numbered densely (a lookup, not a sort).
+    width = len(trace.names) + 1
+    key = np.full(count + 1, -1, dtype=np.int64)
+    current = np.arange(count + 1, dtype=ordinal.dtype)
+    levels: list[tuple[np.ndarray, np.ndarray]] = []  # per level: distinct packed keys, their previous key
+    for _ in range(depth):
+        unique, key = unique_inverse((key + 1) * width + (frame_name[current] + 1))
+        levels.append((unique, unique // width - 1))
+        current = parent_frame[current]
+    row_key = key[ordinal[nearest_py[rows]]]
+    # texts only for the keys some row has (a frame with no child op has a key too)
+    used = np.zeros(levels[-1][0].size, dtype=bool)
+    used[row_key] = True
+    ids = np.full(used.size, -1, dtype=np.int64)
+    for k in np.flatnonzero(used).tolist():
+        names: list[str] = []
+        index = k
+        for unique, previous in reversed(levels):
+            frame = int(unique[index] % width) - 1
+            if frame >= 0:
+                names.append(trace.names[frame])
+            index = int(previous[index])
+        ids[k] = texts.setdefault(" ← ".join(reversed(names)), len(texts))
+    stack_id[rows] = ids[row_key]
     return stack_id, list(texts.keys())
 
 
 def _nearest_python_ancestor(trace: Trace, links: Links) -> np.ndarray:
     """Per row, its nearest ``python_function`` ancestor in the raw tree (-1: none).
 
-    Every tree row climbs its parent chain together, one step per pass, and leaves the
-    pass that reaches a Python frame (or a root): most rows sit right under a frame or
-    one op below it, so the rows still climbing shrink fast, with no sort by depth."""
+    One pass over every row answers those right under a frame; the rest climb their
+    parent chains together, one step per pass, leaving the pass that reaches a frame
+    (or a root): most rows sit right under a frame or one op below it, so the rows
+    still climbing shrink fast, with no sort by depth."""
     ev = trace.events
+    n = len(ev)
     parent = links.raw_parent
-    result = np.full(len(ev), -1, dtype=np.int64)
-    is_py = ev.role == int(Role.PYTHON)
-    rows = np.flatnonzero(links.in_tree & (parent >= 0))
-    above = parent[rows]
+    in_tree = links.in_tree
+    is_py = np.zeros(n + 1, dtype=bool)  # one more entry, False, read for a missing parent (-1)
+    is_py[:n] = ev.role == int(Role.PYTHON)
+    result = np.where(is_py[parent] & in_tree, parent, -1)
+    rows = np.flatnonzero((result < 0) & (parent >= 0) & in_tree)
+    above = parent[parent[rows]]  # their parent is no frame: look one step higher
     while rows.size:
+        has_parent = above >= 0
+        rows, above = rows[has_parent], above[has_parent]
         found = is_py[above]
         result[rows[found]] = above[found]
         climbing = ~found
         rows, above = rows[climbing], parent[above[climbing]]
-        has_parent = above >= 0
-        rows, above = rows[has_parent], above[has_parent]
     return result
 
 
@@ -318,25 +341,52 @@ def _tensor_lists_as_empty(text: str) -> str:
     return msgspec.json.encode(flat).decode().replace(",", ", ")
 
 
-def _group_keys(columns: list[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Unique key rows and each row's group.  Keys are packed into one int64 when they
-    fit (a 1-D unique is several times faster than ``np.unique(axis=0)``)."""
-    if n == 0:
-        return np.empty((0, len(columns)), dtype=np.int64), np.empty(0, dtype=np.int64)
-    name, device, annotation = columns[:3]
-    base, inverse = unique_inverse((name << 2) | (device << 1) | annotation)
-    decoded = [base >> 2, (base >> 1) & 1, base & 1]
-    if len(columns) == 3:
-        return np.stack(decoded, axis=1), inverse
-    extra = columns[3] + 1
-    width = int(extra.max()) + 1
-    if base.size * width < 2**62:
-        pairs, inverse = unique_inverse(inverse * width + extra)
-        first = pairs // width
-        return np.stack([d[first] for d in decoded] + [pairs % width - 1], axis=1), inverse
-    keys = np.stack(columns, axis=1)
-    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
-    return unique, np.asarray(inverse).reshape(-1)
+class OpKeys(msgspec.Struct):
+    """The rows that take part in an op table and their op key (group name, device or
+    host, annotation or not): ``key_averages()``'s key before shapes or stacks.  Every
+    grouping refines it, so an analysis computes it once per step, not once per
+    grouping."""
+
+    rows: np.ndarray  # trace rows
+    packed: np.ndarray  # sorted distinct keys: group name id << 2 | device << 1 | annotation
+    inverse: np.ndarray  # per entry of ``rows``: its key's position in ``packed``
+    group_names: list[str]  # group name id → text
+
+
+_DEVICE_ROLES = np.zeros(256, dtype=np.int64)
+_DEVICE_ROLES[[int(Role.KERNEL), int(Role.MEMORY), int(Role.DEVICE_ANNOTATION)]] = 1
+_ANNOTATION_ROLES = np.zeros(256, dtype=np.int64)
+_ANNOTATION_ROLES[[int(Role.ANNOTATION), int(Role.DEVICE_ANNOTATION)]] = 1
+
+
+def op_keys(trace: Trace, times: EventTimes, rows_mask: np.ndarray | None = None) -> OpKeys:
+    rows = times.rows
+    if rows_mask is not None:
+        rows = rows[rows_mask[rows]]
+    name_map, group_names = _group_names(trace)
+    role = trace.events.role[rows]
+    packed = (name_map[trace.events.name[rows]].astype(np.int64) << 2) | (_DEVICE_ROLES[role] << 1)
+    packed |= _ANNOTATION_ROLES[role]
+    unique, inverse = unique_inverse(packed)
+    return OpKeys(rows, unique, inverse, group_names)
+
+
+def _refined(keys: OpKeys, extra: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Each group's (group name id, device, annotation[, extra]) and each row's group:
+    the op keys, split further by ``extra`` (a shape or stack id per row, -1 none)."""
+    packed = keys.packed
+    decoded = [packed >> 2, (packed >> 1) & 1, packed & 1]
+    if extra is None:
+        return np.stack(decoded, axis=1), keys.inverse
+    shifted = extra + 1
+    width = int(shifted.max(initial=0)) + 1
+    if packed.size * width < 2**62:  # one int64 per row: a 1-D unique, several times faster
+        pairs, inverse = unique_inverse(keys.inverse * width + shifted)
+        first, value = pairs // width, pairs % width - 1
+    else:
+        unique, found = np.unique(np.stack([keys.inverse, extra], axis=1), axis=0, return_inverse=True)
+        first, value, inverse = unique[:, 0], unique[:, 1], np.asarray(found).reshape(-1)
+    return np.stack([d[first] for d in decoded] + [value], axis=1), inverse
 
 
 def build_op_table(
@@ -346,32 +396,32 @@ def build_op_table(
     stack_depth: int = 5,
     rows_mask: np.ndarray | None = None,
     times: EventTimes | None = None,
+    keys: OpKeys | None = None,
+    stack_ids: tuple[np.ndarray, list[str]] | None = None,
 ) -> OpTable:
+    """``keys`` (``op_keys`` of the same rows) and ``stack_ids`` (``python_stacks`` at
+    this depth), when given, are what an analysis already computed for another table."""
     group_by = GroupBy(group_by)
     times = times or event_times(trace, links)
+    keys = keys or op_keys(trace, times, rows_mask)
     ev = trace.events
-    rows = times.rows
-    if rows_mask is not None:
-        rows = rows[rows_mask[rows]]
-    name_map, group_names = _group_names(trace)
-    role = ev.role[rows]
-    is_device = np.isin(role, [int(Role.KERNEL), int(Role.MEMORY), int(Role.DEVICE_ANNOTATION)])
-    is_annotation = np.isin(role, [int(Role.ANNOTATION), int(Role.DEVICE_ANNOTATION)])
-    columns = [name_map[ev.name[rows]].astype(np.int64), is_device.astype(np.int64), is_annotation.astype(np.int64)]
+    rows = keys.rows
     stack_texts: list[str] = []
     shape_texts: list[str] = []
+    extra = None
     if group_by is GroupBy.SHAPE:
         shape_of, shape_texts = shape_keys(trace.shapes)
         dims = ev.dims[rows].astype(np.int64)
-        columns.append(np.where(dims >= 0, shape_of[np.maximum(dims, 0)], -1))
+        extra = np.where(dims >= 0, shape_of[np.maximum(dims, 0)], -1)
     elif group_by is GroupBy.STACK:
-        stack_id, stack_texts = python_stacks(trace, links, stack_depth)
-        columns.append(stack_id[rows])
-    uniq, inverse = _group_keys(columns, rows.size)
+        stack_id, stack_texts = stack_ids or python_stacks(trace, links, stack_depth)
+        extra = stack_id[rows]
+    uniq, inverse = _refined(keys, extra)
     groups = uniq.shape[0]
 
     def total(values: np.ndarray) -> np.ndarray:
-        return np.bincount(inverse, weights=values[rows].astype(np.float64), minlength=groups).round().astype(np.int64)
+        # whole nanoseconds: a double holds every partial sum exactly below 2**53 ns (104 days)
+        return np.bincount(inverse, weights=values[rows], minlength=groups).astype(np.int64)
 
     calls = np.bincount(inverse, minlength=groups).astype(np.int64)
     order = group_order(inverse, groups)
@@ -385,7 +435,7 @@ def build_op_table(
     return OpTable(
         group_by=str(group_by),
         device_label=DEVICE_LABEL.get(trace.device_kind, "DEVICE"),
-        name=[group_names[int(k)] for k in (uniq[:, 0] if groups else [])],
+        name=[keys.group_names[int(k)] for k in (uniq[:, 0] if groups else [])],
         shape=[shape_texts[int(k)] if k >= 0 else "[]" for k in uniq[:, 3]]
         if group_by is GroupBy.SHAPE and groups
         else [""] * groups,
