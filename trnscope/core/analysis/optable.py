@@ -17,6 +17,7 @@ import msgspec
 import numpy as np
 
 from trnscope.core.analysis.distribution import Spread, group_spread
+from trnscope.core.analysis.row_labels import distinct_names
 from trnscope.core.base.arrays import group_order, unique_inverse
 from trnscope.core.base.jsondepth import decode_bounded
 from trnscope.core.link.linker import MEMORY_EVENT_NAMES, Links
@@ -79,6 +80,9 @@ class OpTable(msgspec.Struct):
     # device row's self time, device annotations included.  No row's share exceeds 100%
     # (an annotation's time is in it as its device row).
     device_share_base: int = 0
+    # what a screen or a text table shows for the name: the name, with the row's kind
+    # after it where another row shares its name (``row_labels.distinct_names``)
+    shown_name: list[str] = msgspec.field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.name)
@@ -260,31 +264,31 @@ def python_stacks(trace: Trace, links: Links, depth: int) -> tuple[np.ndarray, l
     ordinal[python_frames] = np.arange(count, dtype=ordinal.dtype)
     parent_frame = np.append(ordinal[nearest_py[python_frames]], count)
     frame_name = np.append(ev.name[python_frames].astype(np.int64), -1)
-    # A frame's key names its innermost ``depth`` frames: built level by level, for
-    # every frame at once, as (previous key, frame name) pairs packed into one int64
-    # and numbered densely (a lookup, not a sort).
+    # Keys only for the frames some row sits under (often under half of them).
+    row_frame = ordinal[nearest_py[rows]]
+    needed = np.zeros(count, dtype=bool)
+    needed[row_frame] = True
+    position = np.cumsum(needed) - 1  # ordinal → its place among the needed frames
+    # A frame's key names its innermost ``depth`` frames: built level by level as
+    # (previous key, frame name) pairs packed into one int64 and numbered.
     width = len(trace.names) + 1
-    key = np.full(count + 1, -1, dtype=np.int64)
-    current = np.arange(count + 1, dtype=ordinal.dtype)
-    levels: list[tuple[np.ndarray, np.ndarray]] = []  # per level: distinct packed keys, their previous key
-    for _ in range(depth):
+    current = np.flatnonzero(needed)
+    key = np.full(current.size, -1, dtype=np.int64)
+    texts_now: list[str] = []  # per key of the level built last: its frames' names, innermost first
+    for level in range(depth):
         unique, key = unique_inverse((key + 1) * width + (frame_name[current] + 1))
-        levels.append((unique, unique // width - 1))
+        frames = (unique % width - 1).tolist()
+        if level == 0:  # every needed frame exists: no -1 here
+            texts_now = [trace.names[f] for f in frames]
+        else:
+            before = texts_now
+            texts_now = [
+                before[p] + " ← " + trace.names[f] if f >= 0 else before[p]
+                for p, f in zip((unique // width - 1).tolist(), frames)
+            ]
         current = parent_frame[current]
-    row_key = key[ordinal[nearest_py[rows]]]
-    # texts only for the keys some row has (a frame with no child op has a key too)
-    used = np.zeros(levels[-1][0].size, dtype=bool)
-    used[row_key] = True
-    ids = np.full(used.size, -1, dtype=np.int64)
-    for k in np.flatnonzero(used).tolist():
-        names: list[str] = []
-        index = k
-        for unique, previous in reversed(levels):
-            frame = int(unique[index] % width) - 1
-            if frame >= 0:
-                names.append(trace.names[frame])
-            index = int(previous[index])
-        ids[k] = texts.setdefault(" ← ".join(reversed(names)), len(texts))
+    ids = np.array([texts.setdefault(text, len(texts)) for text in texts_now], dtype=np.int64)
+    row_key = key[position[row_frame]]
     stack_id[rows] = ids[row_key]
     return stack_id, list(texts.keys())
 
@@ -432,17 +436,28 @@ def build_op_table(
     self_device = total(times.self_device)
     device_rows = uniq[:, 1] == 1 if groups else np.empty(0, bool)
     annotation_rows = uniq[:, 2] == 1 if groups else np.empty(0, bool)
+    names = [keys.group_names[int(k)] for k in (uniq[:, 0] if groups else [])]
+    shapes = (
+        [shape_texts[int(k)] if k >= 0 else "[]" for k in uniq[:, 3]]
+        if group_by is GroupBy.SHAPE and groups
+        else [""] * groups
+    )
+    stacks = (
+        [stack_texts[int(k)] if k >= 0 else "" for k in uniq[:, 3]]
+        if group_by is GroupBy.STACK and groups
+        else [""] * groups
+    )
+    role = ev.role[first_row]
     return OpTable(
         group_by=str(group_by),
         device_label=DEVICE_LABEL.get(trace.device_kind, "DEVICE"),
-        name=[keys.group_names[int(k)] for k in (uniq[:, 0] if groups else [])],
-        shape=[shape_texts[int(k)] if k >= 0 else "[]" for k in uniq[:, 3]]
-        if group_by is GroupBy.SHAPE and groups
-        else [""] * groups,
-        stack=[stack_texts[int(k)] if k >= 0 else "" for k in uniq[:, 3]]
-        if group_by is GroupBy.STACK and groups
-        else [""] * groups,
-        role=ev.role[first_row],
+        name=names,
+        shape=shapes,
+        stack=stacks,
+        shown_name=distinct_names(
+            list(zip(names, shapes, stacks)), [KIND_NAMES.get(r, "other") for r in role.tolist()]
+        ),
+        role=role,
         is_device=device_rows,
         is_annotation=annotation_rows,
         calls=calls,
