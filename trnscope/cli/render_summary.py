@@ -12,6 +12,7 @@ from trnscope.cli.text_table import NAME_MIN, NumberColumn, layout, print_column
 from trnscope.cli.textout import csv_writer, text_console
 from trnscope.core.analysis.columns import OP_COLUMNS, Needs, OpColumn, Unit
 from trnscope.core.analysis.contracts import OpOut, SummaryOut, encode
+from trnscope.core.analysis.row_labels import distinct_names
 from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fit_si, fmt_bytes, fmt_time_ns
 
@@ -77,15 +78,17 @@ def _spread_cell(value: float | None) -> str:
 def _op_text_columns(summary: SummaryOut) -> list[tuple[str, list[str], int, int]]:
     """(header, cells, minimum width, priority) of the op table's text columns."""
     ops = summary.ops
-    texts = [("Name", [op.name for op in ops], NAME_MIN, 100)]
+    shapes = [
+        "" if op.input_shapes is None else msgspec.json.encode(op.input_shapes).decode().replace(",", ", ")
+        for op in ops
+    ]
+    stacks = [" ← ".join(op.stack or []) for op in ops]
+    names = distinct_names(list(zip([op.name for op in ops], shapes, stacks)), [op.kind for op in ops])
+    texts = [("Name", names, NAME_MIN, 100)]
     if summary.group_by == "shape":
-        shapes = [
-            "" if op.input_shapes is None else msgspec.json.encode(op.input_shapes).decode().replace(",", ", ")
-            for op in ops
-        ]
         texts.append(("Input Shapes", shapes, 12, 95))  # grouped by shape: the shapes are the point
     if summary.group_by == "stack":
-        texts.append(("Stack", [" ← ".join(op.stack or []) for op in ops], 14, 95))
+        texts.append(("Stack", stacks, 14, 95))
     return texts
 
 

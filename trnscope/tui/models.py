@@ -193,7 +193,7 @@ def op_model(  # noqa: C901 - one cell per kind of op-table column
         for column in columns:
             key = column.key
             if key == "name":
-                out.append(Text(table.name[g], style=KIND_STYLE.get(table.kind(g), "")))
+                out.append(Text(table.shown_name[g], style=KIND_STYLE.get(table.kind(g), "")))
             elif key == "shape":
                 out.append(table.shape[g])
             elif key == "stack":
@@ -209,7 +209,7 @@ def op_model(  # noqa: C901 - one cell per kind of op-table column
                 out.append(_cell(COLUMNS_BY_KEY[key].unit, values[key], g, column.width))
         return out
 
-    names: dict[str, Callable[[int], str]] = {"name": lambda g: table.name[g]}
+    names: dict[str, Callable[[int], str]] = {"name": lambda g: table.shown_name[g]}
     for key in ("shape", "stack"):
         if any(c.key == key for c in columns):
             names[key] = (lambda g: table.shape[g]) if key == "shape" else (lambda g: table.stack[g])

@@ -97,7 +97,7 @@ class DrillScreen(ExplorerScreen):
     def _title(self) -> None:
         view = self.query_one("#instances", VirtualTable)
         index = view.current_index
-        name = self.table.name[self.group]
+        name = self.table.shown_name[self.group]
         text = Text(no_wrap=True, overflow="ellipsis")
         if self.analysis.trace.synthetic:
             text.append(" SYNTHETIC ", style="bold reverse yellow")

@@ -149,7 +149,7 @@ class OpsScreen(FilterScreen):
         if isinstance(table, OpTable) and index >= 0:
             rows = table.instances(index)
             highlight = np.concatenate([rows, self.analysis.device_work(rows)])
-            title = table.name[index]
+            title = table.shown_name[index]
         self.post_message(ShowTimeline(self.analysis, highlight, title))
 
     def action_diagnose(self) -> None:
@@ -236,7 +236,12 @@ class OpsScreen(FilterScreen):
         target = keep or previous
         keep_index = None
         if target is not None:
-            matches = [i for i, n in enumerate(table.name) if n == target]
+            # the row shown under that name (a kind after it tells twins apart), else
+            # the first row of that name (a name another screen asked for)
+            shown = table.shown_name if isinstance(table, OpTable) else table.name
+            matches = [i for i, n in enumerate(shown) if n == target] or [
+                i for i, n in enumerate(table.name) if n == target
+            ]
             keep_index = matches[0] if matches else None
         view.set_model(model, keep_index)
         self._shown_state = state
@@ -253,7 +258,9 @@ class OpsScreen(FilterScreen):
         if self._table is None:
             return None
         index = self.query_one(VirtualTable).current_index
-        return self._table.name[index] if index >= 0 else None
+        if index < 0:
+            return None
+        return self._table.shown_name[index] if isinstance(self._table, OpTable) else self._table.name[index]
 
     def _show_status(self) -> None:
         self.query_one("#status", Static).update(status_text(self.analysis, width=self.app.size.width))
@@ -320,7 +327,7 @@ class OpsScreen(FilterScreen):
             if table.unattributed[group]:
                 text.append(f" · {fmt_time_short(table.unattributed[group])} unlinked", style="yellow")
         else:
-            text.append(safe_text(table.name[group]), style="bold")
+            text.append(safe_text(table.shown_name[group]), style="bold")
             if table.shape[group]:
                 text.append(f"  {safe_text(table.shape[group])}", style="dim")
             if table.stack[group]:

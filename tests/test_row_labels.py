@@ -1,0 +1,70 @@
+"""Two different rows never look the same: a user annotation and its GPU-side twin
+(PyTorch prints both under one name) carry their kind in every text table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from trnscope.cli.main import main
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.row_labels import distinct_names
+from trnscope.core.formats import load_path
+from trnscope.core.formats.options import NO_CACHE
+from trnscope.testing.events import event, write_trace
+from trnscope.tui.models import OpViewState, op_model
+
+
+def test_only_shared_names_carry_their_kind() -> None:
+    keys = [("step", "", ""), ("step", "", ""), ("aten::mm", "", ""), ("aten::mm", "[[2, 2]]", "")]
+    kinds = ["annotation", "device_annotation", "op", "op"]
+    assert distinct_names(keys, kinds) == ["step (annotation)", "step (device annotation)", "aten::mm", "aten::mm"]
+    assert distinct_names([], []) == []
+
+
+def _twins(tmp_path: Path) -> Path:
+    """A record_function range on the CPU and its gpu_user_annotation on the GPU, both
+    named capture_32_FULL, around one op that launches one kernel."""
+    events = [
+        event("capture_32_FULL", "user_annotation", 0, 200),
+        event("aten::mm", "cpu_op", 10, 100, ext=1),
+        event("cudaLaunchKernel", "cuda_runtime", 20, 10, correlation=5, ext=1),
+        event("gemm_kernel", "kernel", 120, 40, tid=7, pid=0, correlation=5, ext=1),
+        event("capture_32_FULL", "gpu_user_annotation", 115, 60, tid=8, pid=0),
+    ]
+    return write_trace(tmp_path / "twins.json", events, deviceProperties=[{"name": "GPU"}])
+
+
+def test_the_text_table_tells_the_twins_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # room for whole names (a narrow table elides them, still apart)
+    path = _twins(tmp_path)
+    assert main(["summary", str(path), "--no-cache", "--table", "ops"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    named = [line.split()[0:3] for line in lines if line.startswith(("capture_32_FULL", "aten::mm"))]
+    assert ["capture_32_FULL", "(annotation)"] in [n[:2] for n in named]
+    assert ["capture_32_FULL", "(device", "annotation)"] in named
+    assert any(n[0] == "aten::mm" and not n[1].startswith("(") for n in named)
+    # the JSON keeps the name as the trace has it, and says the kind apart
+    assert main(["summary", str(path), "--no-cache", "--format", "json"]) == 0
+    ops = json.loads(capsys.readouterr().out)["ops"]
+    assert sorted((op["name"], op["kind"]) for op in ops if op["name"] == "capture_32_FULL") == [
+        ("capture_32_FULL", "annotation"),
+        ("capture_32_FULL", "device_annotation"),
+    ]
+
+
+def test_the_tui_table_and_its_detail_tell_the_twins_apart(tmp_path: Path) -> None:
+    table = Analysis(load_path(_twins(tmp_path), NO_CACHE)).op_table()
+    model = op_model(table, np.arange(len(table)), OpViewState(), 120)
+    shown = [str(model.cells(g)[0]) for g in range(len(table))]
+    assert sorted(s for s in shown if s.startswith("capture")) == [
+        "capture_32_FULL (annotation)",
+        "capture_32_FULL (device annotation)",
+    ]
+    assert "aten::mm" in shown and len(set(shown)) == len(shown)
+    assert [model.names["name"](g) for g in range(len(table))] == shown  # what the table elides by

@@ -1,0 +1,36 @@
+"""Row names that tell rows apart.
+
+``key_averages()`` keys a row by its name, whether it ran on the host or the device,
+and whether it is a user annotation: a ``record_function`` range and its GPU-side twin
+(``user_annotation`` / ``gpu_user_annotation``) are two rows, printed by PyTorch under
+one name.  Here such rows carry their kind after the name, so that two different rows
+never look the same; a name no other row of the table shares is shown as it is.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+KIND_LABELS = {
+    "op": "op",
+    "annotation": "annotation",
+    "python": "python",
+    "runtime": "runtime",
+    "driver": "driver",
+    "kernel": "kernel",
+    "memory": "copy",
+    "device_annotation": "device annotation",
+    "profiler": "profiler",
+    "instant": "instant",
+    "other": "other",
+}
+
+
+def distinct_names(keys: Sequence[tuple[str, ...]], kinds: Sequence[str]) -> list[str]:
+    """Per row, its name (``keys[i][0]``), followed by its kind in brackets where
+    another row has the same key (name, and the shapes or stack it is grouped by)."""
+    shared = {key for key, count in Counter(keys).items() if count > 1}
+    if not shared:
+        return [key[0] for key in keys]
+    return [f"{key[0]} ({KIND_LABELS.get(kind, kind)})" if key in shared else key[0] for key, kind in zip(keys, kinds)]
