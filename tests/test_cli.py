@@ -378,6 +378,7 @@ def test_open_passes_its_options_to_the_app(monkeypatch, small_synthetic) -> Non
     --export to the app (the app's own handling of each is tested in the Pilot tests)."""
     import trnscope.tui.app
     from trnscope.core.formats.kineto import parallel as kineto
+    from trnscope.tui.early_load import EarlyLoad
 
     path, _ = small_synthetic
     made: dict[str, object] = {}
@@ -395,6 +396,10 @@ def test_open_passes_its_options_to_the_app(monkeypatch, small_synthetic) -> Non
     monkeypatch.setattr(kineto, "start_worker_server", lambda: None)
     argv = ["open", str(path), "--theme", "ansi", "--select", "0", "--skip", "python", "--no-cache", "--workers", "1"]
     assert main([*argv, "--export", "--warmup", "2"]) == 0
+    early = made.pop("early")  # the trace, already loading with the same options
+    assert isinstance(early, EarlyLoad) and early.source.path == str(path)
+    loaded = early.result(lambda *update: None)
+    assert loaded.trace.stats.skipped_events > 0 and not loaded.trace.stats.from_cache  # --skip python, --no-cache
     assert made == {
         "paths": [str(path)],
         "select": "0",

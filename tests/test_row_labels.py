@@ -68,3 +68,32 @@ def test_the_tui_table_and_its_detail_tell_the_twins_apart(tmp_path: Path) -> No
     ]
     assert "aten::mm" in shown and len(set(shown)) == len(shown)
     assert [model.names["name"](g) for g in range(len(table))] == shown  # what the table elides by
+
+
+def test_compare_tells_the_twins_apart_without_its_kind_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first, second = _twins(tmp_path / "a"), _twins(tmp_path / "b")
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["compare", str(first), str(second), "--no-cache"]) == 0
+    ops = capsys.readouterr().out.split("Ops, by largest change")[1].splitlines()
+    assert "kind" in ops[1]
+    names = [line.split("  ")[0].strip() for line in ops if line.startswith("capture")]
+    assert sorted(names) == ["capture_32_FULL (annotation)", "capture_32_FULL (device annotation)"]
+    monkeypatch.setenv("COLUMNS", "60")  # too narrow for the kind column: the names still differ
+    assert main(["compare", str(first), str(second), "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    ops = out.split("Ops, by largest change")[1].splitlines()
+    assert "kind" not in ops[1] and "kind" in out.split("hidden at 60 columns")[1]
+    names = [line.split("  ")[0].strip() for line in ops if line.startswith("capt")]
+    assert len(names) == 2 and len(set(names)) == 2 and any("(d" in n for n in names)
+
+
+def test_a_narrow_text_cell_is_marked_as_cut() -> None:
+    from trnscope.cli.text_table import elide_middle
+
+    assert elide_middle("runtime", 6) == "runti…"  # it read "runtim", as if whole
+    assert elide_middle("op", 6) == "op"
+    assert elide_middle("annotation", 8) == "annot…on"

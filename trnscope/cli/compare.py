@@ -14,6 +14,7 @@ from trnscope.cli.width import output_width
 from trnscope.core.analysis.compare import METRICS, CompareRow, Comparison, compare, with_metric
 from trnscope.core.analysis.contracts import compare_document, encode, figures_document
 from trnscope.core.analysis.distribution import RatioInterval
+from trnscope.core.analysis.row_labels import distinct_names
 from trnscope.core.base.errors import TrnscopeError
 from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fmt_ratio, fmt_time_ns, us
@@ -93,7 +94,8 @@ def _rows_table(
     metric = METRICS[comparison.primary]
     count = comparison.primary == "calls"
     letters = LETTERS[: len(comparison.labels)]
-    texts = [("Name", [row.key for row in rows], NAME_MIN, 100)]
+    # a narrow table drops the kind column first: twins still differ by their names
+    texts = [("Name", distinct_names([(row.key,) for row in rows], [row.kind for row in rows]), NAME_MIN, 100)]
     if show_kind:
         texts.append(("kind", [row.kind for row in rows], 6, 45))
 

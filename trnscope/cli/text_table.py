@@ -64,8 +64,10 @@ def layout(
 
 
 def elide_middle(text: str, width: int) -> str:
-    if len(text) <= width or width < 8:
+    if len(text) <= width or width < 2:
         return text[:width]
+    if width < 8:  # too narrow for a head and a tail: the head, marked as cut
+        return text[: width - 1] + "…"
     tail = (width - 1) // 3
     return text[: width - 1 - tail] + "…" + text[len(text) - tail :]
 

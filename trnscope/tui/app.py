@@ -28,6 +28,7 @@ from trnscope.core.opening.executors import ExecutorChoice
 from trnscope.core.opening.ranks import analyse_ranks
 from trnscope.core.opening.sources import Mode, OpenOptions, is_variants_folder, open_source, plan_sources
 from trnscope.tui.commands import TrnscopeCommands
+from trnscope.tui.early_load import EarlyLoad
 from trnscope.tui.keyhelp import help_text
 from trnscope.tui.messages import (
     LoadFailed,
@@ -145,6 +146,7 @@ class TrnscopeApp(App[None]):
         workers: int | None = None,
         export: bool = False,
         warmup: int = 0,
+        early: EarlyLoad | None = None,
     ) -> None:
         super().__init__()
         self.paths = paths
@@ -152,7 +154,8 @@ class TrnscopeApp(App[None]):
             select=select, skip=skip, use_cache=use_cache, workers=workers, export=export, warmup=warmup
         )
         self.requested_theme = theme
-        self._cancel = threading.Event()
+        self.early = early  # the first trace, already loading (``early_load``)
+        self._cancel = early.cancel if early is not None else threading.Event()
         self.ref: ProfileRef | None = None
         self.refs: list[ProfileRef] = []
         self.analyses: dict[str, Analysis] = {}
@@ -201,10 +204,14 @@ class TrnscopeApp(App[None]):
             return self.analyses[key]
         if self.options.export and source.kind == "neuron":
             self.post_message(LoadProgress("running neuron-explorer", 0, 0, source.label))
-        analysis = open_source(
-            source, self.options, progress=self._progress(source.label), cancelled=self._cancel.is_set
-        )
-        analysis.op_table()  # the first table, built off the UI thread
+        early, self.early = self.early, None
+        if early is not None and early.source == source:
+            analysis = early.result(self._progress(source.label))  # its first table is built too
+        else:
+            analysis = open_source(
+                source, self.options, progress=self._progress(source.label), cancelled=self._cancel.is_set
+            )
+            analysis.op_table()  # the first table, built off the UI thread
         analysis.pending.insert(0, analysis.prepare_drilldown)  # run by finish(), after the first screen
         self.analyses[key] = analysis
         return analysis

@@ -5,35 +5,50 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from typing import TYPE_CHECKING, Any
 
 from trnscope.core.base.errors import TrnscopeError
 
+if TYPE_CHECKING:
+    from trnscope.core.opening.sources import SourcePlan
+
 
 def run_open(args: argparse.Namespace) -> int:
-    if len(args.paths) > 3:
-        raise TrnscopeError("open at most three profiles at once (several = compare)")
-    check_inputs(args.paths, getattr(args, "select", None))
-    from trnscope.core.formats.kineto.parallel import start_worker_server
-    from trnscope.tui.app import TrnscopeApp
-
-    start_worker_server()
-    app = TrnscopeApp(
-        list(args.paths),
-        select=args.select,
-        skip=tuple(args.skip),
-        use_cache=not args.no_cache,
-        theme=args.theme,
-        workers=args.workers,
-        export=args.export,
-        warmup=max(0, int(getattr(args, "warmup", 0) or 0)),
-    )
+    app = explorer_app(args)
     app.run()
     if app.return_code:
         return app.return_code
     return 0
 
 
-def check_inputs(paths: list[str], select: str | None) -> None:
+def explorer_app(args: argparse.Namespace) -> Any:
+    """The explorer for ``trnscope open``'s arguments, its first trace already loading
+    (``trnscope.tui.early_load``) while the UI's libraries are imported."""
+    if len(args.paths) > 3:
+        raise TrnscopeError("open at most three profiles at once (several = compare)")
+    plan = check_inputs(args.paths, getattr(args, "select", None))
+    from trnscope.core.base.elsewhere import busy_elsewhere
+    from trnscope.core.formats.kineto.parallel import start_worker_server
+    from trnscope.core.opening.sources import OpenOptions
+    from trnscope.tui.early_load import start_early_load
+
+    start_worker_server()
+    settings = dict(
+        select=args.select,
+        skip=tuple(args.skip),
+        use_cache=not args.no_cache,
+        workers=args.workers,
+        export=args.export,
+        warmup=max(0, int(getattr(args, "warmup", 0) or 0)),
+    )
+    with busy_elsewhere():  # the decode workers take this process's ranges meanwhile
+        early = start_early_load(plan, OpenOptions(**settings)) if len(args.paths) == 1 else None
+        from trnscope.tui.app import TrnscopeApp  # ~0.2 s of imports, while the trace loads
+
+    return TrnscopeApp(list(args.paths), theme=args.theme, early=early, **settings)
+
+
+def check_inputs(paths: list[str], select: str | None) -> SourcePlan:
     """What the UI would fail on, said as one line before the UI takes the terminal:
     missing paths, a --select that names nothing, a file that is not a trace."""
     from pathlib import Path
@@ -46,6 +61,7 @@ def check_inputs(paths: list[str], select: str | None) -> None:
         path = Path(source.path)
         if source.kind == "kineto" and path.is_file() and not looks_like_kineto(path):
             raise TrnscopeError(f"{path}: not a PyTorch profiler trace (no traceEvents array)")
+    return plan
 
 
 def run_serve(args: argparse.Namespace) -> int:

@@ -27,6 +27,7 @@ import msgspec
 import numpy as np
 
 from trnscope.core.base.blas import one_blas_thread
+from trnscope.core.base.elsewhere import wait_until_free
 from trnscope.core.base.errors import LoadCancelled
 from trnscope.core.base.fs import process_alive
 from trnscope.core.base.memory import prefer_small_pages, small_pages_preferred
@@ -469,7 +470,9 @@ def _parallel_decode(  # noqa: C901 - pool start, progress thread, own ranges an
             for slot in range(1, helpers + 1)
         ]
         reporter.start()  # after the workers are forked: a forked child gets no copy of a running thread
-        # this process claims ranges too: waiting alone would leave a core idle
+        # this process claims ranges too, waiting alone would leave a core idle; but not
+        # while it is busy elsewhere (importing the UI): then the workers take them
+        wait_until_free(cancelled)
         decoded.update(_decode_claimed(source.buffer, starts, shared, slots, 0, chunk_bytes, cancelled))
         if cancelled():
             raise LoadCancelled()
