@@ -97,3 +97,27 @@ def test_a_narrow_text_cell_is_marked_as_cut() -> None:
     assert elide_middle("runtime", 6) == "runti…"  # it read "runtim", as if whole
     assert elide_middle("op", 6) == "op"
     assert elide_middle("annotation", 8) == "annot…on"
+
+
+async def test_the_detail_line_and_the_drill_down_title_name_the_twin(tmp_path: Path) -> None:
+    from textual.widgets import Static
+    from tui_helpers import press, wait_loaded
+
+    from trnscope.tui.app import TrnscopeApp
+    from trnscope.tui.screen_drill import DrillScreen
+    from trnscope.tui.vtable import VirtualTable
+
+    app = TrnscopeApp([str(_twins(tmp_path))], use_cache=False)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_loaded(pilot)
+        screen = app.screen
+        table = screen._table
+        twin = table.shown_name.index("capture_32_FULL (device annotation)")
+        view = screen.query_one("#table", VirtualTable)
+        view.move_to(int((view.model.order == twin).nonzero()[0][0]))
+        await press(pilot)
+        assert str(screen.query_one("#detail", Static).render()).startswith("capture_32_FULL (device annotation)")
+        await press(pilot, "enter")
+        assert isinstance(app.screen, DrillScreen)
+        titles = [str(w.render()) for w in app.screen.query(Static)]
+        assert any("capture_32_FULL (device annotation)" in t for t in titles)

@@ -205,3 +205,13 @@ def test_nearest_python_frame_is_the_first_one_up_the_parent_chain(small_synthet
         expected.append(above)
     assert found.tolist() == expected
     assert (found >= 0).sum() > 0
+
+
+def test_a_stack_key_of_no_frames_is_refused(small_synthetic) -> None:
+    from trnscope.core.analysis.optable import python_stacks
+
+    analysis = Analysis(load_path(small_synthetic[0]))
+    with pytest.raises(ValueError, match="at least one frame"):
+        python_stacks(analysis.trace, analysis.links, 0)
+    with pytest.raises(ValueError, match="at least one frame"):
+        analysis.op_table("stack", stack_depth=-1)
