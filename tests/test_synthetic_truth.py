@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from conftest import assert_ops_match
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.formats import load_path
-from trnscope.core.formats.options import LoadOptions
+from trnscope.core.formats.options import NO_CACHE, LoadOptions
 
 
 def test_op_table_matches_ground_truth(small_synthetic) -> None:
@@ -177,22 +180,63 @@ def test_group_by_shape_and_stack(small_synthetic) -> None:
     }
 
 
+def _deep_chain(path: Path) -> Path:
+    """SYNTHETIC: 600 ops each nested in the one before, Python frames at a few depths,
+    and a second chain of 300 ops with no frame above them."""
+    events = [
+        {"name": "outer.py(1): main", "ph": "X", "ts": 0, "dur": 100_000, "pid": 1, "tid": 1, "cat": "python_function"}
+    ]
+    for depth in range(600):
+        frame = depth in (40, 41, 200, 555)
+        events.append(
+            {
+                "name": f"mod.py({depth}): f" if frame else f"aten::op{depth % 3}",
+                "ph": "X",
+                "ts": 1 + depth,
+                "dur": 90_000 - 100 * depth,
+                "pid": 1,
+                "tid": 1,
+                "cat": "python_function" if frame else "cpu_op",
+            }
+        )
+    for depth in range(300):
+        events.append(
+            {"name": "aten::free", "ph": "X", "ts": 200_000 + depth, "dur": 50_000 - 100 * depth, "pid": 1, "tid": 2}
+        )
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+@pytest.mark.parametrize("climb_passes", [None, 1, 0])
 @pytest.mark.parametrize(
-    "name", ["synthetic", "tracelens_b200_eager_stack.json.gz", "tracelens_h100_bert_small.json.gz"]
+    "name", ["synthetic", "deep chain", "tracelens_b200_eager_stack.json.gz", "tracelens_h100_bert_small.json.gz"]
 )
-def test_nearest_python_frame_is_the_first_one_up_the_parent_chain(small_synthetic, name: str) -> None:
+def test_nearest_python_frame_is_the_first_one_up_the_parent_chain(
+    small_synthetic, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, climb_passes: int | None
+) -> None:
     """The stack key starts from each row's nearest python_function ancestor, found for
     every row at once; here it is checked row by row against a plain walk up the raw
-    parents."""
+    parents, with the rows climbing step by step, or jumping after one step or at once
+    (as rows nested deeper than the climbing passes do)."""
     from conftest import CORPUS
+    from trnscope.core.analysis import optable
     from trnscope.core.analysis.optable import _nearest_python_ancestor
     from trnscope.core.model.roles import Role
 
-    path = small_synthetic[0] if name == "synthetic" else CORPUS / name
+    if climb_passes is not None:
+        monkeypatch.setattr(optable, "_CLIMB_PASSES", climb_passes)
+    if name == "synthetic":
+        path = small_synthetic[0]
+    elif name == "deep chain":
+        path = _deep_chain(tmp_path / "deep.json")
+    else:
+        path = CORPUS / name
     if not path.exists():
         pytest.skip(f"{path} is not here (the corpus lives beside the checkout)")
-    analysis = Analysis(load_path(path))
+    analysis = Analysis(load_path(path, NO_CACHE))
     trace, links = analysis.trace, analysis.links
+    if name == "deep chain":
+        assert int(links.depth.max()) >= 600  # far deeper than the climbing passes
     found = _nearest_python_ancestor(trace, links)
     parent = links.raw_parent.tolist()
     is_py = (trace.events.role == int(Role.PYTHON)).tolist()
