@@ -121,3 +121,16 @@ async def test_the_detail_line_and_the_drill_down_title_name_the_twin(tmp_path: 
         assert isinstance(app.screen, DrillScreen)
         titles = [str(w.render()) for w in app.screen.query(Static)]
         assert any("capture_32_FULL (device annotation)" in t for t in titles)
+
+
+def test_a_name_that_looks_like_a_label_still_differs() -> None:
+    keys = [("step", "", ""), ("step", "", ""), ("step (annotation)", "", "")]
+    kinds = ["annotation", "device_annotation", "annotation"]
+    labels = distinct_names(keys, kinds)
+    assert labels[:2] == ["step (annotation)", "step (device annotation)"]
+    assert labels[2] == "step (annotation) (annotation)" and len(set(labels)) == 3
+    # alike even with their kinds (a kind spelled into a name twice over): numbered
+    keys = [("a", "", ""), ("a", "", ""), ("a (op)", "", ""), ("a (op) (op)", "", "")]
+    kinds = ["op", "annotation", "op", "op"]
+    labels = distinct_names(keys, kinds)
+    assert len(set(labels)) == 4, labels
