@@ -134,3 +134,13 @@ def test_a_name_that_looks_like_a_label_still_differs() -> None:
     kinds = ["op", "annotation", "op", "op"]
     labels = distinct_names(keys, kinds)
     assert len(set(labels)) == 4, labels
+
+
+def test_the_filter_finds_a_twin_by_its_kind(tmp_path: Path) -> None:
+    from trnscope.tui.models import op_order
+
+    table = Analysis(load_path(_twins(tmp_path), NO_CACHE)).op_table()
+    shown = [table.shown_name[g] for g in op_order(table, OpViewState(filter_text="device annotation"))]
+    assert shown == ["capture_32_FULL (device annotation)"]
+    both = [table.shown_name[g] for g in op_order(table, OpViewState(filter_text="^capture_32_FULL$"))]
+    assert sorted(both) == ["capture_32_FULL (annotation)", "capture_32_FULL (device annotation)"]

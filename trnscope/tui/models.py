@@ -100,7 +100,15 @@ def op_order(table: OpTable, state: OpViewState, extras: OpExtras | None = None)
             if table.group_by == "op"
             else [f"{n} {s}{t}" for n, s, t in zip(table.name, table.shape, table.stack)]
         )
-        mask &= np.fromiter((pattern.search(t) is not None for t in texts), dtype=bool, count=len(table))
+        # the name as the trace has it, or as shown (a twin's kind after it)
+        mask &= np.fromiter(
+            (
+                pattern.search(t) is not None or (shown != name and pattern.search(shown) is not None)
+                for t, name, shown in zip(texts, table.name, table.shown_name)
+            ),
+            dtype=bool,
+            count=len(table),
+        )
     figures = op_figures(table, extras)
     key = state.sort_key or default_op_sort(figures.has_device_time)
     column = COLUMNS_BY_KEY.get(key)
