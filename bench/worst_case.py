@@ -1,5 +1,6 @@
 """Worst-case inputs stay near-linear: N identical events on one thread (a same-name
-chain N deep, which duplicate folding collapses) and events far apart in time.
+chain N deep, which duplicate folding collapses), events far apart in time, and N ops
+each nested in the one before, grouped by stack.
 
     python bench/worst_case.py [--events N]
 
@@ -78,6 +79,30 @@ def main() -> int:
         for label, path in (("identical events, one thread", same), ("events up to 4.4e15 us apart", far)):
             seconds, groups = _time(path)
             print(f"{label:32s} {args.events:>9,} events  {seconds:6.2f} s  ({groups} op rows)")
+        # ops each nested in the one before, under one Python frame, grouped by stack:
+        # every op's nearest frame is the whole chain up (84 s at 200,000 when the rows
+        # climbed one step per pass; pointer jumping now)
+        chain = Path(folder) / "nested_chain.json"
+        nested = [{"ph": "X", "cat": "python_function", "name": "main.py(1): main", "pid": 1, "tid": 1, "ts": 0}]
+        nested[0]["dur"] = 10 * args.events + 100
+        nested += [
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": f"op{i % 3}",
+                "pid": 1,
+                "tid": 1,
+                "ts": 1 + i,
+                "dur": 10 * args.events - 2 * i,
+            }
+            for i in range(args.events)
+        ]
+        chain.write_text(json.dumps({"traceEvents": nested}))
+        started = time.perf_counter()
+        analysis = Analysis(load_path(chain, NO_CACHE))
+        groups = len(analysis.op_table("stack"))
+        seconds = time.perf_counter() - started
+        print(f"{'nested chain, group by stack':32s} {args.events:>9,} events  {seconds:6.2f} s  ({groups} op rows)")
         # diagnose and the timeline group events by thread once: a trace with one op on
         # each of 100,000 threads costs a few times the summary, not threads × events
         for threads in args.threads:
