@@ -3,10 +3,10 @@
 Importing Textual and the screens takes about 0.2 s of one core, and the explorer used
 to start loading only once its first screen was mounted after it.  ``trnscope open
 TRACE`` now starts the load first, in a thread, and imports the UI while it runs: the
-decode worker process and the loading thread's own ranges keep both cores busy during
-the import (decode ranges are claimed, so the worker takes more of them while this
-process is importing).  The app picks the load up when it mounts, from then on showing
-its progress; Esc cancels it as before.
+thread inflates and cuts the file, and the decode worker processes claim the ranges
+this process leaves them while it imports (``core.base.elsewhere``).  The app picks
+the load up when it mounts, from then on showing its progress; Esc cancels it as
+before.
 
 Only a single trace file starts early; folders, sessions, Neuron profiles and several
 paths take the app's own path, which decides first what they are.  Nothing here imports
