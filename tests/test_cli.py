@@ -392,6 +392,9 @@ def test_open_passes_its_options_to_the_app(monkeypatch, small_synthetic) -> Non
         def run(self) -> None:
             made["ran"] = True
 
+        def cancel_load(self) -> None:
+            made["load stopped on the way out"] = True
+
     monkeypatch.setattr(trnscope.tui.app, "TrnscopeApp", RecordingApp)
     monkeypatch.setattr(kineto, "start_worker_server", lambda: None)
     argv = ["open", str(path), "--theme", "ansi", "--select", "0", "--skip", "python", "--no-cache", "--workers", "1"]
@@ -410,6 +413,7 @@ def test_open_passes_its_options_to_the_app(monkeypatch, small_synthetic) -> Non
         "export": True,
         "warmup": 2,
         "ran": True,
+        "load stopped on the way out": True,
     }
 
 

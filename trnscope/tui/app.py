@@ -187,6 +187,11 @@ class TrnscopeApp(App[None]):
                 self.notify(f"unknown theme {self.requested_theme!r}; using {self.theme}", severity="warning")
         self.run_worker(self._load_initial, thread=True, exclusive=True, group="load")
 
+    def exit(self, result: None = None, return_code: int = 0, message: Any = None) -> None:
+        # a load still running stops first: the app waits for its workers on the way out
+        self._cancel.set()
+        super().exit(result, return_code, message)
+
     # -- loading ------------------------------------------------------------------
     def cancel_load(self) -> None:
         self._cancel.set()

@@ -15,7 +15,10 @@ if TYPE_CHECKING:
 
 def run_open(args: argparse.Namespace) -> int:
     app = explorer_app(args)
-    app.run()
+    try:
+        app.run()
+    finally:
+        app.cancel_load()  # interrupted (Ctrl+C) while loading: the load stops as well
     if app.return_code:
         return app.return_code
     return 0
@@ -43,7 +46,12 @@ def explorer_app(args: argparse.Namespace) -> Any:
     )
     with busy_elsewhere():  # the decode workers take this process's ranges meanwhile
         early = start_early_load(plan, OpenOptions(**settings)) if len(args.paths) == 1 else None
-        from trnscope.tui.app import TrnscopeApp  # ~0.2 s of imports, while the trace loads
+        try:
+            from trnscope.tui.app import TrnscopeApp  # ~0.2 s of imports, while the trace loads
+        except BaseException:  # Ctrl+C during the import: the load stops too
+            if early is not None:
+                early.cancel.set()
+            raise
 
     return TrnscopeApp(list(args.paths), theme=args.theme, early=early, **settings)
 
