@@ -205,3 +205,33 @@ async def test_quitting_while_it_loads_stops_the_load(tmp_path: Path) -> None:
                 break
     assert early.cancel.is_set() and app.return_code == 0
     assert not app.analyses  # the load stopped before it finished
+
+
+def test_ctrl_c_or_sigterm_cancels_a_load_then_does_what_it_did() -> None:
+    import os
+    import signal
+
+    from trnscope.tui.launch import loads_stop_on_signals
+
+    class StandIn:
+        stops = 0
+
+        def cancel_load(self) -> None:
+            self.stops += 1
+
+    app = StandIn()
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        with loads_stop_on_signals(app):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)  # the handler runs at the next bytecode; never reached
+    assert app.stops >= 1 and signal.getsignal(signal.SIGINT) is before
+    terminated: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: terminated.append(signum))
+    try:
+        with loads_stop_on_signals(app):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)
+        assert terminated == [signal.SIGTERM] and app.stops >= 3  # the handler's, then on the way out
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shlex
+import signal
 import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from trnscope.core.base.errors import TrnscopeError
@@ -15,13 +18,36 @@ if TYPE_CHECKING:
 
 def run_open(args: argparse.Namespace) -> int:
     app = explorer_app(args)
-    try:
+    with loads_stop_on_signals(app):
         app.run()
-    finally:
-        app.cancel_load()  # interrupted (Ctrl+C) while loading: the load stops as well
     if app.return_code:
         return app.return_code
     return 0
+
+
+@contextlib.contextmanager
+def loads_stop_on_signals(app: Any) -> Iterator[None]:
+    """Ctrl+C or SIGTERM while the app runs cancels a load in progress first, then does
+    what it did before (raise ``KeyboardInterrupt`` / ``Terminated``): on its way out
+    the app waits for its workers, and a load left running held the exit for seconds."""
+    previous: dict[int, Any] = {}
+
+    def stop_loading(signum: int, frame: Any) -> None:
+        app.cancel_load()
+        previous[signum](signum, frame)
+
+    with contextlib.suppress(ValueError):  # not the main thread (embedded use): as before
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            handler = signal.getsignal(signum)
+            if callable(handler):
+                previous[signum] = handler
+                signal.signal(signum, stop_loading)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        app.cancel_load()
 
 
 def explorer_app(args: argparse.Namespace) -> Any:
