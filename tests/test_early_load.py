@@ -221,10 +221,9 @@ def test_ctrl_c_or_sigterm_cancels_a_load_then_does_what_it_did() -> None:
 
     app = StandIn()
     before = signal.getsignal(signal.SIGINT)
-    with pytest.raises(KeyboardInterrupt):
-        with loads_stop_on_signals(app):
-            os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(1)  # the handler runs at the next bytecode; never reached
+    with pytest.raises(KeyboardInterrupt), loads_stop_on_signals(app):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(1)  # the handler runs at the next bytecode; never reached
     assert app.stops >= 1 and signal.getsignal(signal.SIGINT) is before
     terminated: list[int] = []
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: terminated.append(signum))
