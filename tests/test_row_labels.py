@@ -144,3 +144,18 @@ def test_the_filter_finds_a_twin_by_its_kind(tmp_path: Path) -> None:
     assert shown == ["capture_32_FULL (device annotation)"]
     both = [table.shown_name[g] for g in op_order(table, OpViewState(filter_text="^capture_32_FULL$"))]
     assert sorted(both) == ["capture_32_FULL (annotation)", "capture_32_FULL (device annotation)"]
+
+
+def test_the_tui_compare_table_tells_the_twins_apart_when_narrow(tmp_path: Path) -> None:
+    from trnscope.core.analysis.compare import compare
+    from trnscope.tui.models import compare_model
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    analyses = [Analysis(load_path(_twins(tmp_path / side), NO_CACHE)) for side in ("a", "b")]
+    comparison = compare(analyses, ["a", "b"])
+    model = compare_model(comparison, comparison.rows, 80)  # no kind column below 110
+    assert all(column.key != "kind" for column in model.columns)
+    shown = [str(model.cells(i)[0]) for i in range(len(comparison.rows))]
+    assert "capture_32_FULL (annotation)" in shown and "capture_32_FULL (device annotation)" in shown
+    assert len(set(shown)) == len(shown)

@@ -23,6 +23,7 @@ from trnscope.core.analysis.compare import CompareRow, Comparison
 from trnscope.core.analysis.opfigures import FlopFigures, MemoryFigures, OpFigures, figures_of
 from trnscope.core.analysis.optable import KernelTable, OpTable
 from trnscope.core.analysis.ordering import KERNEL_SORT_COLUMNS, default_op_sort, kernel_table_order, order_figures
+from trnscope.core.analysis.row_labels import distinct_names
 from trnscope.core.base.text import user_pattern
 from trnscope.core.base.units import fit_bytes, fit_count, fit_si, fit_time_short, fmt_ratio
 from trnscope.core.model.roles import Role
@@ -409,6 +410,8 @@ def compare_model(comparison: Comparison, rows: list[CompareRow], width: int) ->
         columns.append(Column(f"d{i}", f"Δ{VARIANT_LETTERS[i]}", value_width))
         columns.append(Column(f"r{i}", f"{VARIANT_LETTERS[i]}÷A", 6))
     metric = comparison.primary
+    # below 110 columns there is no kind column: twins differ by their names
+    names = distinct_names([(row.key,) for row in rows], [row.kind for row in rows])
 
     def number(value: int, width: int) -> str:
         return fit_count(value, width) if metric == "calls" else fit_time_short(value, width)
@@ -421,7 +424,7 @@ def compare_model(comparison: Comparison, rows: list[CompareRow], width: int) ->
         for column in columns:
             key = column.key
             if key == "name":
-                out.append(row.key)
+                out.append(names[i])
             elif key == "kind":
                 out.append(Text(row.kind, style="dim"))
             elif key.startswith("v"):
@@ -441,7 +444,7 @@ def compare_model(comparison: Comparison, rows: list[CompareRow], width: int) ->
                 out.append(fmt_ratio(values[k], values[0]) if present[0] and present[k] else Text("—", style="dim"))
         return out
 
-    return TableModel(columns, len(rows), cells)
+    return TableModel(columns, len(rows), cells, names={"name": lambda i: names[i]})
 
 
 def kernel_runs_model(comparison: Comparison) -> tuple[TableModel, list[tuple[int, int]]]:
