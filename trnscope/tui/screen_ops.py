@@ -204,7 +204,7 @@ class OpsScreen(FilterScreen):
                 order = op_order(table, state, extras)
             else:
                 order = op_order(table, state)
-                if not (memory_columns_ready(self.analysis, table) and flops_columns_ready(self.analysis, table)):
+                if not (memory_columns_ready(self.analysis) and flops_columns_ready(self.analysis)):
                     # the first time, these read every [memory] record and every counted
                     # op's shapes (seconds on a large trace): the table now, its extra
                     # columns when they are ready.  Later tables only sum figures per

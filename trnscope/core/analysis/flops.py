@@ -180,7 +180,7 @@ _per_analysis: PerAnalysisCache[FlopsPerRow | None] = PerAnalysisCache()
 
 
 def flops_known(analysis: Analysis) -> bool:
-    """``flops_of_trace`` is already computed (see ``memory.memory_known``)."""
+    """``flops_of_trace`` is already computed (see ``memory.memory_columns_ready``)."""
     return _per_analysis.known(analysis)
 
 
@@ -266,9 +266,9 @@ def flops_per_row(analysis: Analysis) -> FlopsPerRow | None:
 _per_table: PerTableCache[FlopFigures | None] = PerTableCache()
 
 
-def flops_columns_ready(analysis: Analysis, table: OpTable) -> bool:
-    """``flops_columns`` of this table would return at once, or after no more than a
-    sum over the rows of counted ops (``flops_of_trace`` is computed)."""
+def flops_columns_ready(analysis: Analysis) -> bool:
+    """``flops_columns`` of any table would return after no more than a sum over the
+    rows of counted ops: the figures per row are known."""
     return flops_known(analysis)
 
 

@@ -80,12 +80,6 @@ def has_memory_records(analysis: Analysis) -> bool:
 _per_analysis: PerAnalysisCache[MemoryPerRow | None] = PerAnalysisCache()
 
 
-def memory_known(analysis: Analysis) -> bool:
-    """``memory_of`` is already computed (reading every record's bytes takes seconds
-    on a large trace: a screen shows its table first and the columns after)."""
-    return _records.known(analysis)
-
-
 def memory_of(analysis: Analysis) -> MemoryPerRow | None:
     """``memory_per_row`` once per analysis (the TUI asks on every table rebuild)."""
     return _per_analysis.get(analysis, memory_per_row)
@@ -187,10 +181,12 @@ def memory_per_row(analysis: Analysis) -> MemoryPerRow | None:
 _per_table: PerTableCache[MemoryFigures | None] = PerTableCache()
 
 
-def memory_columns_ready(analysis: Analysis, table: OpTable) -> bool:
-    """``memory_columns`` of this table would return at once, or after no more than a
-    sum over the rows with memory (tens of milliseconds at 2.9 M events)."""
-    return _per_analysis.known(analysis) or (memory_known(analysis) and _per_table.known(analysis, table))
+def memory_columns_ready(analysis: Analysis) -> bool:
+    """``memory_columns`` of any table would return after no more than a sum over the
+    rows with memory (tens of milliseconds at 2.9 M events): the figures per row are
+    known.  Until then a screen shows its table first and the columns after (reading
+    every record's bytes takes seconds on a large trace)."""
+    return _per_analysis.known(analysis)
 
 
 def memory_columns(analysis: Analysis, table: OpTable) -> MemoryFigures | None:

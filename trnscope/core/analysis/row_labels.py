@@ -12,19 +12,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-KIND_LABELS = {
-    "op": "op",
-    "annotation": "annotation",
-    "python": "python",
-    "runtime": "runtime",
-    "driver": "driver",
-    "kernel": "kernel",
-    "memory": "copy",
-    "device_annotation": "device annotation",
-    "profiler": "profiler",
-    "instant": "instant",
-    "other": "other",
-}
+
+def _kind_label(kind: str) -> str:
+    """A row kind (``optable.KIND_NAMES``) as words: "device annotation"; a memory row
+    (``gpu_memcpy`` / ``gpu_memset``) is a "copy"."""
+    return "copy" if kind == "memory" else kind.replace("_", " ")
 
 
 def distinct_names(keys: Sequence[tuple[str, ...]], kinds: Sequence[str]) -> list[str]:
@@ -37,16 +29,14 @@ def distinct_names(keys: Sequence[tuple[str, ...]], kinds: Sequence[str]) -> lis
     shared = {key for key, count in Counter(keys).items() if count > 1}
     if not shared:
         return [key[0] for key in keys]
-    labels = [
-        f"{key[0]} ({KIND_LABELS.get(kind, kind)})" if key in shared else key[0] for key, kind in zip(keys, kinds)
-    ]
+    labels = [f"{key[0]} ({_kind_label(kind)})" if key in shared else key[0] for key, kind in zip(keys, kinds)]
     shown = [(label, *key[1:]) for label, key in zip(labels, keys)]
     alike = {row for row, count in Counter(shown).items() if count > 1}
     if not alike:
         return labels
     for i, (key, kind) in enumerate(zip(keys, kinds)):
         if key not in shared and shown[i] in alike:
-            labels[i] = f"{key[0]} ({KIND_LABELS.get(kind, kind)})"
+            labels[i] = f"{key[0]} ({_kind_label(kind)})"
     shown = [(label, *key[1:]) for label, key in zip(labels, keys)]
     seen: Counter[tuple[str, ...]] = Counter()
     repeated = {row for row, count in Counter(shown).items() if count > 1}
