@@ -92,7 +92,7 @@ def test_import_contracts_are_kept() -> None:
 # each says why (docs/architecture.md, "Size"):
 LONG_FUNCTION_LINES = 80
 LONG_BY_NATURE = {
-    "trnscope/cli/main.py:_parser": "the whole command line, one add_argument per option",
+    "trnscope/cli/arguments.py:build_parser": "the whole command line, one add_argument per option",
     "trnscope/capture/runscript.py:run_script": "hooks, profiler and restores of one script run share one try",
     "trnscope/core/analysis/chain.py:build_chain": "the hops of one chain in their documented order",
     "trnscope/core/analysis/diagnose.py:_findings": "one block per finding kind over the same unions",

@@ -29,9 +29,9 @@ TRACE = SAMPLES / "cpu_train_tiny_session" / "train_tiny.pt.trace.json.gz"
 
 
 def _args(*paths: str, **overrides: object) -> argparse.Namespace:
-    from trnscope.cli.main import _parser
+    from trnscope.cli.arguments import build_parser
 
-    args = _parser().parse_args(["open", *paths, "--no-cache"])
+    args = build_parser().parse_args(["open", *paths, "--no-cache"])
     for key, value in overrides.items():
         setattr(args, key, value)
     return args

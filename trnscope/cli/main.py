@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trnscope.core.analysis.columns import SORT_KEYS
+from trnscope.cli.arguments import PROG, build_parser, parse_command_line
 from trnscope.core.base import settings
 from trnscope.core.base.errors import Terminated, TrnscopeError
 from trnscope.core.base.text import safe_text
@@ -26,214 +26,6 @@ from trnscope.core.base.text import safe_text
 if TYPE_CHECKING:
     from trnscope.core.analysis.contracts import SummaryOut
     from trnscope.core.analysis.summary import SummaryFigures
-
-PROG = "trnscope"
-
-
-def _add_load_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--select", metavar="LABEL", help="which trace of a folder, session or multi-rank profile (label or index)"
-    )
-    parser.add_argument(
-        "--skip", action="append", default=[], metavar="CATEGORY", help="drop a category at load, e.g. --skip python"
-    )
-    parser.add_argument("--no-cache", action="store_true", help="neither read nor write the parsed-index cache")
-    parser.add_argument(
-        "--workers",
-        type=int,
-        default=None,
-        metavar="N",
-        help="parallel processes: decoding one trace, or reading traces with --merge (default: CPU count)",
-    )
-    parser.add_argument(
-        "--warmup",
-        type=int,
-        default=0,
-        metavar="N",
-        help="leave out the first N NeuronCore executions of each kernel (benchmark warm-ups)",
-    )
-    parser.add_argument(
-        "--export",
-        action="store_true",
-        help="run neuron-explorer first on raw Neuron captures (.pb/.ntff) that have no export yet",
-    )
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=PROG, description="Terminal trace explorer for PyTorch profiles (Trainium, CUDA, ROCm, MTIA, CPU)."
-    )
-    parser.add_argument("--version", action=_VersionAction)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    p = sub.add_parser("open", help="explore one or more profiles in the terminal UI")
-    p.add_argument(
-        "paths", nargs="+", metavar="PATH", help="trace file, capture session, Neuron profile folder; several = compare"
-    )
-    p.add_argument("--theme", default=None, help="Textual theme; 'ansi' uses the terminal's own colours")
-    _add_load_options(p)
-
-    p = sub.add_parser("summary", help="print the op and kernel tables (key_averages style)")
-    p.add_argument("path", metavar="PATH")
-    p.add_argument("--group-by", choices=("op", "shape", "stack"), default="op")
-    p.add_argument(
-        "--stack-depth", type=int, default=5, metavar="N", help="frames in the stack key (with --group-by stack)"
-    )
-    p.add_argument(
-        "--sort",
-        default=None,
-        metavar="COLUMN",
-        help=f"one of {', '.join(SORT_KEYS)} (memory and FLOPs columns where the trace has them)",
-    )
-    p.add_argument(
-        "--with",
-        dest="extras",
-        action="append",
-        default=[],
-        metavar="EXTRAS",
-        help="figures computed only when asked: memory (reads every [memory] record), flops (every op's shapes), "
-        "or all; the text table computes those its width shows",
-    )
-    p.add_argument(
-        "--limit", type=int, default=None, metavar="N", help="rows to print (table default 30; csv/json default all)"
-    )
-    p.add_argument("--format", choices=("table", "csv", "json"), default="table")
-    p.add_argument(
-        "--table",
-        choices=("both", "ops", "kernels"),
-        default="both",
-        help="which table (csv prints one: ops unless kernels)",
-    )
-    p.add_argument("--step", type=int, default=-1, metavar="N", help="only ProfilerStep#N (the number the TUI shows)")
-    p.add_argument(
-        "--hide",
-        action="append",
-        default=[],
-        metavar="KIND",
-        help="hide rows of a kind: python, annotation, runtime, device, op",
-    )
-    p.add_argument(
-        "--merge", action="store_true", help="sum the tables of every trace in a folder / multi-rank profile / session"
-    )
-    _add_load_options(p)
-
-    p = sub.add_parser("chain", help="follow one op instance from dispatch to the device")
-    p.add_argument("path", metavar="PATH")
-    p.add_argument("--op", required=True, metavar="NAME", help="op name (exact, or a unique substring)")
-    p.add_argument(
-        "--instance",
-        type=int,
-        default=None,
-        metavar="K",
-        help="K-th instance (0-based, in time order); default: the slowest",
-    )
-    p.add_argument("--format", choices=("text", "json"), default="text")
-    _add_load_options(p)
-
-    p = sub.add_parser("diagnose", help="device busy / idle, host- or device-bound steps, ranked findings")
-    p.add_argument("path", metavar="PATH")
-    p.add_argument("--format", choices=("text", "json"), default="text")
-    p.add_argument(
-        "--all-steps",
-        action="store_true",
-        help="list every step (text otherwise lists the slowest few under a summary line; JSON has all)",
-    )
-    _add_load_options(p)
-
-    p = sub.add_parser("timeline", help="the timeline as text: one lane per thread, stream or NeuronCore")
-    p.add_argument("path", metavar="PATH")
-    p.add_argument("--width", type=int, default=None, metavar="N", help="columns (default: the terminal's)")
-    p.add_argument(
-        "--from", dest="time_from", default=None, metavar="T", help="start, e.g. 1.5ms (from the trace start)"
-    )
-    p.add_argument("--to", dest="time_to", default=None, metavar="T", help="end, e.g. 3ms")
-    p.add_argument("--step", type=int, default=None, metavar="K", help="only ProfilerStep#K")
-    p.add_argument("--lanes", default=None, metavar="PATTERN", help="only lanes whose label matches this regex")
-    p.add_argument("--nested", action="store_true", help="host ops at every depth, not only the top level")
-    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
-    _add_load_options(p)
-
-    p = sub.add_parser("compare", help="compare two or three variants op by op")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="two or three traces, or one capture session")
-    p.add_argument("--format", choices=("table", "csv", "json"), default="table")
-    p.add_argument("--limit", type=int, default=None, metavar="N")
-    p.add_argument(
-        "--hide",
-        action="append",
-        default=[],
-        metavar="KIND",
-        help="hide op rows of a kind: python, annotation, runtime, op (comma-separated, repeatable)",
-    )
-    p.add_argument(
-        "--align",
-        action="append",
-        default=[],
-        metavar="A=B",
-        help="kernel benchmarks: the baseline's kernel A goes with kernel B of the other variants (repeatable)",
-    )
-    p.add_argument(
-        "--metric",
-        choices=("device_total", "self_cpu", "cpu_total", "dispatch", "calls"),
-        default=None,
-        help="what rows are compared and sorted by (default: device total if any variant has device time, else CPU total)",
-    )
-    _add_load_options(p)
-
-    from trnscope.cli.ranks import add_arguments as add_ranks_arguments
-
-    add_ranks_arguments(sub)
-
-    p = sub.add_parser(
-        "capture",
-        help="record a profile: a built-in demo, your script (capture run SCRIPT.py) or NKI kernels (capture nki FILE.py)",
-    )
-    p.add_argument("--demo", metavar="NAME", help="built-in demo: rmsnorm, attention (or 'list')")
-    p.add_argument("--out", metavar="DIR", help="session folder to create")
-    p.add_argument("--steps", type=int, default=None, metavar="N")
-    p.add_argument("--warmup", type=int, default=None, metavar="W")
-    p.add_argument("--device", default=None, metavar="KIND", help="neuron, cuda or cpu (default: what this host has)")
-    p.add_argument("--size", default=None, metavar="PRESET", help="demo size preset: small (default) or large")
-    p.add_argument("--memory", action="store_true", help="profile_memory=True: memory columns per op (adds overhead)")
-    p.add_argument(
-        "--iterations", type=int, default=None, metavar="N", help="capture nki: measured runs per kernel (default 50)"
-    )
-    p.add_argument("rest", nargs=argparse.REMAINDER, help="'run SCRIPT.py [ARGS...]' to profile a script")
-
-    p = sub.add_parser("cache", help="show or clear the parsed-index cache")
-    p.add_argument("action", choices=("info", "clear"))
-
-    p = sub.add_parser("neuron-export", help="convert raw Neuron .pb/.ntff captures with neuron-explorer")
-    p.add_argument("path", metavar="DIR")
-    p.add_argument("--yes", action="store_true", help="run neuron-explorer without asking")
-
-    p = sub.add_parser("serve", help="serve the terminal UI to a browser on localhost (textual-serve)")
-    p.add_argument("paths", nargs="+", metavar="PATH")
-    p.add_argument("--port", type=int, default=8000, help="1–65535 (default 8000)")
-    p.add_argument(
-        "--host", default="localhost", help="address to listen on (default localhost; any other is warned about)"
-    )
-    return parser
-
-
-class _VersionAction(argparse.Action):
-    """``--version``, read from the package metadata only when asked (importing
-    ``importlib.metadata`` costs every other command ~20 ms)."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="show the version and exit")
-
-    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
-        sys.stdout.write(f"{PROG} {_version()}\n")
-        parser.exit()
-
-
-def _version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("trnscope")
-    except Exception:  # pragma: no cover - not installed
-        return "0"
 
 
 def _extras_asked(args: argparse.Namespace) -> set[str]:
@@ -443,28 +235,11 @@ COMMANDS.update(
 )
 
 
-# options whose value may start with "-" (a time before the trace start): argparse
-# would read "--from -1ms" as two options
-_SIGNED_VALUE_OPTIONS = ("--from", "--to")
-
-
-def _join_signed_values(argv: Sequence[str]) -> list[str]:
-    out: list[str] = []
-    pending = False
-    for arg in argv:
-        if pending and arg.startswith("-") and (arg[1:2].isdigit() or arg[1:2] == "."):
-            out[-1] = f"{out[-1]}={arg}"
-        else:
-            out.append(arg)
-        pending = arg in _SIGNED_VALUE_OPTIONS
-    return out
-
-
-def run() -> None:
-    """The ``trnscope`` console script: ``main``, then exit with its status; signals
-    are ignored from then on, so exit handlers (removing private copies) are not cut
-    short by a second Ctrl+C into a traceback."""
-    code = main()
+def run(parsed: argparse.Namespace | None = None) -> None:
+    """The ``trnscope`` console script: ``main`` (of the arguments ``parsed`` already, if
+    given), then exit with its status; signals are ignored from then on, so exit handlers
+    (removing private copies) are not cut short by a second Ctrl+C into a traceback."""
+    code = main(parsed=parsed)
     _quiet_signals()
     _exit_without_teardown(code)
 
@@ -501,12 +276,13 @@ def _flush_c_streams() -> None:
         pass
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; whatever happens, the user sees at most one line of error.
-    (The signal handlers it sets are put back when it returns: it may be embedded.)"""
+def main(argv: Sequence[str] | None = None, *, parsed: argparse.Namespace | None = None) -> int:
+    """Run one command (``argv``, or arguments already ``parsed``); whatever happens, the
+    user sees at most one line of error.  (The signal handlers it sets are put back when
+    it returns: it may be embedded.)"""
     previous = _signal_handlers()
     try:
-        return _main(argv)
+        return _main(argv, parsed)
     except SystemExit:
         raise
     except BaseException as error:  # raised while another error was reported or cleaned up
@@ -551,11 +327,10 @@ def _exit_code_of(error: BaseException) -> int:
     return 2 if isinstance(error, MemoryError) else 1
 
 
-def _main(argv: Sequence[str] | None) -> int:
-    parser = _parser()
-    args = parser.parse_args(_join_signed_values(sys.argv[1:] if argv is None else argv))
+def _main(argv: Sequence[str] | None, parsed: argparse.Namespace | None) -> int:
+    args = parsed if parsed is not None else parse_command_line(sys.argv[1:] if argv is None else argv)
     if not args.command:
-        parser.print_help()
+        build_parser().print_help()
         return 2
     debug = settings.debug()
     # SIGTERM ends the command through the same cleanup as Ctrl+C (workers stopped,

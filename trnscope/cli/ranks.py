@@ -29,37 +29,6 @@ STRAGGLER_MARK = "▲"
 MESSAGE_LIMIT = 600
 
 
-def add_arguments(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser(
-        "ranks",
-        help="many ranks: which rank held the others back, in which step, at which collective",
-        description=(
-            "Reads one trace per rank (a folder of per-rank traces, several files, or a Neuron multi-rank "
-            "profile), matches every collective across ranks, and names stragglers. Runs on a local process "
-            "pool, or on a Dask cluster with --scheduler / --scheduler-file / DASK_SCHEDULER_ADDRESS "
-            "(pip install 'trnscope[dask]')."
-        ),
-    )
-    p.add_argument("paths", nargs="+", metavar="PATH", help="a folder of per-rank traces, or the traces themselves")
-    p.add_argument("--format", choices=("text", "json"), default="text")
-    p.add_argument("--step", type=int, default=None, metavar="K", help="only ProfilerStep#K")
-    p.add_argument(
-        "--workers", type=int, default=None, metavar="N", help="local processes reading ranks (default: CPU count)"
-    )
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--scheduler", default="", metavar="ADDRESS", help="a Dask scheduler, e.g. tcp://host:8786")
-    where.add_argument(
-        "--scheduler-file", default="", metavar="FILE", help="a Dask scheduler file (SLURM and the like)"
-    )
-    p.add_argument(
-        "--skip", action="append", default=[], metavar="CATEGORY", help="drop a category at load, e.g. --skip python"
-    )
-    p.add_argument("--no-cache", action="store_true", help="neither read nor write the parsed-index cache")
-    p.add_argument(
-        "--warmup", type=int, default=0, metavar="N", help="leave out the first N NeuronCore executions of each kernel"
-    )
-
-
 def _progress() -> object:
     if not sys.stderr.isatty():
         return None

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from trnscope.core.formats.discover import ProfileRef, SourceRef, discover
 from trnscope.core.formats.options import DEFAULT, NO_CACHE, LoadOptions
 from trnscope.core.formats.source import Progress
-from trnscope.core.model.trace import Trace
+
+if TYPE_CHECKING:  # NumPy: not imported before a command has parsed its arguments (inflate_ahead)
+    from trnscope.core.model.trace import Trace
 
 __all__ = [
     "NO_CACHE",

@@ -1,0 +1,250 @@
+"""A gzip trace decompressed by a child forked before the rest of trnscope loads
+(``core.formats.inflate_ahead``): the loading process takes the child's copy over
+instead of decompressing again, the copy is the same bytes, and nothing is left behind
+whether the copy is claimed, cancelled, unclaimed or damaged.
+
+Each case runs in a fresh interpreter: the child is forked only from a process that
+runs no other thread and has not loaded NumPy, which a pytest worker is not."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, SAMPLES
+from trnscope.cli.arguments import parse_command_line, the_one_trace
+
+TRACE = SAMPLES / "cpu_train_tiny_session" / "train_tiny.pt.trace.json.gz"
+
+# Runs in the fresh interpreter.  After ``start``, the parent's own ways of writing a
+# copy fail loudly: a test passes only if the child's copy was the one used.
+PRELUDE = """
+import gzip, json, os, sys
+from pathlib import Path
+from trnscope.core.formats import inflate_ahead
+path = Path(sys.argv[1]); keep = sys.argv[2] == "keep"; out = {}
+out["started"] = inflate_ahead.start(path, keep=keep)
+out["numpy_before"] = "numpy" in sys.modules
+from trnscope.core.formats import source
+def parent_must_not_write(*args, **kwargs):
+    raise AssertionError("the parent decompressed the file itself")
+source.write_copy = parent_must_not_write
+source.inflate = parent_must_not_write
+"""
+
+
+def _run(tmp_path: Path, path: Path, keep: bool, body: str) -> dict:
+    env = {**os.environ, "TRNSCOPE_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    script = PRELUDE + body + "\nprint(json.dumps(out))\n"
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(path), "keep" if keep else "private"],
+        capture_output=True,
+        text=True,
+        cwd=str(REPO),
+        env=env,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _leftovers(tmp_path: Path) -> list[str]:
+    """Private copies and temporary files in the cache (kept copies are meant to stay)."""
+    folder = tmp_path / "cache" / "plain"
+    if not folder.is_dir():
+        return []
+    return sorted(name for name in os.listdir(folder) if "nocache" in name or name.endswith(".tmp"))
+
+
+def _random_gzip(path: Path, megabytes: int) -> bytes:
+    """Incompressible content: several 4 MiB blocks of compressed input, so the child
+    reports progress more than once."""
+    data = os.urandom(megabytes << 20)
+    path.write_bytes(gzip.compress(data, compresslevel=1))
+    return data
+
+
+CLAIM = """
+progress = []
+plain = source.open_plain(path, lambda *update: progress.append(update), reuse=keep)
+out["same_bytes"] = bytes(plain.buffer[:]) == gzip.decompress(path.read_bytes())
+out["plain_exists"] = os.path.exists(plain.plain_path)
+out["damage"] = plain.gzip_damage
+out["last_progress"] = list(progress[-1]) if progress else None
+"""
+
+
+@pytest.mark.parametrize("keep", [False, True], ids=["no-cache", "cache"])
+def test_the_child_writes_the_copy_the_load_uses(tmp_path: Path, keep: bool) -> None:
+    path = tmp_path / "random.json.gz"
+    _random_gzip(path, 9)
+    out = _run(tmp_path, path, keep, CLAIM)
+    assert out["started"] and not out["numpy_before"]
+    assert out["same_bytes"] and out["plain_exists"] and out["damage"] == ""
+    size = path.stat().st_size
+    assert out["last_progress"] == ["decompress", size, size]
+    assert _leftovers(tmp_path) == []
+    kept = sorted(os.listdir(tmp_path / "cache" / "plain"))
+    assert (len(kept) == 2) == keep  # KEY.json and KEY.meta
+
+
+def test_a_kept_copy_is_checked_and_used_as_before(tmp_path: Path) -> None:
+    _run(tmp_path, TRACE, True, CLAIM)
+    (copy,) = (tmp_path / "cache" / "plain").glob("*.json")
+    inode = copy.stat().st_ino
+    # the child finds the copy there and writes nothing; the parent checks its CRC and
+    # uses it (the parent's own writing fails the run)
+    again = _run(tmp_path, TRACE, True, CLAIM)
+    assert again["same_bytes"] and copy.stat().st_ino == inode
+
+
+DAMAGED = """
+plain = source.open_plain(path, reuse=keep)
+out["damage"] = plain.gzip_damage
+out["bytes"] = len(plain.buffer)
+"""
+
+
+def test_a_damaged_file_reports_the_same_damage(tmp_path: Path) -> None:
+    whole = TRACE.read_bytes()
+    path = tmp_path / "cut.json.gz"
+    path.write_bytes(whole[: len(whole) * 2 // 3])
+    out = _run(tmp_path, path, False, DAMAGED)
+    from trnscope.core.formats.source import open_plain
+
+    here = open_plain(path, reuse=False)
+    assert out["damage"] == here.gzip_damage == "gzip stream ends early (file cut off)"
+    assert out["bytes"] == len(here.buffer) > 0
+    assert _leftovers(tmp_path) == []
+
+
+UNCLAIMED = """
+import time
+child = inflate_ahead._children[0]
+time.sleep(0.5)  # the child has finished its private copy
+inflate_ahead._stop_unclaimed()
+try:
+    os.waitpid(child.pid, os.WNOHANG)
+    out["reaped"] = False
+except ChildProcessError:
+    out["reaped"] = True
+out["left"] = [n for n in os.listdir(os.environ["TRNSCOPE_CACHE_DIR"] + "/plain") if "nocache" in n or n.endswith(".tmp")]
+"""
+
+
+def test_an_unclaimed_copy_is_stopped_and_removed(tmp_path: Path) -> None:
+    path = tmp_path / "random.json.gz"
+    _random_gzip(path, 2)
+    out = _run(tmp_path, path, False, UNCLAIMED)
+    assert out["reaped"] and out["left"] == []
+    assert _leftovers(tmp_path) == []
+
+
+CANCELLED = """
+from trnscope.core.base.errors import LoadCancelled
+try:
+    source.open_plain(path, cancelled=lambda: True, reuse=keep)
+    out["cancelled"] = False
+except LoadCancelled:
+    out["cancelled"] = True
+out["left"] = [n for n in os.listdir(os.environ["TRNSCOPE_CACHE_DIR"] + "/plain") if "nocache" in n or n.endswith(".tmp")]
+"""
+
+
+def test_a_cancelled_load_stops_the_child_and_leaves_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "random.json.gz"
+    _random_gzip(path, 24)
+    out = _run(tmp_path, path, False, CANCELLED)
+    assert out["cancelled"] and out["left"] == []
+
+
+OTHER_FILE = """
+other = Path(sys.argv[1] + ".other.json.gz")
+other.write_bytes(path.read_bytes())
+source.write_copy = source_write_copy
+plain = source.open_plain(other, reuse=keep)
+out["other_bytes"] = bytes(plain.buffer[:]) == gzip.decompress(other.read_bytes())
+out["still_waiting"] = len(inflate_ahead._children)
+"""
+
+
+def test_another_file_is_read_as_always(tmp_path: Path) -> None:
+    body = OTHER_FILE.replace(
+        "source.write_copy = source_write_copy",
+        "from trnscope.core.formats import gzip_copy\nsource.write_copy = gzip_copy.write_copy",
+    )
+    out = _run(tmp_path, TRACE, False, body)
+    assert out["other_bytes"] and out["still_waiting"] == 1
+    assert _leftovers(tmp_path) == []
+
+
+REFUSALS = """
+import threading
+plain_file = Path(sys.argv[1] + ".plain.json")
+plain_file.write_bytes(b"[]")
+out["plain"] = inflate_ahead.start(plain_file, keep=keep)
+thread = threading.Thread(target=threading.Event().wait, args=(2,), daemon=True)
+thread.start()
+out["threaded"] = inflate_ahead.start(path, keep=keep)
+"""
+
+
+def test_no_child_for_plain_json_or_beside_other_threads(tmp_path: Path) -> None:
+    out = _run(tmp_path, TRACE, False, REFUSALS)
+    assert out["started"] and out["plain"] is False and out["threaded"] is False
+
+
+def test_the_command_line_reads_ahead_and_prints_the_same(tmp_path: Path) -> None:
+    env = {**os.environ, "TRNSCOPE_CACHE_DIR": str(tmp_path / "cache")}
+    command = [sys.executable, "-m", "trnscope", "summary", str(TRACE), "--format", "json", "--no-cache"]
+    ahead = subprocess.run(command, capture_output=True, text=True, cwd=str(REPO), env=env, timeout=120)
+    assert ahead.returncode == 0, ahead.stderr
+    in_process = subprocess.run(
+        [sys.executable, "-c", "import sys; from trnscope.cli.main import main; sys.exit(main(sys.argv[1:]))", *command[3:]],
+        capture_output=True,
+        text=True,
+        cwd=str(REPO),
+        env=env,
+        timeout=120,
+    )
+    assert in_process.returncode == 0, in_process.stderr
+    strip = lambda text: {k: v for k, v in json.loads(text).items() if k not in ("load_seconds",)}  # noqa: E731
+    assert strip(ahead.stdout) == strip(in_process.stdout)
+    assert _leftovers(tmp_path) == []
+
+
+def test_parsing_loads_no_numpy() -> None:
+    script = (
+        "import sys\n"
+        "from trnscope.cli.arguments import parse_command_line\n"
+        "from trnscope.core.formats import inflate_ahead\n"
+        "parse_command_line(['summary', 'x.json.gz', '--sort', 'self_cpu'])\n"
+        "print('numpy' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=str(REPO), timeout=60)
+    assert result.stdout.strip() == "False", result.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["summary", "t.json.gz"], "t.json.gz"),
+        (["summary", "dir", "--merge"], None),
+        (["chain", "t.json.gz", "--op", "aten::mm"], "t.json.gz"),
+        (["diagnose", "t.json.gz"], "t.json.gz"),
+        (["timeline", "t.json.gz", "--from", "-1ms"], "t.json.gz"),
+        (["open", "t.json.gz"], "t.json.gz"),
+        (["open", "a.json.gz", "b.json.gz"], None),
+        (["compare", "a.json.gz", "b.json.gz"], None),
+        (["ranks", "folder"], None),
+    ],
+)
+def test_which_commands_read_one_trace(argv: list[str], expected: str | None) -> None:
+    assert the_one_trace(parse_command_line(argv)) == expected

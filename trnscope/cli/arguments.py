@@ -1,0 +1,304 @@
+"""The ``trnscope`` command line's arguments: every command and option, parsed without
+loading NumPy or any of the analysis.
+
+Parsing comes first and costs only ``argparse``, so that ``--help`` answers at once and
+a command that reads one gzip trace can start decompressing it (``inflate_ahead``)
+before the rest of trnscope is imported (``trnscope.cli.run``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+PROG = "trnscope"
+
+# stands for the op table's sort keys until help is printed (``_SortKeysFormatter``)
+_SORT_KEYS_HERE = "{sort keys}"
+
+
+class _SortKeysFormatter(argparse.HelpFormatter):
+    """Writes the op table's sort keys into the help when it is printed: they come from
+    the columns catalogue, which imports NumPy, and parsing must not."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = super()._get_help_string(action)
+        if text is not None and _SORT_KEYS_HERE in text:
+            from trnscope.core.analysis.columns import SORT_KEYS
+
+            text = text.replace(_SORT_KEYS_HERE, ", ".join(SORT_KEYS))
+        return text
+
+
+def _add_load_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--select", metavar="LABEL", help="which trace of a folder, session or multi-rank profile (label or index)"
+    )
+    parser.add_argument(
+        "--skip", action="append", default=[], metavar="CATEGORY", help="drop a category at load, e.g. --skip python"
+    )
+    parser.add_argument("--no-cache", action="store_true", help="neither read nor write the parsed-index cache")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="parallel processes: decoding one trace, or reading traces with --merge (default: CPU count)",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=0,
+        metavar="N",
+        help="leave out the first N NeuronCore executions of each kernel (benchmark warm-ups)",
+    )
+    parser.add_argument(
+        "--export",
+        action="store_true",
+        help="run neuron-explorer first on raw Neuron captures (.pb/.ntff) that have no export yet",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Terminal trace explorer for PyTorch profiles (Trainium, CUDA, ROCm, MTIA, CPU)."
+    )
+    parser.add_argument("--version", action=_VersionAction)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("open", help="explore one or more profiles in the terminal UI")
+    p.add_argument(
+        "paths", nargs="+", metavar="PATH", help="trace file, capture session, Neuron profile folder; several = compare"
+    )
+    p.add_argument("--theme", default=None, help="Textual theme; 'ansi' uses the terminal's own colours")
+    _add_load_options(p)
+
+    p = sub.add_parser(
+        "summary", help="print the op and kernel tables (key_averages style)", formatter_class=_SortKeysFormatter
+    )
+    p.add_argument("path", metavar="PATH")
+    p.add_argument("--group-by", choices=("op", "shape", "stack"), default="op")
+    p.add_argument(
+        "--stack-depth", type=int, default=5, metavar="N", help="frames in the stack key (with --group-by stack)"
+    )
+    p.add_argument(
+        "--sort",
+        default=None,
+        metavar="COLUMN",
+        help=f"one of {_SORT_KEYS_HERE} (memory and FLOPs columns where the trace has them)",
+    )
+    p.add_argument(
+        "--with",
+        dest="extras",
+        action="append",
+        default=[],
+        metavar="EXTRAS",
+        help="figures computed only when asked: memory (reads every [memory] record), flops (every op's shapes), "
+        "or all; the text table computes those its width shows",
+    )
+    p.add_argument(
+        "--limit", type=int, default=None, metavar="N", help="rows to print (table default 30; csv/json default all)"
+    )
+    p.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    p.add_argument(
+        "--table",
+        choices=("both", "ops", "kernels"),
+        default="both",
+        help="which table (csv prints one: ops unless kernels)",
+    )
+    p.add_argument("--step", type=int, default=-1, metavar="N", help="only ProfilerStep#N (the number the TUI shows)")
+    p.add_argument(
+        "--hide",
+        action="append",
+        default=[],
+        metavar="KIND",
+        help="hide rows of a kind: python, annotation, runtime, device, op",
+    )
+    p.add_argument(
+        "--merge", action="store_true", help="sum the tables of every trace in a folder / multi-rank profile / session"
+    )
+    _add_load_options(p)
+
+    p = sub.add_parser("chain", help="follow one op instance from dispatch to the device")
+    p.add_argument("path", metavar="PATH")
+    p.add_argument("--op", required=True, metavar="NAME", help="op name (exact, or a unique substring)")
+    p.add_argument(
+        "--instance",
+        type=int,
+        default=None,
+        metavar="K",
+        help="K-th instance (0-based, in time order); default: the slowest",
+    )
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    _add_load_options(p)
+
+    p = sub.add_parser("diagnose", help="device busy / idle, host- or device-bound steps, ranked findings")
+    p.add_argument("path", metavar="PATH")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument(
+        "--all-steps",
+        action="store_true",
+        help="list every step (text otherwise lists the slowest few under a summary line; JSON has all)",
+    )
+    _add_load_options(p)
+
+    p = sub.add_parser("timeline", help="the timeline as text: one lane per thread, stream or NeuronCore")
+    p.add_argument("path", metavar="PATH")
+    p.add_argument("--width", type=int, default=None, metavar="N", help="columns (default: the terminal's)")
+    p.add_argument(
+        "--from", dest="time_from", default=None, metavar="T", help="start, e.g. 1.5ms (from the trace start)"
+    )
+    p.add_argument("--to", dest="time_to", default=None, metavar="T", help="end, e.g. 3ms")
+    p.add_argument("--step", type=int, default=None, metavar="K", help="only ProfilerStep#K")
+    p.add_argument("--lanes", default=None, metavar="PATTERN", help="only lanes whose label matches this regex")
+    p.add_argument("--nested", action="store_true", help="host ops at every depth, not only the top level")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    _add_load_options(p)
+
+    p = sub.add_parser("compare", help="compare two or three variants op by op")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="two or three traces, or one capture session")
+    p.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    p.add_argument("--limit", type=int, default=None, metavar="N")
+    p.add_argument(
+        "--hide",
+        action="append",
+        default=[],
+        metavar="KIND",
+        help="hide op rows of a kind: python, annotation, runtime, op (comma-separated, repeatable)",
+    )
+    p.add_argument(
+        "--align",
+        action="append",
+        default=[],
+        metavar="A=B",
+        help="kernel benchmarks: the baseline's kernel A goes with kernel B of the other variants (repeatable)",
+    )
+    p.add_argument(
+        "--metric",
+        choices=("device_total", "self_cpu", "cpu_total", "dispatch", "calls"),
+        default=None,
+        help="what rows are compared and sorted by (default: device total if any variant has device time, else CPU total)",
+    )
+    _add_load_options(p)
+
+    _add_ranks_command(sub)
+
+    p = sub.add_parser(
+        "capture",
+        help="record a profile: a built-in demo, your script (capture run SCRIPT.py) or NKI kernels (capture nki FILE.py)",
+    )
+    p.add_argument("--demo", metavar="NAME", help="built-in demo: rmsnorm, attention (or 'list')")
+    p.add_argument("--out", metavar="DIR", help="session folder to create")
+    p.add_argument("--steps", type=int, default=None, metavar="N")
+    p.add_argument("--warmup", type=int, default=None, metavar="W")
+    p.add_argument("--device", default=None, metavar="KIND", help="neuron, cuda or cpu (default: what this host has)")
+    p.add_argument("--size", default=None, metavar="PRESET", help="demo size preset: small (default) or large")
+    p.add_argument("--memory", action="store_true", help="profile_memory=True: memory columns per op (adds overhead)")
+    p.add_argument(
+        "--iterations", type=int, default=None, metavar="N", help="capture nki: measured runs per kernel (default 50)"
+    )
+    p.add_argument("rest", nargs=argparse.REMAINDER, help="'run SCRIPT.py [ARGS...]' to profile a script")
+
+    p = sub.add_parser("cache", help="show or clear the parsed-index cache")
+    p.add_argument("action", choices=("info", "clear"))
+
+    p = sub.add_parser("neuron-export", help="convert raw Neuron .pb/.ntff captures with neuron-explorer")
+    p.add_argument("path", metavar="DIR")
+    p.add_argument("--yes", action="store_true", help="run neuron-explorer without asking")
+
+    p = sub.add_parser("serve", help="serve the terminal UI to a browser on localhost (textual-serve)")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--port", type=int, default=8000, help="1–65535 (default 8000)")
+    p.add_argument(
+        "--host", default="localhost", help="address to listen on (default localhost; any other is warned about)"
+    )
+    return parser
+
+
+class _VersionAction(argparse.Action):
+    """``--version``, read from the package metadata only when asked (importing
+    ``importlib.metadata`` costs every other command ~20 ms)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="show the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        sys.stdout.write(f"{PROG} {_version()}\n")
+        parser.exit()
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("trnscope")
+    except Exception:  # pragma: no cover - not installed
+        return "0"
+
+
+def _add_ranks_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "ranks",
+        help="many ranks: which rank held the others back, in which step, at which collective",
+        description=(
+            "Reads one trace per rank (a folder of per-rank traces, several files, or a Neuron multi-rank "
+            "profile), matches every collective across ranks, and names stragglers. Runs on a local process "
+            "pool, or on a Dask cluster with --scheduler / --scheduler-file / DASK_SCHEDULER_ADDRESS "
+            "(pip install 'trnscope[dask]')."
+        ),
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="a folder of per-rank traces, or the traces themselves")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--step", type=int, default=None, metavar="K", help="only ProfilerStep#K")
+    p.add_argument(
+        "--workers", type=int, default=None, metavar="N", help="local processes reading ranks (default: CPU count)"
+    )
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", default="", metavar="ADDRESS", help="a Dask scheduler, e.g. tcp://host:8786")
+    where.add_argument(
+        "--scheduler-file", default="", metavar="FILE", help="a Dask scheduler file (SLURM and the like)"
+    )
+    p.add_argument(
+        "--skip", action="append", default=[], metavar="CATEGORY", help="drop a category at load, e.g. --skip python"
+    )
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the parsed-index cache")
+    p.add_argument(
+        "--warmup", type=int, default=0, metavar="N", help="leave out the first N NeuronCore executions of each kernel"
+    )
+
+
+# options whose value may start with "-" (a time before the trace start): argparse
+# would read "--from -1ms" as two options
+_SIGNED_VALUE_OPTIONS = ("--from", "--to")
+
+
+def _join_signed_values(argv: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    pending = False
+    for arg in argv:
+        if pending and arg.startswith("-") and (arg[1:2].isdigit() or arg[1:2] == "."):
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+        pending = arg in _SIGNED_VALUE_OPTIONS
+    return out
+
+
+def parse_command_line(argv: Sequence[str]) -> argparse.Namespace:
+    """The parsed arguments (argparse exits, status 2, on a usage error; 0 for --help)."""
+    return build_parser().parse_args(_join_signed_values(argv))
+
+
+# commands that read exactly one trace when given one path
+_ONE_PATH = ("summary", "chain", "diagnose", "timeline")
+
+
+def the_one_trace(args: argparse.Namespace) -> str | None:
+    """The one file a command will read, when it reads exactly one: ``summary``
+    (without ``--merge``), ``chain``, ``diagnose``, ``timeline``, or ``open`` of one path."""
+    if args.command in _ONE_PATH and not getattr(args, "merge", False):
+        return str(args.path)
+    if args.command == "open" and len(args.paths) == 1:
+        return str(args.paths[0])
+    return None
