@@ -39,10 +39,10 @@ source.inflate = parent_must_not_write
 """
 
 
-def _run(tmp_path: Path, path: Path, keep: bool, body: str) -> dict:
+def _run(tmp_path: Path, path: Path, keep: bool, body: str, before: str = "") -> dict:
     env = {**os.environ, "TRNSCOPE_CACHE_DIR": str(tmp_path / "cache")}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    script = PRELUDE + body + "\nprint(json.dumps(out))\n"
+    script = before + PRELUDE + body + "\nprint(json.dumps(out))\n"
     result = subprocess.run(
         [sys.executable, "-c", script, str(path), "keep" if keep else "private"],
         capture_output=True,
@@ -207,7 +207,12 @@ def test_the_command_line_reads_ahead_and_prints_the_same(tmp_path: Path) -> Non
     ahead = subprocess.run(command, capture_output=True, text=True, cwd=str(REPO), env=env, timeout=120)
     assert ahead.returncode == 0, ahead.stderr
     in_process = subprocess.run(
-        [sys.executable, "-c", "import sys; from trnscope.cli.main import main; sys.exit(main(sys.argv[1:]))", *command[3:]],
+        [
+            sys.executable,
+            "-c",
+            "import sys; from trnscope.cli.main import main; sys.exit(main(sys.argv[1:]))",
+            *command[3:],
+        ],
         capture_output=True,
         text=True,
         cwd=str(REPO),
@@ -248,3 +253,37 @@ def test_parsing_loads_no_numpy() -> None:
 )
 def test_which_commands_read_one_trace(argv: list[str], expected: str | None) -> None:
     assert the_one_trace(parse_command_line(argv)) == expected
+
+
+HELD = """
+import signal, time
+child = inflate_ahead._children[0]
+time.sleep(0.05)  # the child is inflating 256 MB of zeros
+os.kill(child.pid, signal.SIGTERM)
+out["copy"] = child.wait(None, None) is not None
+out["left"] = [n for n in os.listdir(os.environ["TRNSCOPE_CACHE_DIR"] + "/plain") if "nocache" in n or n.endswith(".tmp")]
+"""
+
+
+def test_a_child_forked_while_interrupts_are_held_can_still_be_stopped(tmp_path: Path) -> None:
+    # the console script holds SIGINT and SIGTERM while it loads its C extensions; the
+    # child must not inherit that, or stopping it would wait for its whole copy
+    path = tmp_path / "zeros.json.gz"
+    path.write_bytes(gzip.compress(bytes(256 << 20), compresslevel=1))
+    prelude = "import signal\nsignal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})\n"
+    out = _run(tmp_path, path, False, HELD, before=prelude)
+    assert out["copy"] is False and out["left"] == []
+
+
+def test_interrupts_wait_until_the_extensions_are_loaded() -> None:
+    import signal
+    import time
+
+    from trnscope.cli import _interrupts_held
+
+    arrived = []
+    with pytest.raises(KeyboardInterrupt), _interrupts_held():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+        arrived.append("held")  # not interrupted inside the block
+    assert arrived == ["held"]

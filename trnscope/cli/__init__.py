@@ -6,8 +6,14 @@ one gzip trace a command reads (``inflate_ahead``), and only then loads NumPy an
 
 from __future__ import annotations
 
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = ["load_numpy_with_one_blas_thread", "run"]
 
@@ -26,18 +32,44 @@ def load_numpy_with_one_blas_thread(argv: Sequence[str]) -> None:
 
 def run() -> None:
     """The ``trnscope`` console script."""
+    try:
+        with _interrupts_held():
+            args = _parse_and_read_ahead(sys.argv[1:])
+            load_numpy_with_one_blas_thread(sys.argv[1:])
+            from trnscope.cli.main import run as run_command
+    except KeyboardInterrupt:  # Ctrl+C in the first tenth of a second: as later, one line
+        sys.stderr.write("trnscope: interrupted\n")
+        sys.exit(130)
+    run_command(args)
+
+
+@contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """Ctrl+C and SIGTERM wait until the C extensions (msgspec, NumPy) are loaded, and
+    arrive right after: an interrupt inside an extension's initialisation can leave it
+    half set up (msgspec, interrupted while it loaded, crashed the process 0.15 s later)."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _parse_and_read_ahead(argv: Sequence[str]) -> argparse.Namespace:
+    """The arguments; a command that reads one gzip trace has a child decompress it
+    from now on, while this process imports (~0.15 s of one core)."""
     from trnscope.cli.arguments import parse_command_line, the_one_trace
 
-    args = parse_command_line(sys.argv[1:])
+    args = parse_command_line(argv)
     trace = the_one_trace(args) if args.command else None
     if trace is not None:
         from pathlib import Path
 
         from trnscope.core.formats import inflate_ahead
 
-        # the child decompresses while this process imports (~0.15 s of one core)
         inflate_ahead.start(Path(trace), keep=not args.no_cache)
-    load_numpy_with_one_blas_thread(sys.argv[1:])
-    from trnscope.cli.main import run as run_command
-
-    run_command(args)
+    return args

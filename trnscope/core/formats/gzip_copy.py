@@ -155,6 +155,13 @@ def usable_copy(folder: Path, key: str) -> Copy | None:
     return Copy(str(target), record.damage)
 
 
+def copy_paths(folder: Path, key: str, owner: int, *, keep: bool) -> tuple[Path, Path]:
+    """Where a copy goes and the temporary file it is written through: a kept copy, or
+    one private to ``owner``, the process that removes it."""
+    target = folder / (f"{key}.json" if keep else f"{key}.nocache.{owner}.json")
+    return target, folder / f".{key}.{owner}.tmp"
+
+
 def write_copy(
     path: Path,
     size: int,
@@ -169,8 +176,7 @@ def write_copy(
     """Decompress ``path`` into the folder: a kept copy with its record (``keep``), else
     a private copy named after ``owner``, the process that removes it.  None when the
     folder has no room (the caller keeps the text in memory instead)."""
-    temp = folder / f".{key}.{owner}.tmp"
-    target = folder / (f"{key}.json" if keep else f"{key}.nocache.{owner}.json")
+    target, temp = copy_paths(folder, key, owner, keep=keep)
     try:
         crc = 0
         with open(temp, "wb") as out:

@@ -40,7 +40,14 @@ import msgspec
 
 from trnscope.core.base.cachedir import fingerprint, writable_dir
 from trnscope.core.base.errors import LoadCancelled
-from trnscope.core.formats.gzip_copy import Copy, Progress, is_recorded, sweep_orphaned_copies, write_copy
+from trnscope.core.formats.gzip_copy import (
+    Copy,
+    Progress,
+    copy_paths,
+    is_recorded,
+    sweep_orphaned_copies,
+    write_copy,
+)
 
 GZIP_MAGIC = b"\x1f\x8b"
 _WAIT_STEP_S = 0.05  # how often a waiting parent looks at its cancel flag
@@ -66,6 +73,7 @@ class _Child:
         self.pending = b""
         self.outcome: Outcome | None = None
         self.progress: tuple[int, int] | None = None
+        self.private_files: list[str] = []  # what the child writes, announced before it starts
         self.reaped = False
 
     def _absorb(self, data: bytes) -> None:
@@ -75,6 +83,9 @@ class _Child:
             if line.startswith(b"p "):
                 done, total = line[2:].split()
                 self.progress = (int(done), int(total))
+            elif line.startswith(b"files "):
+                with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
+                    self.private_files = msgspec.json.decode(line[6:], type=list[str])
             elif line.startswith(b"done "):
                 with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
                     self.outcome = msgspec.json.decode(line[5:], type=Outcome)
@@ -116,8 +127,9 @@ class _Child:
         return outcome.copy if outcome is not None and outcome.kind == "written" else None
 
     def stop(self) -> None:
-        """End the child (it removes what it was writing) and remove a private copy it
-        finished: nobody will use it."""
+        """End the child and remove the private copy it was writing or wrote: nobody will
+        use it.  (The child removes its temporary file itself when stopped, but a stop
+        can land after the copy is in place and before the child has said so.)"""
         if self.reaped:
             return
         with contextlib.suppress(ProcessLookupError):
@@ -126,10 +138,9 @@ class _Child:
             while self._read(None):
                 pass
         self._reap()
-        outcome = self.outcome
-        if outcome is not None and outcome.copy is not None and not self.keep:
+        for name in self.private_files:
             with contextlib.suppress(OSError):
-                os.unlink(outcome.copy.path)
+                os.unlink(name)
 
 
 _children: list[_Child] = []
@@ -194,6 +205,8 @@ def _run_child(path: Path, owner: int, writer: int, keep: bool) -> NoReturn:  # 
     try:
         signal.signal(signal.SIGTERM, _on_sigterm)
         signal.signal(signal.SIGINT, _on_sigterm)  # Ctrl+C reaches the whole group: stop, tidily
+        if hasattr(signal, "pthread_sigmask"):  # held by the parent while it loads (cli.run)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
         outcome = _decompress(path, owner, writer, keep)
     except BaseException:
         code = 1
@@ -212,6 +225,9 @@ def _decompress(path: Path, owner: int, writer: int, keep: bool) -> Outcome:  # 
     sweep_orphaned_copies(folder)
     if keep and is_recorded(folder, key):
         return Outcome("kept")
+    if not keep:  # the names, before anything is written: the parent removes them if it stops this child
+        files = [str(name) for name in copy_paths(folder, key, owner, keep=False)]
+        os.write(writer, b"files " + msgspec.json.encode(files) + b"\n")
     os.set_blocking(writer, False)  # progress is dropped, never waited for, when the parent reads late
 
     def report(phase: str, done: int, total: int) -> None:
