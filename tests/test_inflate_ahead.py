@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, SAMPLES
-from trnscope.cli.arguments import parse_command_line, the_one_trace
+from trnscope.cli.arguments import parse_command_line, traces_read_whole
 
 TRACE = SAMPLES / "cpu_train_tiny_session" / "train_tiny.pt.trace.json.gz"
 
@@ -240,19 +240,40 @@ def test_parsing_loads_no_numpy() -> None:
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
-        (["summary", "t.json.gz"], "t.json.gz"),
-        (["summary", "dir", "--merge"], None),
-        (["chain", "t.json.gz", "--op", "aten::mm"], "t.json.gz"),
-        (["diagnose", "t.json.gz"], "t.json.gz"),
-        (["timeline", "t.json.gz", "--from", "-1ms"], "t.json.gz"),
-        (["open", "t.json.gz"], "t.json.gz"),
-        (["open", "a.json.gz", "b.json.gz"], None),
-        (["compare", "a.json.gz", "b.json.gz"], None),
-        (["ranks", "folder"], None),
+        (["summary", "t.json.gz"], ["t.json.gz"]),
+        (["summary", "dir", "--merge"], []),
+        (["chain", "t.json.gz", "--op", "aten::mm"], ["t.json.gz"]),
+        (["diagnose", "t.json.gz"], ["t.json.gz"]),
+        (["timeline", "t.json.gz", "--from", "-1ms"], ["t.json.gz"]),
+        (["open", "t.json.gz"], ["t.json.gz"]),
+        (["open", "a.json.gz", "b.json.gz"], ["a.json.gz", "b.json.gz"]),
+        (["compare", "a.json.gz", "b.json.gz", "c.json.gz"], ["a.json.gz", "b.json.gz", "c.json.gz"]),
+        (["compare", "a", "b", "c", "d"], []),
+        (["ranks", "folder"], []),
     ],
 )
-def test_which_commands_read_one_trace(argv: list[str], expected: str | None) -> None:
-    assert the_one_trace(parse_command_line(argv)) == expected
+def test_which_commands_read_their_traces_whole(argv: list[str], expected: list[str]) -> None:
+    assert traces_read_whole(parse_command_line(argv)) == expected
+
+
+VARIANTS = """
+second = Path(sys.argv[1] + ".second.json.gz")
+out["second_started"] = inflate_ahead.start(second, keep=keep)
+out["same_file_twice"] = inflate_ahead.start(path, keep=keep)
+for name, each in (("first", path), ("second", second)):
+    plain = source.open_plain(each, reuse=keep)
+    out[name] = bytes(plain.buffer[:]) == gzip.decompress(each.read_bytes())
+"""
+
+
+def test_each_variant_has_its_child(tmp_path: Path) -> None:
+    path = tmp_path / "first.json.gz"
+    path.write_bytes(TRACE.read_bytes())
+    (tmp_path / "first.json.gz.second.json.gz").write_bytes(gzip.compress(b'{"traceEvents": []}'))
+    out = _run(tmp_path, path, False, VARIANTS)
+    assert out["started"] and out["second_started"] and out["same_file_twice"] is False
+    assert out["first"] and out["second"]
+    assert _leftovers(tmp_path) == []
 
 
 HELD = """

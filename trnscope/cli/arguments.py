@@ -290,15 +290,18 @@ def parse_command_line(argv: Sequence[str]) -> argparse.Namespace:
     return build_parser().parse_args(_join_signed_values(argv))
 
 
-# commands that read exactly one trace when given one path
+# commands that read one trace, whole
 _ONE_PATH = ("summary", "chain", "diagnose", "timeline")
+VARIANTS_READ_AHEAD = 3  # compare and open take two or three variants
 
 
-def the_one_trace(args: argparse.Namespace) -> str | None:
-    """The one file a command will read, when it reads exactly one: ``summary``
-    (without ``--merge``), ``chain``, ``diagnose``, ``timeline``, or ``open`` of one path."""
+def traces_read_whole(args: argparse.Namespace) -> list[str]:
+    """The paths a command reads whole, each as one trace when it is a trace file:
+    ``summary`` (without ``--merge``), ``chain``, ``diagnose``, ``timeline``, and the
+    variants of ``compare`` and ``open`` (up to three).  Folders and sessions are
+    decided later; ``ranks`` and ``--merge`` read in worker processes."""
     if args.command in _ONE_PATH and not getattr(args, "merge", False):
-        return str(args.path)
-    if args.command == "open" and len(args.paths) == 1:
-        return str(args.paths[0])
-    return None
+        return [str(args.path)]
+    if args.command in ("open", "compare") and len(args.paths) <= VARIANTS_READ_AHEAD:
+        return [str(path) for path in args.paths]
+    return []

@@ -3,8 +3,8 @@
 Before the first byte of a trace is read, a command spends about 0.15 s of one core
 importing NumPy and its own modules, and a gzip trace of 35–90 MB then takes another
 0.05–0.15 s to decompress.  ``trnscope summary T.json.gz`` (and ``chain``, ``diagnose``,
-``timeline``, ``open`` of one trace) now forks a child as soon as its arguments are
-parsed; the child writes the decompressed copy (``gzip_copy.write_copy``, exactly as
+``timeline``, and each variant of ``compare`` and ``open``) now forks a child per trace
+as soon as its arguments are parsed; the child writes the decompressed copy (``gzip_copy.write_copy``, exactly as
 the loading process would) on the other core while the parent imports, and
 ``source.open_plain`` takes the copy over when the load asks for it.
 
@@ -66,6 +66,7 @@ class _Child:
     """A started child: its pid, the read end of its pipe, and what it reported."""
 
     def __init__(self, pid: int, reader: int, file_id: tuple[int, int], keep: bool) -> None:
+        self.parent = os.getpid()  # a process forked from it later (a decode worker) must not claim it
         self.pid = pid
         self.reader = reader
         self.file_id = file_id
@@ -149,13 +150,16 @@ _children: list[_Child] = []
 @atexit.register
 def _stop_unclaimed() -> None:
     while _children:
-        _children.pop().stop()
+        child = _children.pop()
+        if child.parent == os.getpid():
+            child.stop()
 
 
 def start(path: Path, *, keep: bool) -> bool:
     """Fork a child that decompresses the gzip file ``path`` into its copy (a kept one
     when ``keep``, else one private to this process).  Does nothing (False) for a file
-    that is not gzip, where there is no fork, or once threads or NumPy run here."""
+    that is not gzip or already has a child, where there is no fork, or once threads or
+    NumPy run here."""
     if not hasattr(os, "fork") or threading.active_count() > 1 or "numpy" in sys.modules:
         return False
     try:
@@ -164,6 +168,8 @@ def start(path: Path, *, keep: bool) -> bool:
             if fh.read(2) != GZIP_MAGIC:
                 return False
     except OSError:
+        return False
+    if any(child.file_id == (info.st_dev, info.st_ino) for child in _children):  # the same file twice
         return False
     owner = os.getpid()
     reader, writer = os.pipe()
@@ -185,7 +191,7 @@ def claim(info: os.stat_result, *, keep: bool) -> _Child | None:
     """The child decompressing this file (by device and inode) into the kind of copy
     asked for, if one was started; it is this caller's to wait for from now on."""
     for child in _children:
-        if child.file_id == (info.st_dev, info.st_ino) and child.keep == keep:
+        if child.file_id == (info.st_dev, info.st_ino) and child.keep == keep and child.parent == os.getpid():
             _children.remove(child)
             return child
     return None
