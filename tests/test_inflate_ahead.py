@@ -190,15 +190,22 @@ import threading
 plain_file = Path(sys.argv[1] + ".plain.json")
 plain_file.write_bytes(b"[]")
 out["plain"] = inflate_ahead.start(plain_file, keep=keep)
+fifo = Path(sys.argv[1] + ".fifo")
+os.mkfifo(fifo)
+out["fifo"] = inflate_ahead.start(fifo, keep=keep)  # never opened: no writer would ever come
+out["folder"] = inflate_ahead.start(Path(sys.argv[1]).parent, keep=keep)
 thread = threading.Thread(target=threading.Event().wait, args=(2,), daemon=True)
 thread.start()
 out["threaded"] = inflate_ahead.start(path, keep=keep)
 """
 
 
-def test_no_child_for_plain_json_or_beside_other_threads(tmp_path: Path) -> None:
-    out = _run(tmp_path, TRACE, False, REFUSALS)
+def test_no_child_for_plain_json_a_fifo_a_folder_or_beside_other_threads(tmp_path: Path) -> None:
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(TRACE.read_bytes())
+    out = _run(tmp_path, path, False, REFUSALS)
     assert out["started"] and out["plain"] is False and out["threaded"] is False
+    assert out["fifo"] is False and out["folder"] is False
 
 
 def test_the_command_line_reads_ahead_and_prints_the_same(tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ import contextlib
 import os
 import select
 import signal
+import stat
 import sys
 import threading
 from collections.abc import Callable
@@ -164,6 +165,8 @@ def start(path: Path, *, keep: bool) -> bool:
         return False
     try:
         info = path.stat()
+        if not stat.S_ISREG(info.st_mode):  # a FIFO or a terminal would block the read below
+            return False
         with open(path, "rb") as fh:
             if fh.read(2) != GZIP_MAGIC:
                 return False
