@@ -305,13 +305,15 @@ def test_a_child_forked_while_interrupts_are_held_can_still_be_stopped(tmp_path:
 
 def test_interrupts_wait_until_the_extensions_are_loaded() -> None:
     import signal
+    import threading
     import time
 
     from trnscope.cli import _interrupts_held
 
     arrived = []
     with pytest.raises(KeyboardInterrupt), _interrupts_held():
-        os.kill(os.getpid(), signal.SIGINT)
+        # to this thread (the console script has no other; a pytest worker may)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
         time.sleep(0.05)
         arrived.append("held")  # not interrupted inside the block
     assert arrived == ["held"]
