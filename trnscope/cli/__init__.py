@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import argparse
 
-__all__ = ["load_numpy_with_one_blas_thread", "run"]
+__all__ = ["load_numpy_with_one_blas_thread", "parse_and_read_ahead", "run"]
 
 
 def load_numpy_with_one_blas_thread(argv: Sequence[str]) -> None:
@@ -34,7 +34,7 @@ def run() -> None:
     """The ``trnscope`` console script."""
     try:
         with _interrupts_held():
-            args = _parse_and_read_ahead(sys.argv[1:])
+            args = parse_and_read_ahead(sys.argv[1:])
             load_numpy_with_one_blas_thread(sys.argv[1:])
             from trnscope.cli.main import run as run_command
     except KeyboardInterrupt:  # Ctrl+C in the first tenth of a second: as later, one line
@@ -59,7 +59,7 @@ def _interrupts_held() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-def _parse_and_read_ahead(argv: Sequence[str]) -> argparse.Namespace:
+def parse_and_read_ahead(argv: Sequence[str]) -> argparse.Namespace:
     """The arguments; each gzip trace a command reads whole has a child decompress it
     from now on, while this process imports (~0.15 s of one core)."""
     from trnscope.cli.arguments import parse_command_line, traces_read_whole
