@@ -3,10 +3,11 @@
 Before the first byte of a trace is read, a command spends about 0.15 s of one core
 importing NumPy and its own modules, and a gzip trace of 35–90 MB then takes another
 0.05–0.15 s to decompress.  ``trnscope summary T.json.gz`` (and ``chain``, ``diagnose``,
-``timeline``, and each variant of ``compare`` and ``open``) now forks a child per trace
-as soon as its arguments are parsed; the child writes the decompressed copy (``gzip_copy.write_copy``, exactly as
-the loading process would) on the other core while the parent imports, and
-``source.open_plain`` takes the copy over when the load asks for it.
+``timeline``, and each variant of ``compare`` and ``open``) now forks a child per
+trace as soon as its arguments are parsed; the child writes the decompressed copy
+(``gzip_copy.write_copy``, exactly as the loading process would) on the other core
+while the parent imports, and ``source.open_plain`` takes the copy over when the load
+asks for it.
 
 A process and not a thread: a thread decompressing beside the imports waited for the
 GIL after every 1 MiB it inflated (xDiT's 62 MB took 0.12–0.2 s instead of 0.07 s, even
@@ -35,7 +36,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import Literal, NoReturn
 
 import msgspec
 
@@ -59,7 +60,7 @@ class Outcome(msgspec.Struct, frozen=True):
     there: the parent checks and uses it as always), or ``declined`` (no cache folder,
     no room, or an error the parent will meet and report itself)."""
 
-    kind: str
+    kind: Literal["written", "kept", "declined"]
     copy: Copy | None = None
 
 
