@@ -317,3 +317,17 @@ def test_interrupts_wait_until_the_extensions_are_loaded() -> None:
         time.sleep(0.05)
         arrived.append("held")  # not interrupted inside the block
     assert arrived == ["held"]
+
+
+def test_a_cache_root_another_process_creates_meanwhile_is_used(tmp_path: Path, monkeypatch) -> None:
+    # compare's children on a fresh machine create the cache root together: the one that
+    # found it missing and then lost the race to create it was refused, and its copy went
+    # to the parent (seen once in a full test run)
+    from trnscope.core.base import cachedir
+
+    root = tmp_path / "cache"
+    root.mkdir()
+    monkeypatch.setenv("TRNSCOPE_CACHE_DIR", str(root))
+    exists = Path.exists
+    monkeypatch.setattr(Path, "exists", lambda self: False if self == root else exists(self))
+    assert cachedir.writable_dir("plain") == root / "plain"

@@ -74,9 +74,12 @@ def _has_marker(root: Path) -> bool:
 
 
 def _ensure_root(root: Path) -> None:
-    """Create the root (private to the user) and tag it, unless it is someone's folder."""
+    """Create the root (private to the user) and tag it, unless it is someone's folder.
+    Several processes may do this at once (``compare``'s read-ahead children on a fresh
+    machine): the second to create it is not refused (it was, and its copy then went to
+    memory instead)."""
     if not root.exists():
-        root.mkdir(parents=True, mode=0o700)
+        root.mkdir(parents=True, mode=0o700, exist_ok=True)
     if not _has_marker(root) and not any(p.name != MARKER for p in root.iterdir()):
         (root / MARKER).write_text(MARKER_TEXT)
 
