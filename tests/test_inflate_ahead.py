@@ -180,7 +180,9 @@ def test_another_file_is_read_as_always(tmp_path: Path) -> None:
         "source.write_copy = source_write_copy",
         "from trnscope.core.formats import gzip_copy\nsource.write_copy = gzip_copy.write_copy",
     )
-    out = _run(tmp_path, TRACE, False, body)
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(TRACE.read_bytes())
+    out = _run(tmp_path, path, False, body)
     assert out["other_bytes"] and out["still_waiting"] == 1
     assert _leftovers(tmp_path) == []
 
