@@ -1,7 +1,7 @@
 """The ``trnscope`` command line: argument parsing and the text/CSV/JSON presenters.
 
 ``run`` (the console script) parses the arguments first, then starts decompressing the
-one gzip trace a command reads (``inflate_ahead``), and only then loads NumPy and
+gzip traces a command reads whole (``inflate_ahead``), and only then loads NumPy and
 ``trnscope.cli.main``; embedders call ``trnscope.cli.main.main``."""
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 loading NumPy or any of the analysis.
 
 Parsing comes first and costs only ``argparse``, so that ``--help`` answers at once and
-a command that reads one gzip trace can start decompressing it (``inflate_ahead``)
-before the rest of trnscope is imported (``trnscope.cli.run``).
+a command can start decompressing the gzip traces it reads (``inflate_ahead``) before
+the rest of trnscope is imported (``trnscope.cli.run``).
 """
 
 from __future__ import annotations

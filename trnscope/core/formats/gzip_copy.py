@@ -29,6 +29,7 @@ from trnscope.core.base.errors import InputError, LoadCancelled
 from trnscope.core.base.fs import process_alive
 from trnscope.core.base.settings import max_inflate_ratio
 
+GZIP_MAGIC = b"\x1f\x8b"
 _READ_BLOCK = 4 << 20
 _INFLATE_FLOOR = 16 << 20  # tiny files may always inflate this far
 _MAX_STEP = 1 << 20  # most output one decompress call returns: bounds the memory a gzip file needs here

@@ -43,6 +43,7 @@ import msgspec
 from trnscope.core.base.cachedir import fingerprint, writable_dir
 from trnscope.core.base.errors import LoadCancelled
 from trnscope.core.formats.gzip_copy import (
+    GZIP_MAGIC,
     Copy,
     Progress,
     copy_paths,
@@ -51,7 +52,6 @@ from trnscope.core.formats.gzip_copy import (
     write_copy,
 )
 
-GZIP_MAGIC = b"\x1f\x8b"
 _WAIT_STEP_S = 0.05  # how often a waiting parent looks at its cancel flag
 
 

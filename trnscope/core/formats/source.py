@@ -23,6 +23,7 @@ from trnscope.core.base.cachedir import fingerprint, writable_dir
 from trnscope.core.base.errors import InputError
 from trnscope.core.formats import inflate_ahead
 from trnscope.core.formats.gzip_copy import (
+    GZIP_MAGIC,
     Copy,
     Progress,
     inflate,
@@ -32,7 +33,6 @@ from trnscope.core.formats.gzip_copy import (
     usable_copy,
     write_copy,
 )
-from trnscope.core.formats.inflate_ahead import GZIP_MAGIC
 
 __all__ = ["GZIP_MAGIC", "PlainSource", "Progress", "check_readable_file", "open_plain"]
 
