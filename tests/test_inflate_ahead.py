@@ -63,12 +63,10 @@ def _leftovers(tmp_path: Path) -> list[str]:
     return sorted(name for name in os.listdir(folder) if "nocache" in name or name.endswith(".tmp"))
 
 
-def _random_gzip(path: Path, megabytes: int) -> bytes:
+def _random_gzip(path: Path, megabytes: int) -> None:
     """Incompressible content: several 4 MiB blocks of compressed input, so the child
     reports progress more than once."""
-    data = os.urandom(megabytes << 20)
-    path.write_bytes(gzip.compress(data, compresslevel=1))
-    return data
+    path.write_bytes(gzip.compress(os.urandom(megabytes << 20), compresslevel=1))
 
 
 CLAIM = """
