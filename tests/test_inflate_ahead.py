@@ -331,3 +331,43 @@ def test_a_cache_root_another_process_creates_meanwhile_is_used(tmp_path: Path, 
     exists = Path.exists
     monkeypatch.setattr(Path, "exists", lambda self: False if self == root else exists(self))
     assert cachedir.writable_dir("plain") == root / "plain"
+
+
+def test_the_explorer_opens_a_gzip_trace_through_the_console_script(tmp_path: Path) -> None:
+    # the whole path a user takes: parse, read ahead, NumPy, the fork server, the early
+    # load claiming the child's copy, the first screen, q; nothing left in the cache
+    import pty
+    import select
+    import time
+
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(TRACE.read_bytes())
+    env = {**os.environ, "TRNSCOPE_CACHE_DIR": str(tmp_path / "cache"), "TERM": "xterm-256color"}
+    env.update(COLUMNS="100", LINES="30")
+    pid, fd = pty.fork()
+    if pid == 0:  # pragma: no cover - the explorer's process
+        os.chdir(REPO)
+        os.execve(sys.executable, [sys.executable, "-m", "trnscope", "open", str(path), "--no-cache"], env)
+    seen, sent, started = b"", False, time.monotonic()
+    try:
+        while time.monotonic() - started < 90:
+            ready, _, _ = select.select([fd], [], [], 0.1)
+            if ready:
+                try:
+                    data = os.read(fd, 1 << 16)
+                except OSError:  # the explorer has exited: the terminal is gone
+                    break
+                if not data:
+                    break
+                seen += data
+            if not sent and b"Calls" in seen:
+                os.write(fd, b"q")
+                sent = True
+    finally:
+        if not sent:
+            os.kill(pid, 9)
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    assert sent, seen[-2000:].decode(errors="replace")
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert _leftovers(tmp_path) == []
