@@ -319,3 +319,44 @@ def test_the_normal_exit_once_torch_is_loaded(tmp_path: Path) -> None:
         )
         assert done.returncode == 0, done.stderr
         assert (b"torn down" in done.stderr) is torn_down, (loaded, done.stderr)
+
+
+@pytest.fixture(scope="module")
+def big_gzip(big_trace: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import gzip
+
+    path = tmp_path_factory.mktemp("procs_gz") / "big.json.gz"
+    path.write_bytes(gzip.compress(big_trace.read_bytes(), compresslevel=1))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("ending", "code", "said"), [("SIGTERM", 143, b"terminated"), ("SIGHUP", 129, b"hung up")], ids=["term", "hup"]
+)
+def test_an_ending_signal_runs_the_cleanup_and_removes_the_private_copy(
+    big_gzip: Path, tmp_path: Path, ending: str, code: int, said: bytes
+) -> None:
+    # SIGHUP is what an SSH session that drops sends: it used to end the process on the
+    # spot, leaving the --no-cache copy of the trace in the cache folder
+    env = {**os.environ, "TRNSCOPE_CACHE_DIR": str(tmp_path)}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "trnscope", "summary", str(big_gzip), "--no-cache", "--workers", "2"],
+        cwd=str(REPO),
+        env=env,
+        stderr=subprocess.PIPE,
+    )
+    # once the private copy is in place the load decodes it (the read-ahead child has
+    # written it); before that the signal is held, then ends the command the same way
+    plain = tmp_path / "plain"
+    deadline = time.monotonic() + 30
+    while child.poll() is None and time.monotonic() < deadline:
+        if plain.is_dir() and any(plain.glob(f"*.nocache.{child.pid}.json")):
+            break
+        time.sleep(0.01)
+    child.send_signal(getattr(signal, ending))
+    _, err = child.communicate(timeout=60)
+    assert child.returncode in (0, code), err
+    if child.returncode == code:
+        assert said in err and b"Traceback" not in err
+    left = sorted(p.name for p in plain.iterdir()) if plain.is_dir() else []
+    assert [name for name in left if "nocache" in name or name.endswith(".tmp")] == []

@@ -9,7 +9,7 @@ from __future__ import annotations
 import signal
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -32,23 +32,34 @@ def load_numpy_with_one_blas_thread(argv: Sequence[str]) -> None:
 
 def run() -> None:
     """The ``trnscope`` console script."""
+    from trnscope.core.base.errors import Terminated
+
     try:
         with _interrupts_held():
             args = parse_and_read_ahead(sys.argv[1:])
             load_numpy_with_one_blas_thread(sys.argv[1:])
+            from trnscope.cli.main import end_through_cleanup_on_signals
             from trnscope.cli.main import run as run_command
+
+            end_through_cleanup_on_signals()  # before the signals held so far arrive
     except KeyboardInterrupt:  # Ctrl+C in the first tenth of a second: as later, one line
         sys.stderr.write("trnscope: interrupted\n")
         sys.exit(130)
+    except Terminated as ended:  # and SIGTERM or SIGHUP: the read-ahead is stopped at exit
+        with suppress(OSError):  # after a hangup the terminal may be gone
+            sys.stderr.write(f"trnscope: {ended.reason}\n")
+        sys.exit(ended.exit_code)
     run_command(args)
 
 
 @contextmanager
 def _interrupts_held() -> Iterator[None]:
-    """Ctrl+C and SIGTERM wait until the C extensions (msgspec, NumPy) are loaded, and
-    arrive right after: an interrupt inside an extension's initialisation can leave it
-    half set up (msgspec, interrupted while it loaded, crashed the process 0.15 s later)."""
-    held = {signal.SIGINT, signal.SIGTERM}
+    """Ctrl+C, SIGTERM and SIGHUP wait until the C extensions (msgspec, NumPy) are
+    loaded and the command's handlers are in place, and arrive right after: an
+    interrupt inside an extension's initialisation can leave it half set up (msgspec,
+    interrupted while it loaded, crashed the process 0.15 s later), and one before the
+    handlers ended the process without its cleanup (a read-ahead copy left behind)."""
+    held = {signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])}
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return

@@ -298,22 +298,27 @@ def main(argv: Sequence[str] | None = None, *, parsed: argparse.Namespace | None
                 signal.signal(number, handler)
 
 
+# SIGTERM, and SIGHUP where there is one (the terminal went away): the command ends
+# through its cleanup, as on Ctrl+C
+_ENDING_SIGNALS = (signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else []))
+
+
 def _signal_handlers() -> dict[int, Any]:
-    return {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+    return {number: signal.getsignal(number) for number in (signal.SIGINT, *_ENDING_SIGNALS)}
 
 
 def _quiet_signals() -> None:
     """While the one line of error is written, no signal cuts it short."""
     with contextlib.suppress(ValueError, OSError):  # not the main thread (embedded use)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        for number in (signal.SIGINT, *_ENDING_SIGNALS):
+            signal.signal(number, signal.SIG_IGN)
 
 
 def _last_words(error: BaseException) -> str:
     if isinstance(error, KeyboardInterrupt):
         return "interrupted"
     if isinstance(error, Terminated):
-        return "terminated"
+        return error.reason
     if isinstance(error, MemoryError):
         return "error: out of memory (try --skip python, or a machine with more RAM)"
     return f"internal error: {type(error).__name__} (set TRNSCOPE_DEBUG=1 for a traceback)"
@@ -323,7 +328,7 @@ def _exit_code_of(error: BaseException) -> int:
     if isinstance(error, KeyboardInterrupt):
         return 130
     if isinstance(error, Terminated):
-        return 143
+        return error.exit_code
     return 2 if isinstance(error, MemoryError) else 1
 
 
@@ -333,12 +338,7 @@ def _main(argv: Sequence[str] | None, parsed: argparse.Namespace | None) -> int:
         build_parser().print_help()
         return 2
     debug = settings.debug()
-    # SIGTERM ends the command through the same cleanup as Ctrl+C (workers stopped,
-    # shared memory and half-written folders removed) instead of dying on the spot
-    global _HANDLER_PID
-    _HANDLER_PID = os.getpid()
-    with contextlib.suppress(ValueError):  # not the main thread (embedded use)
-        signal.signal(signal.SIGTERM, _terminated)
+    end_through_cleanup_on_signals()
     try:
         from trnscope.core.base.memory import prefer_small_pages
 
@@ -353,10 +353,11 @@ def _main(argv: Sequence[str] | None, parsed: argparse.Namespace | None) -> int:
         _quiet_signals()
         sys.stderr.write(f"{PROG}: interrupted\n")
         return 130
-    except Terminated:
+    except Terminated as ended:
         _quiet_signals()
-        sys.stderr.write(f"{PROG}: terminated\n")
-        return 143
+        with contextlib.suppress(OSError):  # after a hangup the terminal may be gone
+            sys.stderr.write(f"{PROG}: {ended.reason}\n")
+        return ended.exit_code
     except BrokenPipeError:
         # e.g. `trnscope summary ... | head`
         with contextlib.suppress(OSError):
@@ -387,23 +388,36 @@ CLEANUP_SECONDS = 10
 _HANDLER_PID = -1  # the process that installed ``_terminated``
 
 
+def end_through_cleanup_on_signals() -> None:
+    """SIGTERM and SIGHUP end the command through the same cleanup as Ctrl+C (workers
+    stopped, shared memory, private copies and half-written folders removed) instead of
+    dying on the spot; a SIGHUP ignored on purpose (``nohup``) stays ignored."""
+    global _HANDLER_PID
+    _HANDLER_PID = os.getpid()
+    with contextlib.suppress(ValueError):  # not the main thread (embedded use)
+        for number in _ENDING_SIGNALS:
+            if number == signal.SIGTERM or signal.getsignal(number) is not signal.SIG_IGN:
+                signal.signal(number, _terminated)
+
+
 def _terminated(signum: int, frame: object) -> None:
     if os.getpid() != _HANDLER_PID:
         # a decode worker forked a moment ago, stopped before its initializer put the
         # default handler back: end as the default would, without a traceback
         os._exit(128 + signum)
-    _end_within(CLEANUP_SECONDS)
-    raise Terminated()
+    _end_within(CLEANUP_SECONDS, signum)
+    raise Terminated(signum)
 
 
-def _end_within(seconds: int) -> None:
-    """Exit with status 143 in ``seconds`` whatever the cleanup is doing (decode workers
-    die with this process; their results live in memory files the kernel frees)."""
+def _end_within(seconds: int, ending: int = signal.SIGTERM) -> None:
+    """Exit with status 128 + ``ending`` (143 for SIGTERM) in ``seconds`` whatever the
+    cleanup is doing (decode workers die with this process; their results live in memory
+    files the kernel frees)."""
 
     def hard_exit(signum: int, frame: object) -> None:
         with contextlib.suppress(OSError):
             os.write(2, f"{PROG}: terminated (cleanup cut short after {seconds}s)\n".encode())
-        os._exit(143)
+        os._exit(128 + ending)
 
     with contextlib.suppress(ValueError, OSError):  # not the main thread (embedded use)
         signal.signal(signal.SIGALRM, hard_exit)

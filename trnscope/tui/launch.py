@@ -27,9 +27,10 @@ def run_open(args: argparse.Namespace) -> int:
 
 @contextlib.contextmanager
 def loads_stop_on_signals(app: Any) -> Iterator[None]:
-    """Ctrl+C or SIGTERM while the app runs cancels a load in progress first, then does
-    what it did before (raise ``KeyboardInterrupt`` / ``Terminated``): on its way out
-    the app waits for its workers, and a load left running held the exit for seconds."""
+    """Ctrl+C, SIGTERM or SIGHUP while the app runs cancels a load in progress first,
+    then does what it did before (raise ``KeyboardInterrupt`` / ``Terminated``): on its
+    way out the app waits for its workers, and a load left running held the exit for
+    seconds."""
     previous: dict[int, Any] = {}
 
     def stop_loading(signum: int, frame: Any) -> None:
@@ -37,7 +38,7 @@ def loads_stop_on_signals(app: Any) -> Iterator[None]:
         previous[signum](signum, frame)
 
     with contextlib.suppress(ValueError):  # not the main thread (embedded use): as before
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        for signum in (signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])):
             handler = signal.getsignal(signum)
             if callable(handler):
                 previous[signum] = handler

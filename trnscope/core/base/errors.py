@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 
 class TrnscopeError(Exception):
     """A problem with the user's input or environment (not a bug in trnscope).
@@ -28,5 +30,19 @@ class LoadCancelled(TrnscopeError):
 
 
 class Terminated(BaseException):
-    """SIGTERM arrived: raised where the program is (the CLI's handler), so every
-    ``finally`` and cleanup runs; like KeyboardInterrupt, never caught as a failure."""
+    """SIGTERM arrived, or SIGHUP (the terminal went away: an SSH connection dropped):
+    raised where the program is (the CLI's handler), so every ``finally`` and cleanup
+    runs; like KeyboardInterrupt, never caught as a failure."""
+
+    def __init__(self, signum: int = 15) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+    @property
+    def reason(self) -> str:
+        """What ended the command, as its one line says it."""
+        return "hung up" if self.signum == getattr(signal, "SIGHUP", None) else "terminated"

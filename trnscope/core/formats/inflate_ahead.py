@@ -215,7 +215,8 @@ def _run_child(path: Path, owner: int, writer: int, keep: bool) -> NoReturn:  # 
     try:
         signal.signal(signal.SIGTERM, _on_sigterm)
         signal.signal(signal.SIGINT, _on_sigterm)  # Ctrl+C reaches the whole group: stop, tidily
-        if hasattr(signal, "pthread_sigmask"):  # held by the parent while it loads (cli.run)
+        if hasattr(signal, "pthread_sigmask"):  # held by the parent while it loads (cli.run);
+            # a SIGHUP stays held: the parent hears it too and stops this child itself
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
         outcome = _decompress(path, owner, writer, keep)
     except BaseException:
