@@ -36,6 +36,9 @@ def parent_must_not_write(*args, **kwargs):
     raise AssertionError("the parent decompressed the file itself")
 source.write_copy = parent_must_not_write
 source.inflate = parent_must_not_write
+def leftovers():  # while this process runs: private copies and temporary files
+    folder = os.environ["TRNSCOPE_CACHE_DIR"] + "/plain"
+    return [n for n in os.listdir(folder) if "nocache" in n or n.endswith(".tmp")]
 """
 
 
@@ -133,7 +136,7 @@ try:
     out["reaped"] = False
 except ChildProcessError:
     out["reaped"] = True
-out["left"] = [n for n in os.listdir(os.environ["TRNSCOPE_CACHE_DIR"] + "/plain") if "nocache" in n or n.endswith(".tmp")]
+out["left"] = leftovers()
 """
 
 
@@ -152,7 +155,7 @@ try:
     out["cancelled"] = False
 except LoadCancelled:
     out["cancelled"] = True
-out["left"] = [n for n in os.listdir(os.environ["TRNSCOPE_CACHE_DIR"] + "/plain") if "nocache" in n or n.endswith(".tmp")]
+out["left"] = leftovers()
 """
 
 
@@ -289,7 +292,7 @@ child = inflate_ahead._children[0]
 time.sleep(0.05)  # the child is inflating 256 MB of zeros
 os.kill(child.pid, signal.SIGTERM)
 out["copy"] = child.wait(None, None) is not None
-out["left"] = [n for n in os.listdir(os.environ["TRNSCOPE_CACHE_DIR"] + "/plain") if "nocache" in n or n.endswith(".tmp")]
+out["left"] = leftovers()
 """
 
 
