@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "bench" / "out"
+# results go here; TRNSCOPE_BENCH_OUT moves them (the smoke test keeps bench/out as it is)
+OUT = Path(os.environ.get("TRNSCOPE_BENCH_OUT") or ROOT / "bench" / "out")
 CORPUS = ROOT.parent / "shared" / "corpus"
 
 # Runs in the child: seconds from the process's start (its /proc start time) to the
