@@ -77,9 +77,15 @@ async def test_keys_pressed_while_the_table_rebuilds_act_on_the_new_table() -> N
         assert isinstance(app.screen, OpsScreen) and isinstance(app.screen._table, OpTable)
 
 
-async def test_a_large_trace_in_an_embedded_ui_leaves_nothing_in_dev_shm(tmp_path: Path) -> None:
+async def test_a_large_trace_in_an_embedded_ui_leaves_nothing_in_dev_shm(tmp_path: Path, monkeypatch) -> None:
     """Without the worker server started before the UI took stdio (embedded use), the
-    load decodes in its own process; nothing half-made (a named semaphore) stays behind."""
+    load decodes in its own process; nothing half-made (a named semaphore) stays behind.
+
+    Only this process's own files count: the named semaphores it creates are recorded as
+    they are named (the other xdist worker's pools make theirs in /dev/shm at the same
+    time, which a before/after listing counted as this test's)."""
+    import gc
+    import multiprocessing.synchronize
     import os
 
     from trnscope.core.formats.kineto import loader as kineto
@@ -87,9 +93,17 @@ async def test_a_large_trace_in_an_embedded_ui_leaves_nothing_in_dev_shm(tmp_pat
 
     if not os.path.isdir("/dev/shm"):
         return
+    named: list[str] = []
+    make_name = multiprocessing.synchronize.SemLock._make_name
+
+    def recorded() -> str:
+        name = make_name()
+        named.append(name)
+        return name
+
+    monkeypatch.setattr(multiprocessing.synchronize.SemLock, "_make_name", staticmethod(recorded))
     path = tmp_path / "big.pt.trace.json"
     generate(path, 60_000, seed=5)
-    before = set(os.listdir("/dev/shm"))
     original = kineto.PARALLEL_MIN_BYTES
     kineto.PARALLEL_MIN_BYTES = 0
     try:
@@ -101,7 +115,7 @@ async def test_a_large_trace_in_an_embedded_ui_leaves_nothing_in_dev_shm(tmp_pat
         kineto.PARALLEL_MIN_BYTES = original
     from trnscope.core.formats.kineto.parallel import SPILL_PREFIX
 
-    new = set(os.listdir("/dev/shm")) - before
-    # another test's load in the other xdist worker may have result files there now
-    theirs = {n for n in new if n.startswith(SPILL_PREFIX) and not n.startswith(f"{SPILL_PREFIX}{os.getpid()}-")}
-    assert new <= theirs, new
+    gc.collect()  # a pool's queue locks are unlinked when collected
+    left = set(os.listdir("/dev/shm"))
+    assert [name for name in named if "sem." + name.lstrip("/") in left] == []
+    assert [name for name in left if name.startswith(f"{SPILL_PREFIX}{os.getpid()}-")] == []
