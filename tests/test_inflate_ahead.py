@@ -374,3 +374,34 @@ def test_the_explorer_opens_a_gzip_trace_through_the_console_script(tmp_path: Pa
     assert sent, seen[-2000:].decode(errors="replace")
     assert os.waitstatus_to_exitcode(status) == 0
     assert _leftovers(tmp_path) == []
+
+
+STUBBORN = """
+import signal, time
+from trnscope.core.formats.inflate_ahead import _Child
+inflate_ahead._STOP_PATIENCE_S = 0.3
+reader, writer = os.pipe()
+pid = os.fork()
+if pid == 0:  # deaf to SIGTERM, as a child stuck in a read can be
+    os.close(reader)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    os.write(writer, b"ready")
+    time.sleep(30)
+    os._exit(0)
+os.close(writer)
+os.read(reader, 5)  # deaf from now on
+stubborn = _Child(pid, reader, (0, 0), False)
+started = time.monotonic()
+stubborn.stop()
+out["stopped_in"] = time.monotonic() - started
+try:
+    os.waitpid(pid, os.WNOHANG)
+    out["reaped"] = False
+except ChildProcessError:
+    out["reaped"] = True
+"""
+
+
+def test_a_child_deaf_to_sigterm_is_killed_and_the_stop_ends(tmp_path: Path) -> None:
+    out = _run(tmp_path, TRACE, False, STUBBORN)
+    assert out["reaped"] and 0.25 < out["stopped_in"] < 5

@@ -34,6 +34,7 @@ import signal
 import stat
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, NoReturn
@@ -53,6 +54,7 @@ from trnscope.core.formats.gzip_copy import (
 )
 
 _WAIT_STEP_S = 0.05  # how often a waiting parent looks at its cancel flag
+_STOP_PATIENCE_S = 2.0  # how long a stopped child may take to end, after SIGTERM and again after SIGKILL
 
 
 class Outcome(msgspec.Struct, frozen=True):
@@ -104,6 +106,15 @@ class _Child:
         self._absorb(data)
         return True
 
+    def _ended_within(self, seconds: float) -> bool:
+        """Whether the child's end of the pipe closed (it exited) within ``seconds``."""
+        deadline = time.monotonic() + seconds
+        with contextlib.suppress(OSError):
+            while (left := deadline - time.monotonic()) > 0:
+                if not self._read(left):
+                    return True
+        return False
+
     def _reap(self) -> None:
         if not self.reaped:
             self.reaped = True
@@ -135,12 +146,16 @@ class _Child:
         can land after the copy is in place and before the child has said so.)"""
         if self.reaped:
             return
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGTERM)
-        with contextlib.suppress(OSError):
-            while self._read(None):
-                pass
-        self._reap()
+        for ending, patience in ((signal.SIGTERM, _STOP_PATIENCE_S), (signal.SIGKILL, _STOP_PATIENCE_S)):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, ending)
+            if self._ended_within(patience):
+                self._reap()
+                break
+        else:  # stuck in the kernel (a hung network file system): left to init, and this process still exits
+            self.reaped = True
+            with contextlib.suppress(OSError):
+                os.close(self.reader)
         for name in self.private_files:
             with contextlib.suppress(OSError):
                 os.unlink(name)
