@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tui_helpers import settle, wait_loaded
+from tui_helpers import press_until_exit, settle, wait_loaded
 
 from conftest import SAMPLES
 from trnscope.core.base import elsewhere
@@ -103,11 +103,7 @@ async def test_escape_or_quitting_while_it_loads_stops_the_load(tmp_path: Path, 
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause(0.1)
         assert isinstance(app.screen, LoadingScreen)
-        await pilot.press(key)
-        for _ in range(200):
-            await pilot.pause(0.05)
-            if not app.is_running:
-                break
+        await press_until_exit(pilot, key)
     assert early.cancel.is_set() and app.return_code == 0
     assert not app.analyses  # the load stopped before it finished
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from textual.widgets import Label
-from tui_helpers import palette_results, press, settle, wait_loaded
+from tui_helpers import palette_results, press, press_until_exit, settle, wait_loaded
 
 from conftest import CORPUS, SAMPLES, requires_corpus
 from trnscope.core.model.vocab import PH_X
@@ -335,11 +335,7 @@ async def test_cancel_load(tmp_path: Path, key: str) -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause(0.1)
         assert isinstance(app.screen, LoadingScreen)
-        await pilot.press(key)
-        for _ in range(200):
-            await pilot.pause(0.05)
-            if not app.is_running:
-                break
+        await press_until_exit(pilot, key)
     assert app.return_code == 0
 
 

@@ -35,6 +35,15 @@ async def settle(pilot: Any) -> None:
     await pilot.pause(0.05)
 
 
+async def press_until_exit(pilot: Any, key: str, timeout: float = 10.0) -> None:
+    """Press ``key`` and wait (up to ``timeout``) until the app has stopped running."""
+    await pilot.press(key)
+    waited = 0.0
+    while pilot.app.is_running and waited < timeout:
+        await pilot.pause(0.05)
+        waited += 0.05
+
+
 async def press(pilot: Any, *keys: str) -> None:
     for key in keys:
         await pilot.press(key)
