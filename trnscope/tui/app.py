@@ -11,12 +11,14 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Footer, Label, ProgressBar, Static
+from textual.worker import WorkerState
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.compare import compare
@@ -29,6 +31,7 @@ from trnscope.core.opening.ranks import analyse_ranks
 from trnscope.core.opening.sources import Mode, OpenOptions, is_variants_folder, open_source, plan_sources
 from trnscope.tui.commands import TrnscopeCommands
 from trnscope.tui.early_load import EarlyLoad
+from trnscope.tui.idle_gc import CHECK_EVERY_S, IdleCollector
 from trnscope.tui.keyhelp import help_text
 from trnscope.tui.messages import (
     LoadFailed,
@@ -161,6 +164,7 @@ class TrnscopeApp(App[None]):
         self.analyses: dict[str, Analysis] = {}
         self.labels: list[str] = []
         self.ranks: ShowRanks | None = None  # the ranks analysis, once made
+        self.collector = IdleCollector(busy=self._working)
 
     def notify(
         self,
@@ -186,6 +190,19 @@ class TrnscopeApp(App[None]):
             else:
                 self.notify(f"unknown theme {self.requested_theme!r}; using {self.theme}", severity="warning")
         self.run_worker(self._load_initial, thread=True, exclusive=True, group="load")
+        self.collector.start()
+        self.set_interval(CHECK_EVERY_S, self.collector.tick)
+
+    def on_unmount(self) -> None:
+        self.collector.stop()
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.InputEvent):
+            self.collector.input_seen()
+        await super().on_event(event)
+
+    def _working(self) -> bool:
+        return any(worker.state is WorkerState.RUNNING for worker in self.workers)
 
     def exit(self, result: None = None, return_code: int = 0, message: Any = None) -> None:
         # a load still running stops first: the app waits for its workers on the way out

@@ -17,6 +17,7 @@ from trnscope.core.formats import SourceRef
 from trnscope.tui.messages import OpenRank
 from trnscope.tui.panes import pane
 from trnscope.tui.screen_base import ExplorerScreen
+from trnscope.tui.textpanel import TextPanel
 from trnscope.tui.vtable import Column, TableModel, VirtualTable
 
 _STYLE = {RUNNING: "green", WAITING: "yellow", ARRIVAL: "bold"}
@@ -34,9 +35,9 @@ class CollectiveScreen(ExplorerScreen):
         return list(self.document.warnings)
 
     def compose(self) -> ComposeResult:
-        yield Static(id="cl-summary")
+        yield TextPanel(id="cl-summary")
         yield VirtualTable(id="cl-lanes")
-        yield Static(id="cl-legend")
+        yield TextPanel(id="cl-legend")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:

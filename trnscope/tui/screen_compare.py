@@ -17,6 +17,7 @@ from trnscope.tui.filterbox import FilterScreen
 from trnscope.tui.messages import ShowDrill, ShowOps
 from trnscope.tui.models import VARIANT_LETTERS, compare_model, kernel_runs_model
 from trnscope.tui.panes import pane
+from trnscope.tui.textpanel import TextPanel
 from trnscope.tui.vtable import Column, TableModel, VirtualTable
 
 VIEWS = ("regions", "ops", "kernels", "diagnosis")
@@ -68,10 +69,10 @@ class CompareScreen(FilterScreen):
         self.shown_rows: list[CompareRow] = []
 
     def compose(self) -> ComposeResult:
-        yield Static(id="compare-title")
-        yield Static(id="compare-info")
+        yield TextPanel(id="compare-title")
+        yield TextPanel(id="compare-info")
         yield VirtualTable(id="compare")
-        yield Static(id="compare-detail")
+        yield TextPanel(id="compare-detail")
         yield Input(placeholder="filter rows by name (regex)", id="filter")
         yield Footer(compact=True)
 

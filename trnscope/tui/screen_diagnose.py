@@ -19,6 +19,7 @@ from trnscope.core.base.units import fit_time_short, fmt_time_short
 from trnscope.tui.messages import ShowDrill, ShowTimeline
 from trnscope.tui.panes import pane
 from trnscope.tui.screen_base import ExplorerScreen
+from trnscope.tui.textpanel import TextPanel
 from trnscope.tui.vtable import Column, TableModel, VirtualTable
 
 _SEVERITY = {"high": "bold red", "medium": "yellow", "low": "dim", "info": "cyan"}
@@ -41,9 +42,9 @@ class DiagnoseScreen(ExplorerScreen):
         self.step_order: list[int] = []  # indexes into doc.steps, as the steps table shows them
 
     def compose(self) -> ComposeResult:
-        yield Static(id="dg-summary")
+        yield TextPanel(id="dg-summary")
         yield VirtualTable(id="findings")
-        yield Static(id="dg-detail")
+        yield TextPanel(id="dg-detail")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:

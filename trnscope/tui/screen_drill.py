@@ -23,6 +23,7 @@ from trnscope.tui.messages import ShowDrill, ShowTimeline
 from trnscope.tui.models import chain_model, context_summary, instance_order, instances_model, visible_hops
 from trnscope.tui.panes import pane
 from trnscope.tui.screen_base import ExplorerScreen
+from trnscope.tui.textpanel import TextPanel
 from trnscope.tui.vtable import VirtualTable, elide_middle
 
 
@@ -56,11 +57,11 @@ class DrillScreen(ExplorerScreen):
         self.instance_rank[np.argsort(analysis.trace.events.ts[self.rows], kind="stable")] = np.arange(self.rows.size)
 
     def compose(self) -> ComposeResult:
-        yield Static(id="drill-title")
+        yield TextPanel(id="drill-title")
         with Container(id="drill-body"):
             yield VirtualTable(id="instances")
             yield VirtualTable(id="chain")
-        yield Static(id="hop-detail")
+        yield TextPanel(id="hop-detail")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:

@@ -42,6 +42,7 @@ from trnscope.tui.models import (
 from trnscope.tui.panes import pane
 from trnscope.tui.safe import plain
 from trnscope.tui.status import status_text
+from trnscope.tui.textpanel import TextPanel
 from trnscope.tui.vtable import VirtualTable
 
 GROUPS = ("op", "shape", "stack")
@@ -122,10 +123,10 @@ class OpsScreen(FilterScreen):
         self._extras = NO_EXTRAS  # memory and FLOPs columns of the shown op table, when the trace has them
 
     def compose(self) -> ComposeResult:
-        yield Static(id="status")
-        yield Static(id="viewinfo")
+        yield TextPanel(id="status")
+        yield TextPanel(id="viewinfo")
         yield VirtualTable(id="table")
-        yield Static(id="detail")
+        yield TextPanel(id="detail")
         yield Input(placeholder="filter ops by name (regex)", id="filter")
         yield Footer(compact=True)
 

@@ -22,6 +22,7 @@ from trnscope.core.formats import SourceRef
 from trnscope.tui.messages import OpenRank, ShowCollective
 from trnscope.tui.panes import pane
 from trnscope.tui.screen_base import ExplorerScreen
+from trnscope.tui.textpanel import TextPanel
 from trnscope.tui.vtable import Column, TableModel, VirtualTable
 
 _SEVERITY = {"high": "bold red", "medium": "yellow", "low": "dim"}
@@ -51,9 +52,9 @@ class RanksScreen(ExplorerScreen):
         return list(self.document.warnings)
 
     def compose(self) -> ComposeResult:
-        yield Static(id="rk-summary")
+        yield TextPanel(id="rk-summary")
         yield VirtualTable(id="rk-table")
-        yield Static(id="rk-detail")
+        yield TextPanel(id="rk-detail")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:

@@ -18,6 +18,7 @@ from trnscope.core.base.text import plural, safe_text
 from trnscope.core.base.units import fmt_time_short
 from trnscope.tui.panes import pane
 from trnscope.tui.screen_base import ExplorerScreen
+from trnscope.tui.textpanel import TextPanel
 
 LABEL_WIDTH = 16
 _STYLE = {"host": "yellow", "runtime": "cyan", "device": "green", "engine": "blue"}
@@ -71,9 +72,9 @@ class TimelineScreen(ExplorerScreen):
         self.origin = analysis.span_ns[0]  # times read from the first timed event
 
     def compose(self) -> ComposeResult:
-        yield Static(id="tl-title")
-        yield Static(id="tl-body")
-        yield Static(id="tl-info")
+        yield TextPanel(id="tl-title")
+        yield TextPanel(id="tl-body")
+        yield TextPanel(id="tl-info")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:

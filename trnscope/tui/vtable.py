@@ -158,6 +158,7 @@ class VirtualTable(ScrollView, can_focus=True):
         self._cache: LRUCache[tuple[int, bool, bool, int, int], Strip] = LRUCache(512)
         self._version = 0
         self._widths: list[int] = []
+        self._laid_out_for = -1  # the width the columns were laid out for
         self._distinct: dict[tuple[str, int], str] = {}
 
     # -- data ---------------------------------------------------------------------
@@ -194,6 +195,7 @@ class VirtualTable(ScrollView, can_focus=True):
 
     # -- layout -------------------------------------------------------------------
     def _layout_columns(self) -> None:
+        self._laid_out_for = self.size.width
         width = max(self.size.width - 1, 10)
         columns = self.model.columns
         fixed = sum(c.width + 1 for c in columns if not c.flex)
@@ -215,8 +217,11 @@ class VirtualTable(ScrollView, can_focus=True):
                     self._distinct.update({(column.key, i): text for i, text in found.items()})
 
     def on_resize(self) -> None:
-        self._layout_columns()
-        self._cache.clear()
+        # only a new width lays the columns out again (and re-elides every name): the
+        # height changes whenever the detail line below takes another line or two
+        if self.size.width != self._laid_out_for:
+            self._layout_columns()
+            self._cache.clear()
         self.virtual_size = Size(self.size.width, self.model.rows + 1)
         self._scroll_cursor_into_view(animate=False)
 
@@ -266,14 +271,14 @@ class VirtualTable(ScrollView, can_focus=True):
         _, scroll_y = self.scroll_offset
         row = scroll_y + y - 1
         width = self.size.width
-        base = self.rich_style
         if row >= self.model.rows:
-            return Strip([Segment(" " * width, base)], width)
+            return Strip([Segment(" " * width, self.rich_style)], width)
         is_cursor = row == self.cursor
         key = (row, is_cursor, self.has_focus, width, self._version)
         cached = self._cache.get(key)
-        if cached is not None:
+        if cached is not None:  # before the style: computing it costs more than the lookup
             return cached
+        base = self.rich_style
         index = int(self.model.order[row])
         style = base
         if self.model.row_style is not None:

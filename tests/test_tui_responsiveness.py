@@ -1,0 +1,198 @@
+"""What keeps keys fast: full garbage collections only while the user is idle, text
+panels that re-lay out the screen only when their height changes, and a table that lays
+its columns out again only for a new width.  (The speeds themselves are measured by
+``bench/tui_latency.py``; these tests check the mechanisms, never a time.)"""
+
+from __future__ import annotations
+
+import gc
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+from tui_helpers import settle, wait_loaded
+
+from conftest import SAMPLES
+from trnscope.tui import idle_gc
+from trnscope.tui.app import TrnscopeApp
+from trnscope.tui.idle_gc import IdleCollector
+from trnscope.tui.textpanel import TextPanel
+from trnscope.tui.vtable import Column, TableModel, VirtualTable
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def young_collections_until_full_due(collector: IdleCollector) -> None:
+    """The middle generation collected as often as Python's own rule waits for before a
+    full collection (the threshold the collector saved)."""
+    while gc.get_count()[2] < collector_threshold(collector):
+        gc.collect(1)
+
+
+def test_idle_collector_freezes_defers_and_puts_everything_back() -> None:
+    before = gc.get_threshold()
+    clock, busy = Clock(), [False]
+    collector = IdleCollector(busy=lambda: busy[0], clock=clock)
+    collector.start()
+    try:
+        assert gc.get_freeze_count() > 0  # what lived at start is never traversed again
+        assert gc.get_threshold()[:2] == before[:2]  # the young generations as before
+        assert gc.get_threshold()[2] >= idle_gc.NEVER  # Python starts no full collection itself
+        gc.collect(1)
+        young_collections_until_full_due(collector)
+        collector.input_seen()
+        assert not collector.due()  # a key just came
+        clock.now += idle_gc.IDLE_S
+        busy[0] = True
+        assert not collector.due()  # a worker is busy
+        busy[0] = False
+        assert collector.due()
+        collector.tick()
+        assert collector.collections == 1
+        assert gc.get_count()[2] == 0
+        assert not collector.due()  # nothing pending any more
+    finally:
+        collector.stop()
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
+
+
+def test_idle_collector_collects_when_overdue_even_while_keys_keep_coming() -> None:
+    clock = Clock()
+    collector = IdleCollector(busy=lambda: True, clock=clock)
+    collector.start()
+    try:
+        collector.input_seen()
+        young_collections_until_full_due(collector)
+        assert not collector.due()
+        while gc.get_count()[2] < idle_gc.OVERDUE * collector_threshold(collector):
+            gc.collect(1)
+        assert collector.due()
+    finally:
+        collector.stop()
+
+
+def collector_threshold(collector: IdleCollector) -> int:
+    saved = collector._saved
+    assert saved is not None
+    return max(saved[2], 1)
+
+
+def test_the_collector_is_off_before_start_and_after_stop() -> None:
+    collector = IdleCollector(busy=lambda: False)
+    assert not collector.started and not collector.due()
+    collector.stop()  # stopping what never started changes nothing
+    collector.start()
+    collector.start()  # twice: still one saved setting to put back
+    collector.stop()
+    assert not collector.started and gc.get_freeze_count() == 0
+
+
+async def test_the_explorer_runs_the_collector_and_restores_the_interpreter_on_exit() -> None:
+    before = gc.get_threshold()
+    app = TrnscopeApp([str(SAMPLES / "cpu_rmsnorm_session")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot)
+        assert app.collector.started
+        assert gc.get_threshold()[2] >= idle_gc.NEVER
+        await pilot.press("j")
+        assert app.collector._clock() - app.collector._last_input < 5  # the key was seen
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+class PanelApp(App[None]):
+    CSS = """
+    #panel { height: auto; min-height: 3; max-height: 6; border-top: solid red; padding: 0 1; }
+    #fixed { height: 2; }
+    """
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static("filler")
+            yield TextPanel(id="panel")
+            yield TextPanel(id="fixed")
+
+
+async def test_a_text_panel_lays_the_screen_out_only_when_its_height_changes() -> None:
+    app = PanelApp()
+    async with app.run_test(size=(40, 20)) as pilot:
+        panel = app.query_one("#panel", TextPanel)
+        layouts: list[bool] = []
+        refresh = panel.refresh
+
+        def counting_refresh(*regions: object, layout: bool = False, **kwargs: object) -> object:
+            layouts.append(layout)
+            return refresh(*regions, layout=layout, **kwargs)  # type: ignore[arg-type]
+
+        panel.refresh = counting_refresh  # type: ignore[method-assign]
+
+        async def show(text: str) -> bool:
+            layouts.clear()
+            panel.update(Text(text))
+            await pilot.pause()
+            return any(layouts)
+
+        assert panel.region.height == 3  # empty: its min-height, a border and 2 lines
+        assert not await show("one line")  # same height: only the panel repaints
+        assert not await show("another line")
+        assert not await show("two\nlines")  # still within the minimum height
+        assert await show("one\ntwo\nthree\nfour")  # taller: laid out again
+        assert panel.region.height == 5
+        assert not await show("1\n2\n3\n4")
+        assert await show("word " * 21)  # 7 words a line in 38 columns: 3 lines
+        assert panel.region.height == 4
+        assert await show("a\nb\nc\nd\ne\nf\ng\nh")  # capped at max-height 6
+        assert panel.region.height == 6
+        assert not await show("a\nb\nc\nd\ne\nf\ng")  # 7 lines: still the cap
+        assert await show("short")
+        assert panel.region.height == 3
+        fixed = app.query_one("#fixed", TextPanel)
+        fixed.update(Text("x\ny\nz"))  # a fixed height never asks for a layout
+        await pilot.pause()
+        assert fixed.region.height == 2
+        panel.update(Text("forced"), layout=True)  # the caller may still decide
+        await pilot.pause()
+
+
+class TableApp(App[None]):
+    CSS = "#grow { height: auto; }"
+
+    def compose(self) -> ComposeResult:
+        names = [f"op_{i}" for i in range(200)]
+        model = TableModel(
+            [Column("name", "name", 10, "left", flex=True), Column("n", "n", 6)],
+            len(names),
+            lambda i: [names[i], str(i)],
+            names={"name": names.__getitem__},
+        )
+        with Vertical():
+            yield VirtualTable(model, id="table")
+            yield Static("", id="grow")
+
+
+async def test_the_table_lays_its_columns_out_again_only_for_a_new_width() -> None:
+    app = TableApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(VirtualTable)
+        await pilot.pause()
+        calls: list[int] = []
+        layout_columns = table._layout_columns
+
+        def counting() -> None:
+            calls.append(table.size.width)
+            layout_columns()
+
+        table._layout_columns = counting  # type: ignore[method-assign]
+        app.query_one("#grow", Static).update("1\n2\n3\n4")  # the table gets shorter
+        await settle(pilot)
+        assert table.size.height < 19 and calls == []
+        await pilot.resize_terminal(80, 20)
+        await settle(pilot)
+        assert calls and calls[-1] == table.size.width == 80
