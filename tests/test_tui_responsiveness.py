@@ -196,3 +196,39 @@ async def test_the_table_lays_its_columns_out_again_only_for_a_new_width() -> No
         await pilot.resize_terminal(80, 20)
         await settle(pilot)
         assert calls and calls[-1] == table.size.width == 80
+
+
+async def test_a_rebuilt_table_arrives_with_the_detail_of_the_row_under_the_cursor() -> None:
+    """Sorting, grouping and filtering show the new table and its cursor row's detail in
+    one update (the rebuild makes both); the detail always describes that row."""
+    from textual.widgets import Static
+
+    from trnscope.tui.screen_ops import OpsScreen
+
+    app = TrnscopeApp([str(SAMPLES / "cpu_rmsnorm_session")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_loaded(pilot)
+        screen = app.screen
+        assert isinstance(screen, OpsScreen)
+        started: list[int] = []
+        detail_worker = screen._detail
+
+        def counting(group: int) -> None:
+            started.append(group)
+            detail_worker(group)
+
+        screen._detail = counting  # type: ignore[method-assign]
+        view = screen.query_one("#table", VirtualTable)
+        for keys in (["s"], ["b"], ["b"], ["r"], ["j", "j"], ["slash", "m", "u", "l", "enter"]):
+            started.clear()
+            for key in keys:
+                await pilot.press(key)
+            await settle(pilot)
+            table = screen._table
+            assert table is not None and view.current_index >= 0
+            detail = str(screen.query_one("#detail", Static).render())
+            assert detail.startswith(table.shown_name[view.current_index]), (keys, detail)
+            if keys != ["j", "j"]:
+                assert started == [], keys  # no second round trip for the detail
+            else:
+                assert len(started) == 2  # a cursor move: its own detail

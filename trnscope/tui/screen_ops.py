@@ -120,6 +120,7 @@ class OpsScreen(FilterScreen):
         self._table: Any = None
         self._shown_state: OpViewState | None = None  # the state the shown table was built for
         self._after_rebuild: list[Any] = []  # actions pressed while a rebuild was on its way
+        self._detail_shown: tuple[Any, int] | None = None  # (table, row) whose detail a rebuild showed
         self._extras = NO_EXTRAS  # memory and FLOPs columns of the shown op table, when the trace has them
 
     def compose(self) -> ComposeResult:
@@ -210,17 +211,39 @@ class OpsScreen(FilterScreen):
                     # op's shapes (seconds on a large trace): the table now, its extra
                     # columns when they are ready.  Later tables only sum figures per
                     # row already known: one screen update, not two
-                    self.app.call_from_thread(self._apply, table, order, state, keep, NO_EXTRAS)
+                    self.app.call_from_thread(
+                        self._apply, table, order, state, keep, NO_EXTRAS, self._landing_detail(table, order, keep)
+                    )
                     keep = None  # the cursor is placed; the second apply keeps it where the user is
                 extras = self._extras_of(table)
-        self.app.call_from_thread(self._apply, table, order, state, keep, extras)
+        self.app.call_from_thread(
+            self._apply, table, order, state, keep, extras, self._landing_detail(table, order, keep)
+        )
+
+    def _landing_detail(
+        self, table: OpTable | KernelTable, order: np.ndarray, keep: str | None
+    ) -> tuple[int, Text] | None:
+        """The row the cursor will land on when ``_apply`` shows ``table`` and that row's
+        detail, made here so that the table and its detail reach the screen together
+        (one frame, not a second after another thread's round trip)."""
+        wanted = _row_named(table, keep or self._selected_name())
+        landing = (
+            wanted if wanted is not None and bool((order == wanted).any()) else (int(order[0]) if len(order) else -1)
+        )
+        return (landing, self._detail_text(table, landing)) if landing >= 0 else None
 
     def _extras_of(self, table: OpTable) -> OpExtras:
         # each None when the trace lacks [memory] records / shapes of counted ops
         return OpExtras(memory_columns(self.analysis, table), flops_columns(self.analysis, table))
 
     def _apply(
-        self, table: Any, order: np.ndarray, state: OpViewState, keep: str | None, extras: OpExtras = NO_EXTRAS
+        self,
+        table: Any,
+        order: np.ndarray,
+        state: OpViewState,
+        keep: str | None,
+        extras: OpExtras = NO_EXTRAS,
+        detail: tuple[int, Text] | None = None,
     ) -> None:
         if state.__dict__ != self.state.__dict__:
             return  # a newer request is on its way
@@ -234,17 +257,10 @@ class OpsScreen(FilterScreen):
             if state.mode == "ops"
             else kernel_model(table, order, state, width)
         )
-        target = keep or previous
-        keep_index = None
-        if target is not None:
-            # the row shown under that name (a kind after it tells twins apart), else
-            # the first row of that name (a name another screen asked for)
-            shown = table.shown_name if isinstance(table, OpTable) else table.name
-            matches = [i for i, n in enumerate(shown) if n == target] or [
-                i for i, n in enumerate(table.name) if n == target
-            ]
-            keep_index = matches[0] if matches else None
-        view.set_model(model, keep_index)
+        view.set_model(model, _row_named(table, keep or previous))
+        if detail is not None and view.current_index == detail[0]:
+            self.query_one("#detail", Static).update(detail[1])
+            self._detail_shown = (table, detail[0])
         self._shown_state = state
         self._show_viewinfo(len(order), len(table))
         if not len(order):  # an empty table: the detail says why instead of describing a hidden row
@@ -303,12 +319,22 @@ class OpsScreen(FilterScreen):
 
     # -- detail line --------------------------------------------------------------
     def on_virtual_table_cursor_moved(self, message: VirtualTable.CursorMoved) -> None:
-        if message.table.id == "table" and self._table is not None and message.index >= 0:
-            self._detail(message.index)
+        if message.table.id != "table" or self._table is None or message.index < 0:
+            return
+        shown, self._detail_shown = self._detail_shown, None
+        if shown is not None and shown[0] is self._table and shown[1] == message.index:
+            return  # the rebuild that placed the cursor here showed this row's detail already
+        self._detail(message.index)
 
     @work(thread=True, exclusive=True, group="detail", exit_on_error=False)
-    def _detail(self, group: int) -> None:  # noqa: C901 - one line per figure the detail shows, each only when the row has it
+    def _detail(self, group: int) -> None:
         table = self._table
+        if table is not None:
+            self.app.call_from_thread(self.query_one("#detail", Static).update, self._detail_text(table, group))
+
+    def _detail_text(self, table: OpTable | KernelTable, group: int) -> Text:  # noqa: C901 - one line per figure the detail shows, each only when the row has it
+        """What the detail under the table says about row ``group`` (off the UI thread:
+        the device work under a row of many instances takes a while to rank)."""
         text = Text()  # wraps: the full name, shape and stack of the row (the table may elide them)
         if isinstance(table, KernelTable):
             text.append(safe_text(table.name[group]), style="bold")
@@ -355,7 +381,7 @@ class OpsScreen(FilterScreen):
             kernels = _top_device_work(self.analysis, table.instances(group))
             if kernels:
                 text.append("\n" + safe_text(kernels), style="green")
-        self.app.call_from_thread(self.query_one("#detail", Static).update, text)
+        return text
 
     # -- actions ------------------------------------------------------------------
     @property
@@ -471,6 +497,16 @@ class OpsScreen(FilterScreen):
         self.post_message(ShowCompare(comparison, analyses))
         for analysis in analyses:
             analysis.finish()
+
+
+def _row_named(table: OpTable | KernelTable, name: str | None) -> int | None:
+    """The row shown under ``name`` (a kind after it tells twins apart), else the first
+    row of that name (a name another screen asked for)."""
+    if name is None:
+        return None
+    shown = table.shown_name if isinstance(table, OpTable) else table.name
+    matches = [i for i, n in enumerate(shown) if n == name] or [i for i, n in enumerate(table.name) if n == name]
+    return matches[0] if matches else None
 
 
 def _top_device_work(analysis: Analysis, rows: np.ndarray) -> str:
