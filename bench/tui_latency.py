@@ -148,7 +148,7 @@ async def measure(path: Path) -> dict:
         "load_or_cache_s": round(load_s, 2),
         "op_table_rows_by_stack": rows,
         "drill_instances": instances,
-        "full_gc_while_idle": app.collector.collections,
+        "full_gc_while_idle": getattr(getattr(app, "collector", None), "collections", None),
         "latency": summary,
     }
 
