@@ -232,3 +232,26 @@ async def test_a_rebuilt_table_arrives_with_the_detail_of_the_row_under_the_curs
                 assert started == [], keys  # no second round trip for the detail
             else:
                 assert len(started) == 2  # a cursor move: its own detail
+
+
+async def test_a_grow_only_panel_keeps_its_height_for_shorter_text() -> None:
+    class GrowApp(App[None]):
+        CSS = "#panel { height: auto; min-height: 2; max-height: 8; }"
+
+        def compose(self) -> ComposeResult:
+            with Vertical():
+                yield Static("filler")
+                yield TextPanel(id="panel", grow_only=True)
+
+    app = GrowApp()
+    async with app.run_test(size=(40, 20)) as pilot:
+        panel = app.query_one("#panel", TextPanel)
+        panel.update(Text("a\nb\nc\nd"))
+        await pilot.pause()
+        assert panel.region.height == 4
+        panel.update(Text("short"))  # the table above keeps its bottom edge
+        await pilot.pause()
+        assert panel.region.height == 4 and str(panel.render()).startswith("short")
+        panel.update(Text("1\n2\n3\n4\n5\n6"))  # taller: grows
+        await pilot.pause()
+        assert panel.region.height == 6

@@ -127,7 +127,7 @@ class OpsScreen(FilterScreen):
         yield TextPanel(id="status")
         yield TextPanel(id="viewinfo")
         yield VirtualTable(id="table")
-        yield TextPanel(id="detail")
+        yield TextPanel(id="detail", grow_only=True)
         yield Input(placeholder="filter ops by name (regex)", id="filter")
         yield Footer(compact=True)
 

@@ -11,11 +11,21 @@ width follows its text (``width: auto``).
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.visual import VisualType
 from textual.widgets import Static
 
 
 class TextPanel(Static):
+    def __init__(self, *args: Any, grow_only: bool = False, **kwargs: Any) -> None:
+        """``grow_only``: a shorter text leaves the panel as tall as it is (blank below)
+        until something else lays the screen out: the detail under the op table, whose
+        rows take 3 to 5 lines, would otherwise move the table's bottom edge (and lay
+        the screen out) on every other cursor move."""
+        super().__init__(*args, **kwargs)
+        self.grow_only = grow_only
+
     def update(self, content: VisualType = "", *, layout: bool | None = None) -> None:
         """Show ``content``; ``layout``: True or False to decide, None (the default) to
         have it decided by whether the panel's height must change."""
@@ -40,4 +50,4 @@ class TextPanel(Static):
             height = max(height, int(styles.min_height.resolve(container, viewport)))
         if styles.max_height is not None:
             height = min(height, int(styles.max_height.resolve(container, viewport)))
-        return height != self.region.height
+        return height > self.region.height if self.grow_only else height != self.region.height
