@@ -255,3 +255,31 @@ async def test_a_grow_only_panel_keeps_its_height_for_shorter_text() -> None:
         panel.update(Text("1\n2\n3\n4\n5\n6"))  # taller: grows
         await pilot.pause()
         assert panel.region.height == 6
+
+
+async def test_filter_keystrokes_refresh_the_footer_only_when_esc_changes_meaning() -> None:
+    """Each footer refresh recomposes it and lays the screen out: only the keystroke that
+    makes the filter non-empty (or empty again) needs one."""
+    app = TrnscopeApp([str(SAMPLES / "cpu_rmsnorm_session")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_loaded(pilot)
+        screen = app.screen
+        refreshed: list[str] = []
+        real = screen.refresh_bindings
+
+        def counting() -> None:
+            refreshed.append(screen.filter_text)  # type: ignore[attr-defined]
+            real()
+
+        screen.refresh_bindings = counting  # type: ignore[method-assign]
+        await pilot.press("slash")
+        refreshed.clear()
+        for key in ("m", "u", "l"):
+            await pilot.press(key)
+        await settle(pilot)
+        assert refreshed == ["m"]
+        for _ in range(3):
+            await pilot.press("backspace")
+        await settle(pilot)
+        assert refreshed == ["m", ""]
+        assert screen.filter_text == ""  # type: ignore[attr-defined]

@@ -30,8 +30,13 @@ class FilterScreen(ExplorerScreen):
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "filter":
+            had_text = bool(self.filter_text)
             self.set_filter(event.value)
-            self.refresh_bindings()  # esc now clears the filter
+            if had_text != bool(event.value):
+                # what esc does changed (it clears a filter, else goes back): the footer
+                # says so.  Not on every keystroke: a footer refresh recomposes it and
+                # lays the screen out again
+                self.refresh_bindings()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "filter":
