@@ -283,3 +283,57 @@ async def test_filter_keystrokes_refresh_the_footer_only_when_esc_changes_meanin
         await settle(pilot)
         assert refreshed == ["m", ""]
         assert screen.filter_text == ""  # type: ignore[attr-defined]
+
+
+async def test_the_same_text_again_repaints_nothing() -> None:
+    app = PanelApp()
+    async with app.run_test(size=(40, 20)) as pilot:
+        panel = app.query_one("#panel", TextPanel)
+        panel.update(Text("one", style="bold"))
+        await pilot.pause()
+        repaints: list[object] = []
+        refresh = panel.refresh
+
+        def counting(*regions: object, **kwargs: object) -> object:
+            repaints.append(kwargs)
+            return refresh(*regions, **kwargs)  # type: ignore[arg-type]
+
+        panel.refresh = counting  # type: ignore[method-assign]
+        panel.update(Text("one", style="bold"))  # equal: nothing to do
+        assert repaints == []
+        panel.update(Text("one", style="italic"))  # same words, other style: repainted
+        panel.update("plain")
+        panel.update("plain")
+        assert len(repaints) == 2
+        assert str(panel.render()) == "plain"
+
+
+async def test_sorting_a_drill_downs_instances_keeps_its_chain() -> None:
+    """The cursor stays on the same instance when the instances are re-sorted: its chain
+    is not built again (one screen update, not two)."""
+    from trnscope.tui.screen_drill import DrillScreen
+
+    app = TrnscopeApp([str(SAMPLES / "cpu_rmsnorm_session")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_loaded(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, DrillScreen) and screen.chain is not None
+        built: list[int] = []
+        build = screen._build_chain
+
+        def counting(index: int) -> None:
+            built.append(index)
+            build(index)
+
+        screen._build_chain = counting  # type: ignore[method-assign]
+        view = screen.query_one("#instances", VirtualTable)
+        before = (view.current_index, screen.chain.instance)
+        await pilot.press("s")
+        await settle(pilot)
+        assert built == [] and (view.current_index, screen.chain.instance) == before
+        if screen.rows.size > 1:
+            await pilot.press("n")
+            await settle(pilot)
+            assert len(built) == 1 and screen.chain.instance != before[1]

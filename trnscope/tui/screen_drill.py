@@ -51,6 +51,7 @@ class DrillScreen(ExplorerScreen):
         self.sort_by = "dur"
         self.start_row = row
         self.chain: Chain | None = None
+        self._chain_row = -1  # the trace row whose chain is shown or being built
         self.show_context = False  # parents and Python frames as one line until asked for
         self.shown: list[int] = []  # chain rows on screen → hop index, -1 for the context line
         self.instance_rank = np.empty(self.rows.size, dtype=np.int64)
@@ -114,7 +115,10 @@ class DrillScreen(ExplorerScreen):
     def on_virtual_table_cursor_moved(self, message: VirtualTable.CursorMoved) -> None:
         if message.table.id == "instances" and message.index >= 0:
             self._title()
-            self._build_chain(message.index)
+            row = int(self.rows[message.index])
+            if row != self._chain_row:  # not when sorting kept the cursor on the same instance
+                self._chain_row = row
+                self._build_chain(message.index)
         elif message.table.id == "chain" and self.chain is not None and 0 <= message.index < len(self.shown):
             self._show_hop(message.index)
 

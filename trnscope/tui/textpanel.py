@@ -4,15 +4,16 @@
 need another height), and a layout repaints every widget: 14-20 ms of the UI thread per
 call at 160x48, and the detail line under the op table, the status line, the drill-down's
 hop and the timeline's three lines change on nearly every key.  A ``TextPanel`` repaints
-only itself, and asks for the layout only when its content needs another height (as
-Textual computes it for ``height: auto``, within the panel's minimum and maximum) or its
-width follows its text (``width: auto``).
+only itself (nothing when the text is the same as before), and asks for the layout only
+when its content needs another height (as Textual computes it for ``height: auto``,
+within the panel's minimum and maximum) or its width follows its text (``width: auto``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from rich.text import Text
 from textual.visual import VisualType
 from textual.widgets import Static
 
@@ -25,10 +26,15 @@ class TextPanel(Static):
         the screen out) on every other cursor move."""
         super().__init__(*args, **kwargs)
         self.grow_only = grow_only
+        self._shown: object = None  # the content of the last update
 
     def update(self, content: VisualType = "", *, layout: bool | None = None) -> None:
         """Show ``content``; ``layout``: True or False to decide, None (the default) to
-        have it decided by whether the panel's height must change."""
+        have it decided by whether the panel's height must change.  The same text again
+        (an equal, new object) repaints nothing."""
+        if layout is None and content is not self._shown and _same(content, self._shown):
+            return
+        self._shown = content
         super().update(content, layout=False)
         if layout if layout is not None else self._must_resize():
             self.refresh(layout=True)
@@ -51,3 +57,11 @@ class TextPanel(Static):
         if styles.max_height is not None:
             height = min(height, int(styles.max_height.resolve(container, viewport)))
         return height > self.region.height if self.grow_only else height != self.region.height
+
+
+def _same(content: object, shown: object) -> bool:
+    """Equal as text and styles (Rich ``Text`` and strings compare so); anything else is
+    taken as new."""
+    if type(content) is not type(shown) or not isinstance(content, (str, Text)):
+        return False
+    return bool(content == shown)
