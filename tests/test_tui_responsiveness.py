@@ -301,10 +301,13 @@ async def test_the_same_text_again_repaints_nothing() -> None:
         panel.refresh = counting  # type: ignore[method-assign]
         panel.update(Text("one", style="bold"))  # equal: nothing to do
         assert repaints == []
-        panel.update(Text("one", style="italic"))  # same words, other style: repainted
-        panel.update("plain")
-        panel.update("plain")
+        panel.update(Text("one", style="italic"))  # same words, another style: repainted
+        assert len(repaints) == 1
+        panel.update(Text("one", style="italic", no_wrap=True))  # another wrapping: repainted
         assert len(repaints) == 2
+        panel.update("".join(["pla", "in"]))
+        panel.update("".join(["pl", "ain"]))  # an equal string, another object: nothing
+        assert len(repaints) == 3
         assert str(panel.render()) == "plain"
 
 

@@ -180,6 +180,8 @@ class TrnscopeApp(App[None]):
         super().notify(safe_text(message), title=safe_text(title), severity=severity, timeout=timeout, markup=False)
 
     def on_mount(self) -> None:
+        self.collector.start()  # before the first screen: it will not live until exit
+        self.set_interval(CHECK_EVERY_S, self.collector.tick)
         self.push_screen(LoadingScreen(self.paths))
         if self.requested_theme:
             name = {"ansi": "ansi-dark", "ansi-dark": "ansi-dark", "ansi-light": "ansi-light"}.get(
@@ -190,8 +192,6 @@ class TrnscopeApp(App[None]):
             else:
                 self.notify(f"unknown theme {self.requested_theme!r}; using {self.theme}", severity="warning")
         self.run_worker(self._load_initial, thread=True, exclusive=True, group="load")
-        self.collector.start()
-        self.set_interval(CHECK_EVERY_S, self.collector.tick)
 
     def on_unmount(self) -> None:
         self.collector.stop()

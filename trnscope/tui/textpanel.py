@@ -60,8 +60,17 @@ class TextPanel(Static):
 
 
 def _same(content: object, shown: object) -> bool:
-    """Equal as text and styles (Rich ``Text`` and strings compare so); anything else is
-    taken as new."""
-    if type(content) is not type(shown) or not isinstance(content, (str, Text)):
+    """The same words with the same styles and layout settings (``Text.__eq__`` compares
+    only the words and spans, not the base style or wrapping); anything but strings and
+    ``Text`` is taken as new."""
+    if isinstance(content, str) and isinstance(shown, str):
+        return content == shown
+    if not (isinstance(content, Text) and isinstance(shown, Text)):
         return False
-    return bool(content == shown)
+    return (
+        content.plain == shown.plain
+        and content.spans == shown.spans
+        and content.style == shown.style
+        and (content.justify, content.overflow, content.no_wrap, content.end, content.tab_size)
+        == (shown.justify, shown.overflow, shown.no_wrap, shown.end, shown.tab_size)
+    )
