@@ -6,6 +6,7 @@ its columns out again only for a new width.  (The speeds themselves are measured
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable
 
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -19,6 +20,22 @@ from trnscope.tui.app import TrnscopeApp
 from trnscope.tui.idle_gc import IdleCollector
 from trnscope.tui.textpanel import TextPanel
 from trnscope.tui.vtable import Column, TableModel, VirtualTable
+
+
+def record_calls(
+    owner: object, method: str, note: Callable[..., object] = lambda *args, **kwargs: args
+) -> list[object]:
+    """The calls of ``owner.method`` from now on, each noted as ``note(*args, **kwargs)``
+    (the call itself goes through as before)."""
+    calls: list[object] = []
+    real = getattr(owner, method)
+
+    def recording(*args: object, **kwargs: object) -> object:
+        calls.append(note(*args, **kwargs))
+        return real(*args, **kwargs)
+
+    setattr(owner, method, recording)
+    return calls
 
 
 class Clock:
@@ -124,14 +141,7 @@ async def test_a_text_panel_lays_the_screen_out_only_when_its_height_changes() -
     app = PanelApp()
     async with app.run_test(size=(40, 20)) as pilot:
         panel = app.query_one("#panel", TextPanel)
-        layouts: list[bool] = []
-        refresh = panel.refresh
-
-        def counting_refresh(*regions: object, layout: bool = False, **kwargs: object) -> object:
-            layouts.append(layout)
-            return refresh(*regions, layout=layout, **kwargs)  # type: ignore[arg-type]
-
-        panel.refresh = counting_refresh  # type: ignore[method-assign]
+        layouts = record_calls(panel, "refresh", lambda *regions, layout=False, **kwargs: layout)
 
         async def show(text: str) -> bool:
             layouts.clear()
@@ -182,14 +192,7 @@ async def test_the_table_lays_its_columns_out_again_only_for_a_new_width() -> No
     async with app.run_test(size=(60, 20)) as pilot:
         table = app.query_one(VirtualTable)
         await pilot.pause()
-        calls: list[int] = []
-        layout_columns = table._layout_columns
-
-        def counting() -> None:
-            calls.append(table.size.width)
-            layout_columns()
-
-        table._layout_columns = counting  # type: ignore[method-assign]
+        calls = record_calls(table, "_layout_columns", lambda: table.size.width)
         app.query_one("#grow", Static).update("1\n2\n3\n4")  # the table gets shorter
         await settle(pilot)
         assert table.size.height < 19 and calls == []
@@ -210,14 +213,7 @@ async def test_a_rebuilt_table_arrives_with_the_detail_of_the_row_under_the_curs
         await wait_loaded(pilot)
         screen = app.screen
         assert isinstance(screen, OpsScreen)
-        started: list[int] = []
-        detail_worker = screen._detail
-
-        def counting(group: int) -> None:
-            started.append(group)
-            detail_worker(group)
-
-        screen._detail = counting  # type: ignore[method-assign]
+        started = record_calls(screen, "_detail")
         view = screen.query_one("#table", VirtualTable)
         for keys in (["s"], ["b"], ["b"], ["r"], ["j", "j"], ["slash", "m", "u", "l", "enter"]):
             started.clear()
@@ -264,14 +260,7 @@ async def test_filter_keystrokes_refresh_the_footer_only_when_esc_changes_meanin
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_loaded(pilot)
         screen = app.screen
-        refreshed: list[str] = []
-        real = screen.refresh_bindings
-
-        def counting() -> None:
-            refreshed.append(screen.filter_text)  # type: ignore[attr-defined]
-            real()
-
-        screen.refresh_bindings = counting  # type: ignore[method-assign]
+        refreshed = record_calls(screen, "refresh_bindings", lambda: screen.filter_text)  # type: ignore[attr-defined]
         await pilot.press("slash")
         refreshed.clear()
         for key in ("m", "u", "l"):
@@ -291,14 +280,7 @@ async def test_the_same_text_again_repaints_nothing() -> None:
         panel = app.query_one("#panel", TextPanel)
         panel.update(Text("one", style="bold"))
         await pilot.pause()
-        repaints: list[object] = []
-        refresh = panel.refresh
-
-        def counting(*regions: object, **kwargs: object) -> object:
-            repaints.append(kwargs)
-            return refresh(*regions, **kwargs)  # type: ignore[arg-type]
-
-        panel.refresh = counting  # type: ignore[method-assign]
+        repaints = record_calls(panel, "refresh")
         panel.update(Text("one", style="bold"))  # equal: nothing to do
         assert repaints == []
         panel.update(Text("one", style="italic"))  # same words, another style: repainted
@@ -323,14 +305,7 @@ async def test_sorting_a_drill_downs_instances_keeps_its_chain() -> None:
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, DrillScreen) and screen.chain is not None
-        built: list[int] = []
-        build = screen._build_chain
-
-        def counting(index: int) -> None:
-            built.append(index)
-            build(index)
-
-        screen._build_chain = counting  # type: ignore[method-assign]
+        built = record_calls(screen, "_build_chain")
         view = screen.query_one("#instances", VirtualTable)
         before = (view.current_index, screen.chain.instance)
         await pilot.press("s")
