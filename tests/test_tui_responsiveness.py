@@ -102,6 +102,18 @@ def collector_threshold(collector: IdleCollector) -> int:
     return max(saved[2], 1)
 
 
+def test_the_collector_leaves_what_an_embedder_froze_frozen() -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        collector = IdleCollector(busy=lambda: False)
+        collector.start()
+        collector.stop()
+        assert gc.get_freeze_count() >= frozen > 0
+    finally:
+        gc.unfreeze()
+
+
 def test_the_collector_is_off_before_start_and_after_stop() -> None:
     collector = IdleCollector(busy=lambda: False)
     assert not collector.started and not collector.due()

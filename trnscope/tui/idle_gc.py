@@ -18,7 +18,8 @@ every key's latency.  Here:
 * the young generations collect as before, so short-lived cycles still go at once.
 
 Everything is put back when the explorer stops (it may be embedded, or run in tests
-after one another).
+after one another); where something else had frozen objects before, they all stay frozen
+(Python cannot unfreeze only some).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class IdleCollector:
         self._clock = clock
         self._last_input = clock()
         self._saved: tuple[int, int, int] | None = None
+        self._frozen_before = 0  # objects someone else froze before ``start``
         self.collections = 0  # full collections run here (tests, the bench)
 
     @property
@@ -51,6 +53,7 @@ class IdleCollector:
         if self._saved is not None:
             return
         self._saved = gc.get_threshold()
+        self._frozen_before = gc.get_freeze_count()
         gc.freeze()
         young, middle, _ = self._saved
         gc.set_threshold(young, middle, NEVER)
@@ -59,7 +62,8 @@ class IdleCollector:
         if self._saved is None:
             return
         gc.set_threshold(*self._saved)
-        gc.unfreeze()  # back to the oldest generation: collected as Python sees fit again
+        if not self._frozen_before:  # an embedder's own frozen objects stay frozen (and ours with them)
+            gc.unfreeze()  # back to the oldest generation: collected as Python sees fit again
         self._saved = None
 
     def input_seen(self) -> None:
