@@ -41,8 +41,8 @@ def since_start():
 from trnscope.cli import load_numpy_with_one_blas_thread, parse_and_read_ahead
 args = parse_and_read_ahead(["open", sys.argv[1], "--no-cache"])  # as the console script does: gunzip starts
 load_numpy_with_one_blas_thread(["open"])  # as the console script does
-from trnscope.core.base.memory import prefer_small_pages
-prefer_small_pages()  # as the CLI does
+from trnscope.core.base.memory import configure_memory
+configure_memory()  # as the CLI does
 from trnscope.tui.launch import explorer_app
 app = explorer_app(args)  # as run_open makes it
 from trnscope.tui.app import LoadingScreen

@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from trnscope.core.formats import LoadOptions, SourceRef
 from trnscope.core.opening.open import open_analysis
-from trnscope.core.base.memory import prefer_small_pages
-prefer_small_pages()  # as the CLI and TUI entry point does
+from trnscope.core.base.memory import configure_memory
+configure_memory()  # as the CLI and TUI entry point does
 path = sys.argv[1]
 started = time.perf_counter()
 analysis = open_analysis(SourceRef("bench", path), LoadOptions(use_cache=sys.argv[2] == "cache", workers=int(sys.argv[3]) if sys.argv[3] != "auto" else None))

@@ -5,9 +5,17 @@
 Times each press from the moment it is sent until the app is idle again (its thread
 workers finished and the screen refreshed), with Textual's headless Pilot: "wall".  That
 includes Pilot's own waits (each press sleeps in 20 ms steps until the process looks idle:
-the unbound key's ~85 ms), so it is also timed to the last frame the press caused, as a
-terminal would get it (composed and turned into escape sequences): "frame", what the
-user waits for.  CPU is the process's (UI thread and thread workers) per press.
+the unbound key's ~85 ms), so it is also timed to the frames the press caused, as a
+terminal would get them (composed and turned into escape sequences):
+
+* "change": to the last frame that changed a cell of the screen — what the user waits
+  for.  Each frame is replayed, after the press, onto a model of the terminal's cells
+  (character and style), so a frame that repaints what is already there does not count;
+* "frame": to the last frame of any kind.  Textual repaints some widgets a tick after a
+  layout with what the layout's own frame already drew (scroll bars, a recomposed
+  footer): those frames change nothing the user sees.  "redundant frames" counts them.
+
+CPU is the process's (UI thread and thread workers) per press.
 """
 
 from __future__ import annotations
@@ -27,6 +35,38 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from common import OUT, TARGET_BYTES, ensure_trace
 
 
+class TerminalCells:
+    """What a terminal shows: each cell's character and style, as frames set them."""
+
+    def __init__(self) -> None:
+        self.cells: dict[tuple[int, int], tuple[str, Any]] = {}
+
+    def apply(self, frame: Any, console: Any) -> bool:
+        """Write one frame (a Textual compositor update) onto the cells; whether any
+        cell changed."""
+        from rich.cells import cell_len
+
+        changed = False
+        x = y = 0
+        cells = self.cells
+        for segment in frame.__rich_console__(console, console.options):
+            if segment.control:
+                for code in segment.control:
+                    if code[0].name == "CURSOR_MOVE_TO":
+                        x, y = code[1], code[2]
+                continue
+            if segment.text == "\n":
+                x, y = 0, y + 1
+                continue
+            for char in segment.text:
+                value = (char, segment.style)
+                if cells.get((x, y)) != value:
+                    cells[(x, y)] = value
+                    changed = True
+                x += max(cell_len(char), 1)
+        return changed
+
+
 async def measure(path: Path) -> dict:
     from textual.widgets import Input
     from tui_helpers import settle, wait_loaded
@@ -37,7 +77,10 @@ async def measure(path: Path) -> dict:
     results: dict[str, list[float]] = {}
     cpu_ms: dict[str, list[float]] = {}
     frame_ms: dict[str, list[float]] = {}
-    frames_done: list[float] = []
+    change_ms: dict[str, list[float]] = {}
+    redundant: dict[str, int] = {}
+    frames_done: list[tuple[float, Any]] = []
+    terminal = TerminalCells()
     compose_frame = app._display
 
     def display_and_stamp(screen: Any, renderable: Any) -> None:
@@ -48,7 +91,7 @@ async def measure(path: Path) -> dict:
             return
         if hasattr(renderable, "render_segments"):
             renderable.render_segments(app.console)
-        frames_done.append(time.perf_counter())
+        frames_done.append((time.perf_counter(), renderable))
 
     app._display = display_and_stamp  # type: ignore[method-assign]
 
@@ -60,15 +103,24 @@ async def measure(path: Path) -> dict:
 
     async def timed(label: str, *keys: str) -> None:
         await settle(pilot)
-        frames_before = len(frames_done)
+        for _stamp, frame in frames_done:  # drawn between presses (a blink, a late worker)
+            terminal.apply(frame, app.console)
+        del frames_done[:]
         started, cpu = time.perf_counter(), time.process_time()
         for key in keys:
             await pilot.press(key)
         await idle()
         results.setdefault(label, []).append((time.perf_counter() - started) * 1000)
         cpu_ms.setdefault(label, []).append((time.process_time() - cpu) * 1000)
-        if len(frames_done) > frames_before:  # an unbound key draws nothing
-            frame_ms.setdefault(label, []).append((frames_done[-1] - started) * 1000)
+        frames = list(frames_done)
+        if frames:  # an unbound key draws nothing
+            frame_ms.setdefault(label, []).append((frames[-1][0] - started) * 1000)
+        # replayed after the press, so the timing above does not include it
+        changes = [stamp for stamp, frame in frames if terminal.apply(frame, app.console)]
+        redundant[label] = redundant.get(label, 0) + len(frames) - len(changes)
+        if changes:
+            change_ms.setdefault(label, []).append((changes[-1] - started) * 1000)
+        del frames_done[:]
 
     async with app.run_test(size=(160, 48)) as pilot:
         started = time.perf_counter()
@@ -140,6 +192,15 @@ async def measure(path: Path) -> dict:
                 if label in frame_ms
                 else {}
             ),
+            **(
+                {
+                    "change_median_ms": round(statistics.median(change_ms[label]), 1),
+                    "change_p95_ms": p95(change_ms[label]),
+                }
+                if label in change_ms
+                else {}
+            ),
+            "redundant_frames": redundant.get(label, 0),
         }
         for label, values in results.items()
     }
@@ -161,10 +222,10 @@ def main() -> None:
         args.bytes,
         OUT / "bench_trace.json" if args.bytes == TARGET_BYTES else OUT / f"bench_trace_{args.bytes >> 20}MB.json",
     )
-    from trnscope.core.base.memory import prefer_small_pages
+    from trnscope.core.base.memory import configure_memory
     from trnscope.core.formats.kineto.parallel import start_worker_server
 
-    prefer_small_pages()  # as the CLI entry point does before it starts the TUI
+    configure_memory()  # as the CLI entry point does before it starts the TUI
     start_worker_server()
     result = asyncio.run(measure(trace))
     (OUT / "tui_latency.json").write_text(json.dumps(result, indent=2))

@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from trnscope.core.analysis.analysis import Analysis
-from trnscope.core.base.memory import prefer_small_pages
+from trnscope.core.base.memory import configure_memory
 from trnscope.core.formats import load_path
 from trnscope.core.formats.options import NO_CACHE
 
@@ -68,7 +68,7 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=200_000)
     parser.add_argument("--threads", type=int, nargs="*", default=[25_000, 50_000, 100_000])
     args = parser.parse_args()
-    prefer_small_pages()
+    configure_memory()
     with tempfile.TemporaryDirectory() as folder:
         same = Path(folder) / "identical.json"
         event = {"ph": "X", "cat": "cpu_op", "name": "same", "pid": 1, "tid": 1, "ts": 0, "dur": 10}

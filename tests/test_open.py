@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 
@@ -71,21 +76,40 @@ def test_host_tree_in_a_helper_thread_gives_the_same_links(monkeypatch, name: st
     assert alone.report == overlapped.report
 
 
-def test_prefer_small_pages_is_seen_by_worker_setup() -> None:
-    """The CLI's NumPy page setting, and the flag decode workers are started with."""
-    from trnscope.core.base.memory import _numpy_hook, prefer_small_pages, small_pages_preferred
+def test_memory_settings_reach_numpy_and_glibc() -> None:
+    """The CLI's process-wide memory settings (``configure_memory``), in a process of
+    their own (glibc's cannot be put back): NumPy stops advising huge pages, a 40 MiB
+    array comes from the heap instead of a mapping of its own, and the flag that decode
+    workers are started with says so."""
+    script = textwrap.dedent(
+        """
+        import numpy as np
+        from trnscope.core.base.memory import _numpy_hook, configure_memory, memory_configured
 
-    getter, setter = _numpy_hook("_get_madvise_hugepage"), _numpy_hook("_set_madvise_hugepage")
-    if getter is None or setter is None:
-        pytest.skip("this NumPy has no huge-page switch")
-    previous = getter()
-    try:
-        setter(True)
-        assert not small_pages_preferred()
-        prefer_small_pages()
-        assert small_pages_preferred() and not getter()
-    finally:
-        setter(previous)
+        def new_mappings_for_40_mib():
+            with open("/proc/self/maps") as maps:
+                before = sum(1 for _ in maps)
+            array = np.ones(5 << 20)
+            with open("/proc/self/maps") as maps:
+                after = sum(1 for _ in maps)
+            del array
+            return after - before
+
+        getter = _numpy_hook("_get_madvise_hugepage")
+        default = new_mappings_for_40_mib()
+        assert not memory_configured()
+        configure_memory()
+        assert memory_configured()
+        assert getter is None or not getter()
+        print(default, new_mappings_for_40_mib())
+        """
+    )
+    if not sys.platform.startswith("linux") or not os.confstr("CS_GNU_LIBC_VERSION"):
+        pytest.skip("glibc's malloc settings: Linux with glibc only")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    default, configured = map(int, done.stdout.split())
+    assert default > 0  # glibc's default: an array this big is a mapping of its own
+    assert configured == 0
 
 
 def test_a_cached_reopen_reads_no_args_for_memory_and_flops(isolated_cache, monkeypatch, capsys) -> None:

@@ -340,9 +340,9 @@ def _main(argv: Sequence[str] | None, parsed: argparse.Namespace | None) -> int:
     debug = settings.debug()
     end_through_cleanup_on_signals()
     try:
-        from trnscope.core.base.memory import prefer_small_pages
+        from trnscope.core.base.memory import configure_memory
 
-        prefer_small_pages()
+        configure_memory()
         handler = COMMANDS[args.command]
         return handler(args)
     except TrnscopeError as error:

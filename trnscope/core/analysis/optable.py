@@ -93,8 +93,10 @@ class OpTable(msgspec.Struct):
     def group_of_rows(self, rows: int) -> np.ndarray:
         """Per trace row (``rows`` of them), its group here, -1 for a row in no group:
         a figure that few rows have (memory, FLOPs) is summed from those rows alone."""
-        out = np.full(rows, -1, dtype=np.int64)
-        out[self.instance_rows] = np.repeat(np.arange(len(self)), np.diff(self.instance_offsets))
+        # int32 where it holds every group id: half the memory to fill on 2.9 M rows
+        dtype = np.int32 if len(self) < 2**31 - 1 else np.int64
+        out = np.full(rows, -1, dtype=dtype)
+        out[self.instance_rows] = np.repeat(np.arange(len(self), dtype=dtype), np.diff(self.instance_offsets))
         return out
 
     def kind(self, group: int) -> str:

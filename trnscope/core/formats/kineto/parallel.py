@@ -30,7 +30,7 @@ from trnscope.core.base.blas import one_blas_thread
 from trnscope.core.base.elsewhere import wait_until_free
 from trnscope.core.base.errors import LoadCancelled
 from trnscope.core.base.fs import process_alive
-from trnscope.core.base.memory import prefer_small_pages, small_pages_preferred
+from trnscope.core.base.memory import configure_memory, memory_configured
 from trnscope.core.formats.kineto import jsonscan
 from trnscope.core.formats.kineto.decode import DecodedChunk, RangeResult, decode_buffer
 from trnscope.core.formats.kineto.events import (
@@ -61,7 +61,7 @@ _shared: Any = None
 _slots: Any = None
 
 
-def _init_worker(slots: Any, shared: Any, small_pages: bool, parent: int) -> None:
+def _init_worker(slots: Any, shared: Any, memory_settings: bool, parent: int) -> None:
     global _shared, _slots
     _die_with_parent()
     # The parent stops workers with SIGTERM and handles Ctrl+C itself (a forked worker
@@ -71,8 +71,8 @@ def _init_worker(slots: Any, shared: Any, small_pages: bool, parent: int) -> Non
     if os.getppid() != parent and parent != _LOADER_PID_UNKNOWN:
         os._exit(0)  # the parent died before the line above took effect
     _shared, _slots = shared, slots
-    if small_pages:  # as the parent was told (a fork server's child does not inherit it)
-        prefer_small_pages()
+    if memory_settings:  # as the parent was told (a fork server's child does not inherit them)
+        configure_memory()
 
 
 def sweep_spills(folder: str | None = None) -> int:
@@ -447,7 +447,7 @@ def _parallel_decode(  # noqa: C901 - pool start, progress thread, own ranges an
         max_workers=helpers,
         mp_context=ctx,
         initializer=_init_worker,
-        initargs=(slots, shared, small_pages_preferred(), parent),
+        initargs=(slots, shared, memory_configured(), parent),
     )
     futures = []
     memory_fds: list[int] = []
