@@ -327,3 +327,59 @@ async def test_sorting_a_drill_downs_instances_keeps_its_chain() -> None:
             await pilot.press("n")
             await settle(pilot)
             assert len(built) == 1 and screen.chain.instance != before[1]
+
+
+def test_the_explorer_paints_at_120_frames_a_second_unless_told_otherwise() -> None:
+    """Textual reads its frame-rate cap once, at its first import: importing the explorer
+    first sets 120 (a worker's result waits 8-17 ms for its frame, not 17-33 ms); a
+    user's own TEXTUAL_FPS stays."""
+    import os
+    import subprocess
+    import sys
+
+    script = "import trnscope.tui, textual.constants; print(textual.constants.MAX_FPS)"
+    env = {k: v for k, v in os.environ.items() if k != "TEXTUAL_FPS"}
+
+    def cap(extra: dict[str, str]) -> int:
+        done = subprocess.run(
+            [sys.executable, "-c", script], env={**env, **extra}, capture_output=True, text=True, check=True, timeout=60
+        )
+        return int(done.stdout)
+
+    assert cap({}) == 120
+    assert cap({"TEXTUAL_FPS": "30"}) == 30
+
+
+async def test_a_rows_device_work_is_ranked_once_per_table(monkeypatch) -> None:
+    """The detail's device-work line of a row is kept for the table it was ranked for:
+    filter keystrokes that land on the same row, and a cursor coming back to a row, do
+    not rank it again; a new table (another grouping) starts afresh."""
+    from textual.widgets import Static
+
+    from trnscope.tui import screen_ops
+
+    app = TrnscopeApp([str(SAMPLES / "cpu_rmsnorm_session")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_loaded(pilot)
+        screen = app.screen
+        assert isinstance(screen, screen_ops.OpsScreen)
+        monkeypatch.setattr(screen_ops, "_top_device_work", screen_ops._top_device_work)  # put back afterwards
+        ranked = record_calls(screen_ops, "_top_device_work", lambda analysis, rows: rows.size)
+        view = screen.query_one("#table", VirtualTable)
+        for key in ("j", "k", "j", "k"):
+            await pilot.press(key)
+            await settle(pilot)
+        assert len(ranked) == 1  # row 1 once; row 0 was ranked when the table was shown
+        landing = view.current_index
+        name = screen._table.shown_name[landing]
+        typed = [ch for ch in name if ch.isalnum()][:3]
+        await pilot.press("slash")
+        for key in typed:  # each keystroke refilters; the row stays first, under the cursor
+            await pilot.press(key)
+            await settle(pilot)
+        assert view.current_index == landing and screen.filter_text == "".join(typed)
+        assert str(screen.query_one("#detail", Static).render()).startswith(name)
+        assert len(ranked) == 1, ranked
+        await pilot.press("enter", "escape", "b")
+        await settle(pilot)
+        assert len(ranked) == 2  # a new table (grouped by input shape): its landing row ranked for it
