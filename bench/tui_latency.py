@@ -34,6 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from common import OUT, TARGET_BYTES, ensure_trace
 
+import trnscope.tui  # noqa: F401 - before Textual, as the CLI imports it: the explorer's frame rate
+
 
 class TerminalCells:
     """What a terminal shows: each cell's character and style, as frames set them."""

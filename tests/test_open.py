@@ -79,12 +79,14 @@ def test_host_tree_in_a_helper_thread_gives_the_same_links(monkeypatch, name: st
 def test_memory_settings_reach_numpy_and_glibc() -> None:
     """The CLI's process-wide memory settings (``configure_memory``), in a process of
     their own (glibc's cannot be put back): NumPy stops advising huge pages, a 40 MiB
-    array comes from the heap instead of a mapping of its own, and the flag that decode
-    workers are started with says so."""
+    array comes from the heap instead of a mapping of its own — in a thread too, from
+    the same heap — and the flag that decode workers are started with says so."""
     script = textwrap.dedent(
         """
         import numpy as np
         from trnscope.core.base.memory import _numpy_hook, configure_memory, memory_configured
+
+        import os, threading
 
         def new_mappings_for_40_mib():
             with open("/proc/self/maps") as maps:
@@ -95,21 +97,43 @@ def test_memory_settings_reach_numpy_and_glibc() -> None:
             del array
             return after - before
 
+        def malloc_arenas():
+            import ctypes, tempfile
+
+            libc = ctypes.CDLL(None)
+            libc.fdopen.restype = ctypes.c_void_p
+            libc.malloc_info.argtypes = (ctypes.c_int, ctypes.c_void_p)
+            libc.fclose.argtypes = (ctypes.c_void_p,)
+            with tempfile.TemporaryFile() as report:
+                stream = libc.fdopen(os.dup(report.fileno()), b"w")
+                libc.malloc_info(0, stream)
+                libc.fclose(stream)
+                report.seek(0)
+                return report.read().count(b"<heap nr=")
+
+        def in_a_new_thread():
+            found = []
+            worker = threading.Thread(target=lambda: found.append(new_mappings_for_40_mib()))
+            worker.start()
+            worker.join()
+            return found[0]
+
         getter = _numpy_hook("_get_madvise_hugepage")
         default = new_mappings_for_40_mib()
         assert not memory_configured()
         configure_memory()
         assert memory_configured()
         assert getter is None or not getter()
-        print(default, new_mappings_for_40_mib())
+        print(default, new_mappings_for_40_mib(), in_a_new_thread(), malloc_arenas())
         """
     )
     if not sys.platform.startswith("linux") or not os.confstr("CS_GNU_LIBC_VERSION"):
         pytest.skip("glibc's malloc settings: Linux with glibc only")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
-    default, configured = map(int, done.stdout.split())
+    default, configured, in_a_thread, arenas = map(int, done.stdout.split())
     assert default > 0  # glibc's default: an array this big is a mapping of its own
-    assert configured == 0
+    assert configured == in_a_thread == 0
+    assert arenas == 1  # the thread used the one heap, not an arena of its own
 
 
 def test_a_cached_reopen_reads_no_args_for_memory_and_flops(isolated_cache, monkeypatch, capsys) -> None:
