@@ -51,7 +51,7 @@ _configured = False
 
 
 def configure_memory() -> None:
-    """Both settings above, once per process."""
+    """Both settings above, for this process (calling it again changes nothing)."""
     global _configured
     prefer_small_pages()
     keep_freed_memory()
@@ -81,14 +81,9 @@ def keep_freed_memory() -> bool:
     except (OSError, AttributeError):
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
-    return all(
-        mallopt(parameter, value)
-        for parameter, value in (
-            (_M_ARENA_MAX, 1),
-            (_M_MMAP_THRESHOLD, HEAP_ARRAYS_UP_TO),
-            (_M_TRIM_THRESHOLD, KEEP_FREED_UP_TO),
-        )
-    )
+    settings = ((_M_ARENA_MAX, 1), (_M_MMAP_THRESHOLD, HEAP_ARRAYS_UP_TO), (_M_TRIM_THRESHOLD, KEEP_FREED_UP_TO))
+    accepted = [mallopt(parameter, value) for parameter, value in settings]  # each on its own: none skipped
+    return all(accepted)
 
 
 def prefer_small_pages() -> None:
