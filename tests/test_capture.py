@@ -93,6 +93,26 @@ def test_capture_run_script(tmp_path: Path) -> None:
     assert analysis.op_table().find("Optimizer.step#SGD.step") >= 0
 
 
+def test_capture_run_leaves_the_scripts_memory_settings_alone(tmp_path: Path) -> None:
+    """The script runs in trnscope's process: trnscope's own memory settings (NumPy's
+    page advice, glibc's one heap) are for reading traces, not for the user's training."""
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "from trnscope.core.base import memory\n"
+        "advice = memory._numpy_hook('_get_madvise_hugepage')\n"
+        "print('CONFIGURED', memory.memory_configured(), None if advice is None else advice())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "trnscope", "capture", "run", str(script), "--out", str(tmp_path / "probe")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    line = next(line for line in done.stdout.splitlines() if line.startswith("CONFIGURED"))
+    assert line.split()[1] == "False", line
+    assert line.split()[2] != "False", line  # NumPy's default advice, where it has the switch
+
+
 def test_capture_run_too_few_steps_leaves_nothing(tmp_path: Path, capsys) -> None:
     out = tmp_path / "tiny"
     code = main(["capture", "run", str(REPO / "examples" / "train_tiny.py"), "--iters", "3", "--out", str(out)])

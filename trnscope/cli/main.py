@@ -235,6 +235,19 @@ COMMANDS.update(
 )
 
 
+# Commands that run the user's own code in this process (``capture`` runs a training
+# script through runpy): its memory stays as Python set it up, not tuned for trnscope's
+# arrays (one malloc heap for every thread would make a multi-threaded data loader wait).
+RUNS_USER_CODE = frozenset({"capture"})
+
+
+def _tune_memory_for(command: str) -> None:
+    if command not in RUNS_USER_CODE:
+        from trnscope.core.base.memory import configure_memory
+
+        configure_memory()
+
+
 def run(parsed: argparse.Namespace | None = None) -> None:
     """The ``trnscope`` console script: ``main`` (of the arguments ``parsed`` already, if
     given), then exit with its status; signals are ignored from then on, so exit handlers
@@ -340,9 +353,7 @@ def _main(argv: Sequence[str] | None, parsed: argparse.Namespace | None) -> int:
     debug = settings.debug()
     end_through_cleanup_on_signals()
     try:
-        from trnscope.core.base.memory import configure_memory
-
-        configure_memory()
+        _tune_memory_for(args.command)
         handler = COMMANDS[args.command]
         return handler(args)
     except TrnscopeError as error:

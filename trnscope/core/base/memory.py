@@ -24,9 +24,10 @@ settings make most arrays reuse memory the process has just freed instead:
   same moment, so one heap costs no waiting.  What the process keeps after its work is
   thus bounded by that 256 MiB.
 
-Only the CLI and TUI entry points (and the decode workers they start) call this: a
-library import does not change NumPy's or the C library's settings for its host
-program."""
+Only the CLI and TUI entry points (and the decode workers they start) call this, and
+not for ``trnscope capture``, which runs the user's training script in its own
+process (``cli/main.RUNS_USER_CODE``): a library import, or the user's workload, keeps
+NumPy's and the C library's settings as they were."""
 
 from __future__ import annotations
 
