@@ -85,9 +85,14 @@ class TimelineScreen(ExplorerScreen):
     def _build(self) -> None:
         lanes = build_lanes(self.analysis, nested=self.nested)
         marks: list[Union | None] = []
+        ev = self.analysis.trace.events
+        # one flag per trace row, looked up for each lane's rows: np.isin sorted every
+        # lane against the highlight instead (270 ms for an op of 351,722 instances
+        # over six lanes at 2.9 M events; the lookups take a few)
+        highlighted = np.zeros(len(ev), dtype=bool)
+        highlighted[self.highlight] = True
         for lane in lanes:
-            mine = lane.rows[np.isin(lane.rows, self.highlight)] if self.highlight.size else lane.rows[:0]
-            ev = self.analysis.trace.events
+            mine = lane.rows[highlighted[lane.rows]] if self.highlight.size else lane.rows[:0]
             marks.append(Union(ev.ts[mine], ev.ts[mine] + np.maximum(ev.dur[mine], 0)) if mine.size else None)
         self.app.call_from_thread(self._ready, lanes, marks)
 
