@@ -77,3 +77,37 @@ def test_the_one_union_equals_a_plain_merge(spec: list[tuple[int, int, int]]) ->
         assert lengths[g] == _plain_union(pairs)
         assert union_length([p[0] for p in pairs], [p[1] for p in pairs]) == _plain_union(pairs)
         assert Union(start[group == g], end[group == g]).length == _plain_union(pairs)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(-50, 50), st.integers(0, 20)), max_size=25),
+    st.lists(st.tuples(st.integers(-50, 50), st.integers(0, 20)), max_size=25),
+    st.lists(st.tuples(st.integers(-60, 60), st.integers(-5, 40)), max_size=10),
+)
+def test_intersections_and_windows_equal_counting_points(
+    a_spec: list[tuple[int, int]], b_spec: list[tuple[int, int]], windows: list[tuple[int, int]]
+) -> None:
+    """``intersection`` covers exactly the integer points both unions cover, and
+    ``covered_in`` of many windows equals ``covered`` of each (on small integer spans,
+    where every point can be counted)."""
+    from trnscope.core.base.intervals import Union, intersection
+
+    def union(spec: list[tuple[int, int]]) -> Union:
+        return Union(np.array([s for s, _ in spec], np.int64), np.array([s + d for s, d in spec], np.int64))
+
+    def points(spec: list[tuple[int, int]]) -> set[int]:
+        return {t for s, d in spec for t in range(s, s + d)}
+
+    a, b = union(a_spec), union(b_spec)
+    both = intersection(a, b)
+    assert {t for s, e in zip(both.start.tolist(), both.end.tolist()) for t in range(s, e)} == points(a_spec) & points(
+        b_spec
+    )
+    assert both.length == len(points(a_spec) & points(b_spec))
+    starts = np.array([s for s, _ in windows], np.int64)
+    ends = np.array([s + d for s, d in windows], np.int64)
+    assert both.covered_in(starts, ends).tolist() == [both.covered(int(s), int(e)) for s, e in zip(starts, ends)]
+    assert a.covered_in(starts, ends).tolist() == [
+        len({t for t in points(a_spec) if s <= t < e}) for s, e in zip(starts.tolist(), ends.tolist())
+    ]

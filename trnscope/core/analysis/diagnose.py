@@ -29,7 +29,7 @@ from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.contracts import DeviceOut, DiagnoseOut, FindingOut, StepOut
 from trnscope.core.analysis.kernel_compare import warmup_notes
 from trnscope.core.base.arrays import split_by
-from trnscope.core.base.intervals import Union
+from trnscope.core.base.intervals import Union, intersection, unions_of_groups
 from trnscope.core.base.units import fmt_time_ns, us
 from trnscope.core.model.roles import Role, is_profiler_step
 
@@ -151,21 +151,12 @@ def diagnose(analysis: Analysis) -> DiagnoseOut:
     if not windows:
         main_thread = int(np.bincount(ev.thread[host]).argmax()) if host.size else -1
         windows = [("whole trace", first, last, main_thread)]
-    host_total = 0
-    by_thread = _ByThread(analysis, host)
-    sync_by_thread = _ByThread(analysis, syncs)
-    for name, start, end, thread in windows:
-        mine = by_thread.overlapping(thread, start, end)
-        busy_union = Union(np.maximum(ev.ts[mine], start), np.minimum(ev.ts[mine] + ev.dur[mine], end))
-        waits = sync_by_thread.overlapping(thread, start, end)
-        wait_union = Union(np.maximum(ev.ts[waits], start), np.minimum(ev.ts[waits] + ev.dur[waits], end))
-        waited = sum(busy_union.covered(int(a), int(b)) for a, b in zip(wait_union.start, wait_union.end))
-        host_busy = busy_union.length - waited
-        host_total += host_busy
-        device_busy = all_device.covered(start, end)
+    host_busy, device_busy = _step_busy(analysis, windows, host, syncs, all_device)
+    host_total = int(host_busy.sum())
+    for (name, start, end, _thread), host_ns, device_ns in zip(windows, host_busy.tolist(), device_busy.tolist()):
         length = max(end - start, 0)
         steps.append(
-            StepOut(name, us(length), us(host_busy), us(device_busy), "device" if 2 * device_busy >= length else "host")
+            StepOut(name, us(length), us(host_ns), us(device_ns), "device" if 2 * device_ns >= length else "host")
         )
 
     device_bound_wall = sum(s.wall_us for s in steps if s.bound == "device")
@@ -179,26 +170,38 @@ def diagnose(analysis: Analysis) -> DiagnoseOut:
     return DiagnoseOut(trace.label or trace.source, devices, steps, findings)
 
 
-class _ByThread:
-    """Rows of each thread sorted by start, so the rows overlapping a window are found
-    by binary search (thousands of steps must not each scan every event)."""
+def _step_busy(
+    analysis: Analysis,
+    windows: list[tuple[str, int, int, int]],
+    host: np.ndarray,
+    syncs: np.ndarray,
+    all_device: Union,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per step window (name, start, end, thread): the host's busy time on its thread
+    — the union of its ops inside the window, less what of it a synchronising call
+    covers (waiting is not work) — and the devices' busy time inside the window.
 
-    def __init__(self, analysis: Analysis, rows: np.ndarray) -> None:
-        ev = analysis.trace.events
-        self.ev = ev
-        self.rows: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
-        for thread, mine in split_by(ev.thread[rows], rows).items():
-            mine = mine[np.argsort(ev.ts[mine], kind="stable")]
-            longest = int(np.maximum(ev.dur[mine], 0).max()) if mine.size else 0
-            self.rows[thread] = (ev.ts[mine], mine, longest)
+    The union of ops clipped to a window is the thread's union clipped to it, so each
+    thread's unions are built once and every window is two binary searches in them
+    (7,178 steps at 2.9 M events: 0.7 s as a loop of small unions, a few ms now)."""
+    ev = analysis.trace.events
+    starts = np.array([w[1] for w in windows], dtype=np.int64)
+    ends = np.array([w[2] for w in windows], dtype=np.int64)
+    threads, window_thread = np.unique(np.array([w[3] for w in windows], dtype=np.int64), return_inverse=True)
 
-    def overlapping(self, thread: int, start: int, end: int) -> np.ndarray:
-        if thread not in self.rows:
-            return np.empty(0, np.int64)
-        starts, rows, longest = self.rows[thread]
-        lo, hi = np.searchsorted(starts, [start - longest, end])
-        chosen = rows[lo:hi]
-        return chosen[self.ev.ts[chosen] + np.maximum(self.ev.dur[chosen], 0) > start]
+    def unions_per_thread(rows: np.ndarray) -> list[Union]:
+        thread = ev.thread[rows].astype(np.int64)
+        slot = np.minimum(np.searchsorted(threads, thread), threads.size - 1)
+        rows = rows[threads[slot] == thread]
+        slot = slot[threads[slot] == thread]
+        return unions_of_groups(slot, ev.ts[rows], ev.ts[rows] + np.maximum(ev.dur[rows], 0), threads.size)
+
+    host_busy = np.zeros(len(windows), dtype=np.int64)
+    for slot, (busy, waits) in enumerate(zip(unions_per_thread(host), unions_per_thread(syncs))):
+        mine = np.flatnonzero(window_thread == slot)
+        waited = intersection(busy, waits)
+        host_busy[mine] = busy.covered_in(starts[mine], ends[mine]) - waited.covered_in(starts[mine], ends[mine])
+    return host_busy, all_device.covered_in(starts, ends)
 
 
 def _launch_gaps(analysis: Analysis, rows: np.ndarray, union: Union) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
