@@ -17,6 +17,7 @@ from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.compare_model import CompareRow, Comparison, Figures, VariantDiagnosis
 from trnscope.core.analysis.distribution import bootstrap_ratio
 from trnscope.core.analysis.kernel_compare import compare_kernel_runs, is_kernel_benchmark
+from trnscope.core.base.arrays import sorted_unique
 from trnscope.core.model.roles import Role, is_profiler_step
 
 __all__ = ["METRICS", "CompareRow", "Comparison", "Figures", "VariantDiagnosis", "compare", "with_metric"]
@@ -133,7 +134,7 @@ def variant_diagnosis(analysis: Analysis) -> VariantDiagnosis:
     span = sum(d.span_us for d in doc.devices)
     idle = sum(d.idle_us for d in doc.devices)
     ev = analysis.trace.events
-    launches = np.unique(analysis.links.device_launch[analysis.links.device_launch >= 0]).size
+    launches = sorted_unique(analysis.links.device_launch[analysis.links.device_launch >= 0]).size
     steps = max(len(doc.steps), 1)
     losses = [f for f in doc.findings if f.severity != "info"]
     return VariantDiagnosis(

@@ -16,7 +16,7 @@ import itertools
 
 import numpy as np
 
-from trnscope.core.base.arrays import running_max_per_group
+from trnscope.core.base.arrays import running_max_per_group, sorted_unique
 
 
 def union_runs(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -134,7 +134,7 @@ def difference(a: Union, b: Union) -> Union:
     """The part of ``a`` that ``b`` does not cover."""
     if not len(a) or not len(b):
         return a
-    points = np.unique(np.concatenate([a.start, a.end, b.start, b.end]))
+    points = sorted_unique(np.concatenate([a.start, a.end, b.start, b.end]))
     lo, hi = points[:-1], points[1:]
     in_a = np.diff(a.covered_before(points)) > 0  # each elementary piece is wholly in or out
     in_b = np.diff(b.covered_before(points)) > 0

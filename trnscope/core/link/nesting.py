@@ -36,7 +36,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from trnscope.core.base.arrays import running_max_per_group
+from trnscope.core.base.arrays import running_max_per_group, sorted_unique
 
 
 def nest(ts: np.ndarray, end: np.ndarray, thread: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -132,7 +132,7 @@ def _depths(start: np.ndarray, stop: np.ndarray, group: np.ndarray, group_start:
     if groups * span >= 2**62:
         # Clock values too far apart to share one key space: their ranks keep every
         # comparison this needs (<, =) and span at most 2n.
-        values = np.unique(np.concatenate([start, stop]))
+        values = sorted_unique(np.concatenate([start, stop]))
         start = np.searchsorted(values, start)
         stop = np.searchsorted(values, stop)
         low, span = 0, int(values.size)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
+from trnscope.core.base.arrays import sorted_unique
 from trnscope.core.formats.neuron.device import DeviceProfile
 from trnscope.core.formats.neuron.tolerant import NONE
 
@@ -150,7 +151,7 @@ def _match_activity(
     at = np.searchsorted(hs, start + offset, side="right") - 1
     inside = (at >= 0) & (start + offset < he[np.maximum(at, 0)])
     share = float(inside.mean()) if inside.size else 0.0
-    matched = np.unique(at[inside])
+    matched = sorted_unique(at[inside])
     detail = f"{matched.size} of {execs.size} executions hold its activity, {100 * share:.1f}% of it inside them" + (
         "" if low <= high else "; no single clock offset fits every execution"
     )
