@@ -500,7 +500,14 @@ def _parallel_decode(  # noqa: C901 - pool start, progress thread, own ranges an
                 with contextlib.suppress(OSError):
                     os.close(fd)
         for process in processes:
-            process.join(timeout=5)
+            # a worker stopped while it was still starting (before it set SIGTERM back
+            # to the default) runs the handler it inherited, which only notes the
+            # signal, and then waits for work that never comes: it is killed instead
+            # of keeping the load (and the cleanup after it) waiting
+            process.join(timeout=1)
+            if process.is_alive():
+                process.kill()
+                process.join(timeout=5)
         claims.close()
         _discard_unread(futures)
         _remove_spills_of_load(os.getpid(), load_token)
