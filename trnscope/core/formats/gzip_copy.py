@@ -189,6 +189,10 @@ def write_copy(
 
             # a private copy (removed at exit) is never checked: no CRC for it
             damage = inflate(path, size, write_and_check if keep else out.write, progress, cancelled)
+        if not keep and owner == os.getpid():
+            # removed at exit from the moment it exists: a SIGTERM between the rename
+            # and the caller taking the copy would otherwise leave it behind
+            keep_until_exit(target)
         os.replace(temp, target)
         if keep:
             record = CopyRecord(target.stat().st_size, damage, crc)

@@ -49,6 +49,7 @@ from trnscope.core.formats.gzip_copy import (
     Progress,
     copy_paths,
     is_recorded,
+    keep_until_exit,
     sweep_orphaned_copies,
     write_copy,
 )
@@ -91,6 +92,10 @@ class _Child:
             elif line.startswith(b"files "):
                 with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
                     self.private_files = msgspec.json.decode(line[6:], type=list[str])
+                    for name in self.private_files:  # this process's: removed when it exits,
+                        # however it ends (a SIGTERM after the child has finished and before
+                        # the copy is handed on would otherwise leave it behind)
+                        keep_until_exit(Path(name))
             elif line.startswith(b"done "):
                 with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
                     self.outcome = msgspec.json.decode(line[5:], type=Outcome)

@@ -27,7 +27,6 @@ from trnscope.core.formats.gzip_copy import (
     Copy,
     Progress,
     inflate,
-    keep_until_exit,
     open_read,
     sweep_orphaned_copies,
     usable_copy,
@@ -110,9 +109,7 @@ def _open_gzip(
     child = inflate_ahead.claim(info, keep=reuse)
     if child is not None:  # started before this process loaded the rest of trnscope
         copy = child.wait(progress, cancelled)
-        if copy is not None:
-            if not reuse:
-                keep_until_exit(Path(copy.path))
+        if copy is not None:  # a private copy is removed at exit already (announced by the child)
             return _map_copy(path, copy, size)
     folder = writable_dir("plain")
     key = fingerprint(path)
@@ -120,9 +117,8 @@ def _open_gzip(
         sweep_orphaned_copies(folder)
         copy = usable_copy(folder, key) if reuse else None
         if copy is None:
+            # a private copy is removed at exit from the moment it exists (write_copy)
             copy = write_copy(path, size, folder, key, os.getpid(), keep=reuse, progress=progress, cancelled=cancelled)
-            if copy is not None and not reuse:
-                keep_until_exit(Path(copy.path))
         if copy is not None:
             return _map_copy(path, copy, size)
     # No usable cache directory: keep the decompressed text in memory.
