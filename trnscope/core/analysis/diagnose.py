@@ -192,8 +192,8 @@ def _step_busy(
     def unions_per_thread(rows: np.ndarray) -> list[Union]:
         thread = ev.thread[rows].astype(np.int64)
         slot = np.minimum(np.searchsorted(threads, thread), threads.size - 1)
-        rows = rows[threads[slot] == thread]
-        slot = slot[threads[slot] == thread]
+        on_a_step_thread = threads[slot] == thread
+        rows, slot = rows[on_a_step_thread], slot[on_a_step_thread]
         return unions_of_groups(slot, ev.ts[rows], ev.ts[rows] + np.maximum(ev.dur[rows], 0), threads.size)
 
     host_busy = np.zeros(len(windows), dtype=np.int64)
