@@ -360,3 +360,27 @@ def test_an_ending_signal_runs_the_cleanup_and_removes_the_private_copy(
         assert said in err and b"Traceback" not in err
     left = sorted(p.name for p in plain.iterdir()) if plain.is_dir() else []
     assert [name for name in left if "nocache" in name or name.endswith(".tmp")] == []
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask") or not hasattr(os, "fork"), reason="POSIX signal masks")
+def test_endings_are_held_across_the_workers_fork_and_the_workers_let_them_through() -> None:
+    """The decode workers are forked with Ctrl+C, SIGTERM and SIGHUP held (a handler run
+    inside fork's callbacks raised into one that prints and drops it: a traceback, and
+    the signal ignored); a worker lets them through once its handlers are set, so that
+    stopping it with SIGTERM works."""
+    from trnscope.core.base.signals import ENDINGS, endings_held
+    from trnscope.core.formats.kineto import parallel
+
+    with endings_held():
+        assert signal.pthread_sigmask(signal.SIG_BLOCK, []) >= ENDINGS
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child reports through its exit status
+            try:
+                parallel._init_worker(None, None, False, os.getppid())
+                held = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+                os._exit(0 if not (ENDINGS & held) else 1)
+            except BaseException:
+                os._exit(2)
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert not (ENDINGS & signal.pthread_sigmask(signal.SIG_BLOCK, []))

@@ -6,7 +6,6 @@ gzip traces a command reads whole (``inflate_ahead``), and only then loads NumPy
 
 from __future__ import annotations
 
-import signal
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -59,15 +58,10 @@ def _interrupts_held() -> Iterator[None]:
     interrupt inside an extension's initialisation can leave it half set up (msgspec,
     interrupted while it loaded, crashed the process 0.15 s later), and one before the
     handlers ended the process without its cleanup (a read-ahead copy left behind)."""
-    held = {signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])}
-    if not hasattr(signal, "pthread_sigmask"):
+    from trnscope.core.base.signals import endings_held
+
+    with endings_held():
         yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def parse_and_read_ahead(argv: Sequence[str]) -> argparse.Namespace:

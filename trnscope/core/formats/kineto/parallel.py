@@ -31,6 +31,7 @@ from trnscope.core.base.elsewhere import wait_until_free
 from trnscope.core.base.errors import LoadCancelled
 from trnscope.core.base.fs import process_alive
 from trnscope.core.base.memory import configure_memory, memory_configured
+from trnscope.core.base.signals import endings_held, let_endings_through
 from trnscope.core.formats.kineto import jsonscan
 from trnscope.core.formats.kineto.decode import DecodedChunk, RangeResult, decode_buffer
 from trnscope.core.formats.kineto.events import (
@@ -73,6 +74,7 @@ def _init_worker(slots: Any, shared: Any, memory_settings: bool, parent: int) ->
     _shared, _slots = shared, slots
     if memory_settings:  # as the parent was told (a fork server's child does not inherit them)
         configure_memory()
+    let_endings_through()  # forked while the parent held them (see the submits below)
 
 
 def sweep_spills(folder: str | None = None) -> int:
@@ -456,19 +458,20 @@ def _parallel_decode(  # noqa: C901 - pool start, progress thread, own ranges an
     decoded: dict[int, RangeResult] = {}
     try:
         memory_fds = [_memory_file(slot) for slot in range(1, helpers + 1)]
-        futures = [
-            executor.submit(
-                decode_claimed_ranges,
-                source.plain_path,
-                starts,
-                slot,
-                chunk_bytes,
-                os.getpid(),
-                load_token,
-                memory_fds[slot - 1],
-            )
-            for slot in range(1, helpers + 1)
-        ]
+        with endings_held():  # the first submit forks the workers: no handler inside fork
+            futures = [
+                executor.submit(
+                    decode_claimed_ranges,
+                    source.plain_path,
+                    starts,
+                    slot,
+                    chunk_bytes,
+                    os.getpid(),
+                    load_token,
+                    memory_fds[slot - 1],
+                )
+                for slot in range(1, helpers + 1)
+            ]
         reporter.start()  # after the workers are forked: a forked child gets no copy of a running thread
         # this process claims ranges too, waiting alone would leave a core idle; but not
         # while it is busy elsewhere (importing the UI): then the workers take them
