@@ -503,10 +503,9 @@ def _parallel_decode(  # noqa: C901 - pool start, progress thread, own ranges an
                 with contextlib.suppress(OSError):
                     os.close(fd)
         for process in processes:
-            # a worker stopped while it was still starting (before it set SIGTERM back
-            # to the default) runs the handler it inherited, which only notes the
-            # signal, and then waits for work that never comes: it is killed instead
-            # of keeping the load (and the cleanup after it) waiting
+            # a worker that outlives its SIGTERM by a second is killed rather than let
+            # it hold the load's cleanup (seen once: one stopped while still starting
+            # stayed waiting for work until the cleanup was cut short at 10 s)
             process.join(timeout=1)
             if process.is_alive():
                 process.kill()
