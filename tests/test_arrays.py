@@ -6,7 +6,15 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trnscope.core.base.arrays import first_of_each, group_order, is_member, sorted_unique, unique_inverse
+from trnscope.core.base.arrays import (
+    equals_any,
+    first_of_each,
+    group_order,
+    is_member,
+    order_by_group_then_value,
+    sorted_unique,
+    unique_inverse,
+)
 
 ints = st.lists(st.integers(-(2**40), 2**40), max_size=200)
 small = st.lists(st.integers(-5, 30), max_size=200)
@@ -46,6 +54,52 @@ def test_is_member_matches_isin(values: list[int], query: list[int]) -> None:
 def test_group_order_beyond_sixteen_bits() -> None:
     inverse = np.arange(70_000, dtype=np.int64)[::-1].copy()
     np.testing.assert_array_equal(group_order(inverse, 70_000), np.argsort(inverse, kind="stable"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 70_000),
+            st.one_of(st.integers(-3, 3), st.integers(-(2**62), 2**62), st.sampled_from([-(2**63), 2**63 - 1])),
+        ),
+        max_size=60,
+    ),
+    st.sampled_from([np.int64, np.uint32, np.uint8]),
+)
+def test_order_by_group_then_value_is_lexsort(pairs: list[tuple[int, int]], group_type: type) -> None:
+    """The combined-key sort (values that fit) and its fallback (values that span more
+    than 64 bits with their groups) give lexsort's order exactly, ties included."""
+    group = np.array([g for g, _ in pairs], dtype=np.int64).astype(group_type)
+    values = np.array([v for _, v in pairs], dtype=np.int64)
+    np.testing.assert_array_equal(order_by_group_then_value(group, values), np.lexsort((values, group)))
+    as_floats = values.astype(np.float64)
+    np.testing.assert_array_equal(order_by_group_then_value(group, as_floats), np.lexsort((as_floats, group)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 20), max_size=100), st.lists(st.integers(0, 25), max_size=4))
+def test_equals_any_is_isin(column: list[int], wanted: list[int]) -> None:
+    roles = np.array(column, dtype=np.uint8)
+    np.testing.assert_array_equal(equals_any(roles, wanted), np.isin(roles, wanted))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(-100, 100), st.integers(-5, 50)), max_size=40))
+def test_unions_of_sorted_groups_skip_the_sort_alike(spec: list[tuple[int, int, int]]) -> None:
+    """The timeline hands its lanes over already sorted by (lane, start): the same runs."""
+    from trnscope.core.base.intervals import unions_of_groups
+
+    group = np.array([g for g, _, _ in spec], dtype=np.int64)
+    start = np.array([s for _, s, _ in spec], dtype=np.int64)
+    end = start + np.array([d for _, _, d in spec], dtype=np.int64)
+    order = np.lexsort((start, group))
+    plain = unions_of_groups(group, start, end, 4)
+    given_sorted = unions_of_groups(group[order], start[order], end[order], 4, presorted=True)
+    for one, other in zip(plain, given_sorted):
+        np.testing.assert_array_equal(one.start, other.start)
+        np.testing.assert_array_equal(one.end, other.end)
+        np.testing.assert_array_equal(one.prefix, other.prefix)
 
 
 def _plain_union(pairs: list[tuple[int, int]]) -> int:

@@ -182,6 +182,11 @@ def test_timeline_lanes_and_shading(tmp_path: Path) -> None:
     row = under(core, int(core.starts[3]) + 1)
     assert row == int(core.rows[3])
     assert parse_time("1.5ms") == 1_500_000 and parse_time("200us") == 200_000 and parse_time("3") == 3_000
+    # built once per analysis and kind: opening the timeline again reuses the lanes
+    again = build_lanes(analysis)
+    assert again is not lanes and all(a is b for a, b in zip(again, lanes, strict=True))
+    nested = build_lanes(analysis, nested=True)
+    assert nested[0] is not lanes[0] and build_lanes(analysis, nested=True)[0] is nested[0]
 
 
 @pytest.mark.parametrize("width", [60, 80, 132])
@@ -343,6 +348,10 @@ async def test_diagnosis_pane_steps_open_the_timeline_on_a_step() -> None:
             assert timeline.t0 == steps[position + 1].start
         await press(pilot, "escape", "s")
         assert app.screen is pane and pane.view == "findings"
+        # opened again: the same diagnosis, not a second run of it
+        await press(pilot, "escape", "d")
+        await settle(pilot)
+        assert isinstance(app.screen, DiagnoseScreen) and app.screen is not pane and app.screen.doc is pane.doc
 
 
 def test_a_trace_of_instantaneous_events_still_draws(tmp_path: Path, capsys) -> None:

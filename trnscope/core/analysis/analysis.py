@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
+from typing import TypeVar, cast
 
 import msgspec
 import numpy as np
@@ -22,12 +23,15 @@ from trnscope.core.analysis.optable import (
     python_stacks,
 )
 from trnscope.core.base import settings
+from trnscope.core.base.arrays import equals_any
 from trnscope.core.formats.neuron.data import NeuronData, neuron_data
 from trnscope.core.link.linker import LinkReport, Links, forward_links, link
 from trnscope.core.link.neuron import NeuronLinks, link_neuron
 from trnscope.core.model.roles import Role, is_profiler_step
 from trnscope.core.model.trace import Trace
 from trnscope.core.model.vocab import PH_X
+
+T = TypeVar("T")
 
 
 class Step(msgspec.Struct, frozen=True):
@@ -58,6 +62,7 @@ class Analysis:
         self._kernel_tables: dict[int, KernelTable] = {}
         self._steps: list[Step] | None = None
         self._device_index: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._derived: dict[tuple[str, object], object] = {}
         self.pending: list[Callable[[], object]] = []  # deferred work, e.g. writing the index cache
 
     def finish(self) -> None:
@@ -165,7 +170,7 @@ class Analysis:
         themselves (aten::linear) — by their direct children."""
         if self._device_index is None:
             ev = self.trace.events
-            rows = np.flatnonzero((self.links.device_op >= 0) & np.isin(ev.role, [int(Role.KERNEL), int(Role.MEMORY)]))
+            rows = np.flatnonzero((self.links.device_op >= 0) & equals_any(ev.role, (Role.KERNEL, Role.MEMORY)))
             owner = self.links.device_op[rows]
             order = np.argsort(owner, kind="stable")
             parent = self.links.raw_parent[owner]
@@ -174,6 +179,17 @@ class Analysis:
         owners, by_owner, parents, by_parent = self._device_index
         found = _gather(owners, by_owner, op_rows)
         return found if found.size else _gather(parents, by_parent, op_rows)
+
+    def derived(self, key: tuple[str, object], build: Callable[[], T]) -> T:
+        """What ``build`` makes of this trace, made once per ``key`` (a pane's data
+        that the user may open again: the timeline's lanes).  Two threads asking at once
+        may both build it; the first kept is the one every later caller gets."""
+        with self._lock:
+            if key in self._derived:
+                return cast(T, self._derived[key])
+        made = build()
+        with self._lock:
+            return cast(T, self._derived.setdefault(key, made))
 
     @functools.cached_property
     def span_ns(self) -> tuple[int, int]:

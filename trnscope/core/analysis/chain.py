@@ -19,6 +19,7 @@ from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.backends import device_hop_providers
 from trnscope.core.analysis.chain_model import Chain, ChainContext, Gaps, Hop, HopMaker, chain_gaps, us
 from trnscope.core.analysis.flops import COUNTED_OPS, UNKNOWN, flops_of
+from trnscope.core.base.arrays import equals_any
 from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fit_si, fmt_time_ns
 from trnscope.core.formats.kineto.lazyargs import event_args
@@ -153,7 +154,7 @@ def build_chain(  # noqa: C901 - the chain's hops in their documented order; eac
 
     # Runtime calls under the op: its own (no other op between) at the op's depth + 1,
     # those made inside a child op under that child (depth + 2), so nesting shows.
-    launch_rows = subtree[np.isin(ev.role[subtree], [int(Role.RUNTIME), int(Role.DRIVER)])]
+    launch_rows = subtree[equals_any(ev.role[subtree], (Role.RUNTIME, Role.DRIVER))]
     owner = enclosing_op(links.raw_parent, ev.role, launch_rows) if launch_rows.size else launch_rows
     device_rows = np.flatnonzero(np.isin(links.device_op, np.concatenate([[row], subtree])) & (links.device_op >= 0))
     device_rows = device_rows[np.argsort(ev.ts[device_rows], kind="stable")]

@@ -32,6 +32,7 @@ import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.flops import decode_sizes
+from trnscope.core.base.arrays import equals_any
 from trnscope.core.base.jsondepth import decode_bounded
 from trnscope.core.formats.kineto.lazyargs import raw_args_by_chunk
 from trnscope.core.model.roles import Role, is_profiler_step
@@ -245,7 +246,7 @@ class _Rows:
         neuron_name = np.array([n.startswith(_NEURON_EXECUTION) for n in trace.names] or [False], dtype=bool)
         timed = ev.ph == PH_X
         named = canonical[ev.name]
-        host = np.isin(ev.role, [int(Role.OP), int(Role.ANNOTATION)]) & timed
+        host = equals_any(ev.role, (Role.OP, Role.ANNOTATION)) & timed
         self.params = np.flatnonzero(host & params_name[ev.name])
         is_call = host & call_name[ev.name] & named
         parent = analysis.links.raw_parent
@@ -264,10 +265,10 @@ class _Rows:
         owner = _ancestor_in(ranges, parent, is_call)
         self.inner_ranges, self.inner_owner = ranges[owner >= 0], owner[owner >= 0]
         self.worker_ranges = ranges[owner < 0]
-        kernel = np.isin(ev.role, [int(Role.KERNEL)]) & timed & named
+        kernel = equals_any(ev.role, (Role.KERNEL,)) & timed & named
         self.kernels = np.flatnonzero(kernel)
         self.neuron = np.flatnonzero(
-            np.isin(ev.role, [int(Role.SYSTEM_HARDWARE), int(Role.KERNEL)]) & timed & neuron_name[ev.name]
+            equals_any(ev.role, (Role.SYSTEM_HARDWARE, Role.KERNEL)) & timed & neuron_name[ev.name]
         )
 
 
@@ -298,7 +299,7 @@ def _idle_before(analysis: Analysis, calls: np.ndarray, steps: tuple[np.ndarray,
     in Python or asleep, right before it joins the collective."""
     ev = analysis.trace.events
     out = np.full(calls.size, -1, dtype=np.int64)
-    busy_role = np.isin(ev.role, [int(Role.OP), int(Role.RUNTIME), int(Role.ANNOTATION)]) & (ev.ph == PH_X)
+    busy_role = equals_any(ev.role, (Role.OP, Role.RUNTIME, Role.ANNOTATION)) & (ev.ph == PH_X)
     step_name = np.array([is_profiler_step(n) for n in analysis.trace.names] or [False], dtype=bool)
     busy_role &= ~step_name[ev.name]
     start = steps[0]

@@ -17,7 +17,7 @@ from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.compare_model import CompareRow, Comparison, Figures, VariantDiagnosis
 from trnscope.core.analysis.distribution import bootstrap_ratio
 from trnscope.core.analysis.kernel_compare import compare_kernel_runs, is_kernel_benchmark
-from trnscope.core.base.arrays import sorted_unique
+from trnscope.core.base.arrays import equals_any, sorted_unique
 from trnscope.core.model.roles import Role, is_profiler_step
 
 __all__ = ["METRICS", "CompareRow", "Comparison", "Figures", "VariantDiagnosis", "compare", "with_metric"]
@@ -38,7 +38,7 @@ def dispatch_per_row(analysis: Analysis) -> np.ndarray:
     the device, as the drill-down's ``dispatch`` figure."""
     ev = analysis.trace.events
     parent = analysis.links.raw_parent
-    runtime = np.flatnonzero(np.isin(ev.role, [int(Role.RUNTIME), int(Role.DRIVER)]) & (parent >= 0))
+    runtime = np.flatnonzero(equals_any(ev.role, (Role.RUNTIME, Role.DRIVER)) & (parent >= 0))
     owner = parent[runtime]
     own = ev.role[owner] == int(Role.OP)  # a step's synchronize is not a dispatch
     runtime, owner = runtime[own], owner[own]
@@ -115,7 +115,7 @@ def _regions(
         f.device_total_ns += int(analysis.times.device_total[r])
     kernels: dict[str, dict[str, int]] = {}
     launches: dict[str, int] = {}
-    device = np.flatnonzero(np.isin(ev.role, [int(Role.KERNEL), int(Role.MEMORY)]) & (links.device_op >= 0))
+    device = np.flatnonzero(equals_any(ev.role, (Role.KERNEL, Role.MEMORY)) & (links.device_op >= 0))
     for d in device.tolist():
         region = int(region_of[int(links.device_op[d])])
         name = trace.names[int(ev.name[region])] if region >= 0 else "(outside any region)"

@@ -28,7 +28,7 @@ import numpy as np
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.contracts import DeviceOut, DiagnoseOut, FindingOut, StepOut
 from trnscope.core.analysis.kernel_compare import warmup_notes
-from trnscope.core.base.arrays import split_by
+from trnscope.core.base.arrays import equals_any, split_by
 from trnscope.core.base.intervals import Union, intersection, unions_of_groups
 from trnscope.core.base.units import fmt_time_ns, us
 from trnscope.core.model.roles import Role, is_profiler_step
@@ -61,7 +61,7 @@ def device_lanes(analysis: Analysis) -> dict[str, np.ndarray]:
     """Device name → its device-work rows, in start order."""
     trace = analysis.trace
     ev = trace.events
-    rows = np.flatnonzero(np.isin(ev.role, _DEVICE_WORK) & (ev.dur >= 0))
+    rows = np.flatnonzero(equals_any(ev.role, _DEVICE_WORK) & (ev.dur >= 0))
     out: dict[str, list[np.ndarray]] = {}
     for thread, mine in split_by(ev.thread[rows], rows).items():
         info = trace.threads[thread]
@@ -142,7 +142,7 @@ def diagnose(analysis: Analysis) -> DiagnoseOut:
 
     host = np.flatnonzero((ev.role == int(Role.OP)) & links.in_tree & (ev.dur >= 0))
     sync_name = np.array([bool(_SYNC.search(n)) for n in trace.names] or [False], dtype=bool)
-    host_like = np.isin(ev.role, [int(Role.OP), int(Role.RUNTIME), int(Role.DRIVER), int(Role.SYSTEM_RUNTIME)])
+    host_like = equals_any(ev.role, (Role.OP, Role.RUNTIME, Role.DRIVER, Role.SYSTEM_RUNTIME))
     syncs = np.flatnonzero(host_like & sync_name[ev.name] & (ev.dur > 0))
 
     steps: list[StepOut] = []
@@ -345,7 +345,7 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
                     severity="info" if per_step <= 1.0 else "",
                 )
             )
-    launched = np.flatnonzero(np.isin(ev.role, _DEVICE_WORK) & (links.device_launch >= 0))
+    launched = np.flatnonzero(equals_any(ev.role, _DEVICE_WORK) & (links.device_launch >= 0))
     if launched.size:
         launch = links.device_launch[launched]
         queue = ev.ts[launched] - (ev.ts[launch] + np.maximum(ev.dur[launch], 0))

@@ -20,6 +20,7 @@ from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.opfigures import MemoryFigures
 from trnscope.core.analysis.optable import OpTable
 from trnscope.core.analysis.table_cache import PerAnalysisCache, PerTableCache
+from trnscope.core.base.arrays import equals_any
 from trnscope.core.formats.kineto.lazyargs import raw_args_by_chunk
 from trnscope.core.model.roles import Role
 
@@ -140,9 +141,7 @@ def memory_per_row(analysis: Analysis) -> MemoryPerRow | None:
     prefix_cpu = np.r_[0, np.cumsum(np.where(is_cpu, size, 0)[order])]
     prefix_dev = np.r_[0, np.cumsum(np.where(is_device, size, 0)[order])]
     host = np.flatnonzero(
-        analysis.links.in_tree
-        & np.isin(ev.role, [int(Role.OP), int(Role.ANNOTATION), int(Role.PYTHON)])
-        & (ev.dur >= 0)
+        analysis.links.in_tree & equals_any(ev.role, (Role.OP, Role.ANNOTATION, Role.PYTHON)) & (ev.dur >= 0)
     )
     lo = np.searchsorted(times, ev.ts[host], side="left")
     hi = np.searchsorted(times, ev.ts[host] + ev.dur[host], side="right")  # both ends included

@@ -17,6 +17,7 @@ import msgspec
 import numpy as np
 
 from trnscope.core.analysis.optable import KIND_NAMES, OpTable
+from trnscope.core.base.arrays import equals_any
 from trnscope.core.model.roles import Role
 
 
@@ -65,7 +66,7 @@ class OpFigures(msgspec.Struct):
 
     @property
     def is_device(self) -> np.ndarray:
-        return np.isin(self.role, [int(Role.KERNEL), int(Role.MEMORY), int(Role.DEVICE_ANNOTATION)])
+        return equals_any(self.role, (Role.KERNEL, Role.MEMORY, Role.DEVICE_ANNOTATION))
 
     @property
     def has_device_time(self) -> bool:

@@ -18,7 +18,7 @@ import numpy as np
 
 from trnscope.core.analysis.distribution import Spread, group_spread
 from trnscope.core.analysis.row_labels import distinct_names
-from trnscope.core.base.arrays import group_order, unique_inverse
+from trnscope.core.base.arrays import equals_any, group_order, unique_inverse
 from trnscope.core.base.jsondepth import decode_bounded
 from trnscope.core.link.linker import MEMORY_EVENT_NAMES, Links
 from trnscope.core.model.roles import Role, group_name
@@ -134,7 +134,7 @@ def event_times(trace: Trace, links: Links) -> EventTimes:
     np.subtract.at(self_cpu, parent[children], dur[children])
 
     device_rows = np.flatnonzero(
-        np.isin(ev.role, [int(Role.KERNEL), int(Role.MEMORY), int(Role.DEVICE_ANNOTATION)]) & (ev.ph == PH_X)
+        equals_any(ev.role, (Role.KERNEL, Role.MEMORY, Role.DEVICE_ANNOTATION)) & (ev.ph == PH_X)
     )
     kernel_owner = np.full(n, -1, dtype=np.int64)
     owner = links.device_op[device_rows].copy()
@@ -530,7 +530,7 @@ class KernelTable(msgspec.Struct):
 
 def build_kernel_table(trace: Trace, links: Links, rows_mask: np.ndarray | None = None) -> KernelTable:
     ev = trace.events
-    rows = np.flatnonzero(np.isin(ev.role, [int(Role.KERNEL), int(Role.MEMORY)]) & (ev.ph == PH_X))
+    rows = np.flatnonzero(equals_any(ev.role, (Role.KERNEL, Role.MEMORY)) & (ev.ph == PH_X))
     if rows_mask is not None:
         rows = rows[rows_mask[rows]]
     names, inverse = unique_inverse(ev.name[rows])

@@ -29,6 +29,7 @@ from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.collective_table import CollectiveTable
 from trnscope.core.analysis.collectives import NO_STEP, CollectiveCall, canonical_collective, find_collectives
 from trnscope.core.analysis.summary import SummaryFigures
+from trnscope.core.base.arrays import equals_any
 from trnscope.core.base.intervals import Union, difference
 from trnscope.core.model.roles import Role
 from trnscope.core.model.vocab import PH_X
@@ -119,7 +120,7 @@ def _compute(analysis: Analysis, calls: list[CollectiveCall]) -> tuple[str, Unio
     origin = trace.origin_ns
     timed = ev.ph == PH_X
     collective_name = np.array([canonical_collective(n) != "" for n in trace.names] or [False], dtype=bool)
-    device = np.flatnonzero(timed & np.isin(ev.role, [int(Role.KERNEL), int(Role.MEMORY)]) & ~collective_name[ev.name])
+    device = np.flatnonzero(timed & equals_any(ev.role, (Role.KERNEL, Role.MEMORY)) & ~collective_name[ev.name])
     if device.size:
         return "device", Union(ev.ts[device] + origin, ev.ts[device] + np.maximum(ev.dur[device], 0) + origin)
     # host: ops on every thread but the ones collectives execute on (gloo's workers),

@@ -24,6 +24,7 @@ from trnscope.core.analysis.contracts import (
 )
 from trnscope.core.analysis.opfigures import OpFigures, figures_of, merge_figures
 from trnscope.core.analysis.ordering import order_figures
+from trnscope.core.base.arrays import equals_any
 from trnscope.core.base.jsondepth import decode_bounded
 from trnscope.core.base.units import us
 from trnscope.core.model.roles import Role
@@ -87,7 +88,7 @@ def visible_groups(figures: OpFigures, hide: tuple[str, ...]) -> np.ndarray:
     for kind in hide:
         if kind not in HIDE_KINDS:
             raise ValueError(f"unknown kind to hide {kind!r}; choose from {', '.join(HIDE_KINDS)}")
-        mask &= ~np.isin(figures.role, HIDE_KINDS[kind])
+        mask &= ~equals_any(figures.role, HIDE_KINDS[kind])
     return mask
 
 

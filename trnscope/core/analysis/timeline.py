@@ -15,7 +15,7 @@ import msgspec
 import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
-from trnscope.core.base.arrays import split_by
+from trnscope.core.base.arrays import equals_any, order_by_group_then_value, split_by
 from trnscope.core.base.intervals import Union, coverage_grid, unions_of_groups
 from trnscope.core.base.text import safe_text, user_pattern
 from trnscope.core.base.units import fmt_time_short
@@ -28,7 +28,7 @@ _DEVICE = (int(Role.KERNEL), int(Role.MEMORY))
 MAX_NESTED = 4
 
 
-class Lane(msgspec.Struct):
+class Lane(msgspec.Struct, frozen=True):
     label: str
     kind: str  # "host" | "runtime" | "device" | "engine" (NeuronCore engines, from device profiles)
     rows: np.ndarray  # event rows, by start
@@ -48,11 +48,11 @@ def _lanes(analysis: Analysis, specs: list[tuple[str, str, np.ndarray]]) -> list
     counts = np.array([rows.size for _, _, rows in specs], dtype=np.int64)
     group = np.repeat(np.arange(len(specs)), counts)
     rows = np.concatenate([rows for _, _, rows in specs]).astype(np.int64)
-    order = np.lexsort((ev.ts[rows], group))
+    order = order_by_group_then_value(group, ev.ts[rows])
     rows = rows[order]
     starts = ev.ts[rows].astype(np.int64)
     ends = starts + np.maximum(ev.dur[rows], 0)
-    unions = unions_of_groups(group[order], starts, ends, len(specs))
+    unions = unions_of_groups(group[order], starts, ends, len(specs), presorted=True)
     bounds = np.r_[0, np.cumsum(counts)].tolist()
     longest = np.zeros(len(specs), dtype=np.int64)
     filled = counts > 0
@@ -83,7 +83,13 @@ def _op_depth(analysis: Analysis, rows: np.ndarray) -> np.ndarray:
 
 def build_lanes(analysis: Analysis, nested: bool = False) -> list[Lane]:
     """Host threads (ops; ``nested``: one sub-lane per op depth, up to four), their
-    runtime calls, then devices (streams, NeuronCores), in thread order."""
+    runtime calls, then devices (streams, NeuronCores), in thread order.  Built once per
+    analysis (a new list each call; the lanes are shared and never changed): opening
+    the timeline again costs nothing (84-170 ms at 2.9 M events)."""
+    return list(analysis.derived(("timeline lanes", nested), lambda: _build_lanes(analysis, nested)))
+
+
+def _build_lanes(analysis: Analysis, nested: bool) -> list[Lane]:
     trace = analysis.trace
     ev = trace.events
     links = analysis.links
@@ -92,8 +98,8 @@ def build_lanes(analysis: Analysis, nested: bool = False) -> list[Lane]:
     devices: list[tuple[str, str, np.ndarray]] = []
     ops = np.flatnonzero((ev.role == int(Role.OP)) & links.in_tree & timed)
     depth = _op_depth(analysis, ops) if nested and ops.size else np.zeros(ops.size, np.int64)
-    runtime = np.flatnonzero(np.isin(ev.role, _RUNTIME) & timed)
-    device = np.flatnonzero(np.isin(ev.role, _DEVICE) & timed)
+    runtime = np.flatnonzero(equals_any(ev.role, _RUNTIME) & timed)
+    device = np.flatnonzero(equals_any(ev.role, _DEVICE) & timed)
     order = sorted(
         range(len(trace.threads)), key=lambda t: (trace.threads[t].is_device, trace.threads[t].sort_index, t)
     )

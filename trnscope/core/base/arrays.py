@@ -8,6 +8,7 @@ is an order of magnitude faster than either."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -61,6 +62,37 @@ def group_order(inverse: np.ndarray, groups: int) -> np.ndarray:
     if groups <= 1 << 16:
         return np.argsort(inverse.astype(np.uint16), kind="stable")
     return np.argsort(inverse, kind="stable")
+
+
+def equals_any(column: np.ndarray, values: Iterable[int]) -> np.ndarray:
+    """Per element, whether it equals one of a few ``values`` (``np.isin`` for a short
+    list: one comparison per value, in the column's own dtype).  ``np.isin`` builds a
+    lookup table in a wider type first: 28 ms against 0.4 ms for three roles over
+    2.9 M events."""
+    mask = np.zeros(column.shape, dtype=bool)
+    for value in values:
+        mask |= column == int(value)
+    return mask
+
+
+def order_by_group_then_value(group: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``np.lexsort((values, group))``: positions by group, then by value, ties in their
+    original order.  One stable sort of a combined integer key where (group, value)
+    fit in 64 bits (timsort also finds the runs of rows that are already in order),
+    instead of lexsort's one sort per key: 5-7 ms against 18-23 ms for a million
+    timeline rows."""
+    if values.size == 0:
+        return np.empty(0, dtype=np.int64)
+    group_fits = group.dtype.kind == "i" or (group.dtype.kind == "u" and group.dtype.itemsize < 8)
+    if values.dtype.kind == "i" and group_fits:
+        value_low, value_high = int(values.min()), int(values.max())
+        group_low, group_high = int(group.min()), int(group.max())
+        span = value_high - value_low + 1
+        if (group_high - group_low + 1) * span < 1 << 63:
+            key = values.astype(np.int64) - np.int64(value_low)  # in [0, span): no overflow
+            key += (group.astype(np.int64) - np.int64(group_low)) * np.int64(span)
+            return np.argsort(key, kind="stable")
+    return np.lexsort((values, group))
 
 
 def is_member(sorted_values: np.ndarray, query: np.ndarray) -> np.ndarray:

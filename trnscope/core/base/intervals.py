@@ -16,24 +16,29 @@ import itertools
 
 import numpy as np
 
-from trnscope.core.base.arrays import running_max_per_group, sorted_unique
+from trnscope.core.base.arrays import order_by_group_then_value, running_max_per_group, sorted_unique
 
 
-def union_runs(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def union_runs(
+    group: np.ndarray, start: np.ndarray, end: np.ndarray, *, presorted: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The disjoint runs the intervals [start, end) of each group make, sorted by
     (group, start): (run group, run start, run end).  An empty or inverted interval
-    covers nothing."""
+    covers nothing.  ``presorted``: the intervals already come by (group, start)."""
     start = np.asarray(start)
     end = np.maximum(np.asarray(end), start)
     group = np.asarray(group, dtype=np.int64)
     if start.size == 0:
         return group[:0], start[:0], end[:0]
-    if group.size and group[0] == group[-1] and (group == group[0]).all():
+    if presorted:
+        g, s, e = group, start, end
+        reach = running_max_per_group(e, g)
+    elif group.size and group[0] == group[-1] and (group == group[0]).all():
         order = np.argsort(start, kind="stable")
         g, s, e = group[order], start[order], end[order]
         reach = np.maximum.accumulate(e)
     else:
-        order = np.lexsort((start, group))
+        order = order_by_group_then_value(group, start)
         g, s, e = group[order], start[order], end[order]
         reach = running_max_per_group(e, g)
     new_run = np.ones(s.size, dtype=bool)
@@ -160,12 +165,17 @@ def intersection(a: Union, b: Union) -> Union:
     return Union(start[keep], end[keep])
 
 
-def unions_of_groups(group: np.ndarray, start: np.ndarray, end: np.ndarray, groups: int) -> list[Union]:
+def unions_of_groups(
+    group: np.ndarray, start: np.ndarray, end: np.ndarray, groups: int, *, presorted: bool = False
+) -> list[Union]:
     """One ``Union`` per group id ``0 .. groups - 1`` of the intervals [start, end),
     built in whole-array passes (a trace may have 100,000 threads: one pass per thread
-    would dominate)."""
+    would dominate).  ``presorted``: the intervals already come by (group, start)."""
     run_group, run_start, run_end = union_runs(
-        np.asarray(group, dtype=np.int64), np.asarray(start, dtype=np.int64), np.asarray(end, dtype=np.int64)
+        np.asarray(group, dtype=np.int64),
+        np.asarray(start, dtype=np.int64),
+        np.asarray(end, dtype=np.int64),
+        presorted=presorted,
     )
     covered = np.zeros(run_start.size + 1, dtype=np.int64)
     np.cumsum(run_end - run_start, out=covered[1:])

@@ -29,7 +29,7 @@ from enum import IntEnum
 import msgspec
 import numpy as np
 
-from trnscope.core.base.arrays import first_of_each, is_member, sorted_unique
+from trnscope.core.base.arrays import equals_any, first_of_each, is_member, sorted_unique
 from trnscope.core.link.nesting import nest
 from trnscope.core.model.roles import (
     DEVICE_ROLES,
@@ -234,13 +234,13 @@ def enclosing_op(parent: np.ndarray, role: np.ndarray, rows: np.ndarray) -> np.n
     result = np.full(rows.size, -1, dtype=np.int64)
     current = parent[rows].copy()
     todo = np.arange(rows.size)
-    op_roles = np.array([int(Role.OP), int(Role.ANNOTATION)], dtype=np.uint8)
+    op_roles = (int(Role.OP), int(Role.ANNOTATION))
     while todo.size:
         valid = current[todo] >= 0
         todo = todo[valid]
         if todo.size == 0:
             break
-        is_op = np.isin(role[current[todo]], op_roles)
+        is_op = equals_any(role[current[todo]], op_roles)
         result[todo[is_op]] = current[todo[is_op]]
         todo = todo[~is_op]
         current[todo] = parent[current[todo]]
@@ -363,14 +363,14 @@ class _DeviceLookups(msgspec.Struct):
 
 def _device_lookups(trace: Trace) -> _DeviceLookups:
     ev = trace.events
-    op_mask = np.isin(ev.role, np.array([int(Role.OP), int(Role.ANNOTATION)], dtype=np.uint8)) & (ev.ph == PH_X)
+    op_mask = equals_any(ev.role, (Role.OP, Role.ANNOTATION)) & (ev.ph == PH_X)
     op_keys, op_rows = _op_by_external_id(trace, op_mask)
-    device_mask = np.isin(ev.role, np.array([int(r) for r in DEVICE_ROLES], dtype=np.uint8)) & (ev.ph == PH_X)
+    device_mask = equals_any(ev.role, DEVICE_ROLES) & (ev.ph == PH_X)
     device_rows = np.flatnonzero(device_mask)
 
     # runtime/driver calls: the op each one belongs to (by External id here; by the
     # enclosing op once the host tree is known)
-    launch_mask = np.isin(ev.role, np.array([int(Role.RUNTIME), int(Role.DRIVER)], dtype=np.uint8)) & (ev.ph == PH_X)
+    launch_mask = equals_any(ev.role, (Role.RUNTIME, Role.DRIVER)) & (ev.ph == PH_X)
     launch_rows = np.flatnonzero(launch_mask)
     launch_ext = ev.external_id[launch_rows]
     launch_corr = ev.correlation[launch_rows]
@@ -456,7 +456,7 @@ def link(trace: Trace) -> Links:
     device_launch[device_rows] = np.where(launch >= 0, launch, via_flow)
     method[device_rows] = chosen
 
-    counted = np.isin(ev.role[device_rows], np.array([int(Role.KERNEL), int(Role.MEMORY)], dtype=np.uint8))
+    counted = equals_any(ev.role[device_rows], (Role.KERNEL, Role.MEMORY))
     has_info = (d_ext != NONE_ID) & (d_ext != d_corr) | (launch >= 0) | (via_flow >= 0)
     report = LinkReport(
         device_events=int(counted.sum()),
@@ -486,7 +486,7 @@ def forward_links(trace: Trace, links: Links) -> np.ndarray:
     """Per row, the forward op of a backward op (-1 elsewhere); computed once."""
     if links.forward_of is None:
         ev = trace.events
-        op_mask = np.isin(ev.role, np.array([int(Role.OP), int(Role.ANNOTATION)], dtype=np.uint8)) & (ev.ph == PH_X)
+        op_mask = equals_any(ev.role, (Role.OP, Role.ANNOTATION)) & (ev.ph == PH_X)
         links.forward_of = _forward_backward(trace, op_mask, links.raw_parent)
     return links.forward_of
 

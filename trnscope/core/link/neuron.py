@@ -24,7 +24,7 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
-from trnscope.core.base.arrays import check_lengths
+from trnscope.core.base.arrays import check_lengths, equals_any
 from trnscope.core.formats.neuron.data import NeuronData
 from trnscope.core.formats.neuron.mapping import FrameworkOp
 from trnscope.core.formats.neuron.system import NONE, SOURCE_FRAMEWORK, SOURCE_HARDWARE, SOURCE_RUNTIME, SystemEvents
@@ -258,11 +258,11 @@ def _match_by_flow(context: _MatchContext, todo: list[int]) -> None:
                 if op >= 0:
                     found.op[i], found.method[i] = op, LinkMethod.NEURON_FLOW
         return
-    op_mask = np.isin(ev.role, [int(Role.OP), int(Role.ANNOTATION)])
+    op_mask = equals_any(ev.role, (Role.OP, Role.ANNOTATION))
     op_rows = np.flatnonzero(op_mask & (ev.external_id >= 0))
     order = np.argsort(ev.external_id[op_rows], kind="stable")
     op_ext = (ev.external_id[op_rows][order], op_rows[order])
-    host_rows = np.flatnonzero(np.isin(ev.role, [int(Role.RUNTIME), int(Role.DRIVER), int(Role.OP)]))
+    host_rows = np.flatnonzero(equals_any(ev.role, (Role.RUNTIME, Role.DRIVER, Role.OP)))
     exact = {(trace.threads[int(ev.thread[r])].tid, int(ev.ts[r])): r for r in host_rows.tolist()}
     by_tid_ts = _TimeIndex(trace, host_rows)
     corr_runtime = {
@@ -312,7 +312,7 @@ def _match_by_time(context: _MatchContext, todo: list[int]) -> None:
         return
     trace, links, system = context.trace, context.links, context.system
     ev = trace.events
-    op_mask = np.isin(ev.role, [int(Role.OP), int(Role.ANNOTATION)])
+    op_mask = equals_any(ev.role, (Role.OP, Role.ANNOTATION))
     index = _TimeIndex(trace, np.flatnonzero(op_mask & links.in_tree))
     for i in todo:
         for r in context.related[i]:
@@ -370,7 +370,7 @@ def _count(trace: Trace, data: NeuronData, found: ExecutionLinks, report: Neuron
     report.unlinked_executions = n_exec - report.linked
     has_request = np.array([bool(r) for r in found.related], dtype=bool)
     unlinked = found.op < 0
-    ops = np.flatnonzero(np.isin(trace.events.role, [int(Role.OP), int(Role.ANNOTATION)]))
+    ops = np.flatnonzero(equals_any(trace.events.role, (Role.OP, Role.ANNOTATION)))
     first_op = int(trace.events.ts[ops].min()) + trace.origin_ns if ops.size else None
     early = (data.executions.host_start < first_op) if first_op is not None else np.zeros(n_exec, dtype=bool)
     report.before_window = int((unlinked & early).sum())

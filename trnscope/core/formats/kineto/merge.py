@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from trnscope.core.base.arrays import equals_any
 from trnscope.core.formats.kineto.decode import RangeResult
 from trnscope.core.model.roles import Role, role_of
 from trnscope.core.model.trace import ChunkRef, EventColumns, ThreadInfo
@@ -275,7 +276,7 @@ def _key(value: Any) -> str:
 
 
 def mark_device_threads(trace_threads: list[ThreadInfo], columns: EventColumns) -> None:
-    device_role = np.isin(columns.role, [int(Role.KERNEL), int(Role.MEMORY), int(Role.DEVICE_ANNOTATION)])
+    device_role = equals_any(columns.role, (Role.KERNEL, Role.MEMORY, Role.DEVICE_ANNOTATION))
     if device_role.any():
         for index in np.flatnonzero(np.bincount(columns.thread[device_role], minlength=len(trace_threads))).tolist():
             trace_threads[index].is_device = True

@@ -27,7 +27,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from trnscope.core.base.arrays import split_by
+from trnscope.core.base.arrays import equals_any, split_by
 from trnscope.core.base.errors import InputError
 from trnscope.core.formats.neuron import device as device_mod
 from trnscope.core.formats.neuron.data import AlignmentStats, NeuronData
@@ -585,7 +585,7 @@ def _merge(
     are the op layer, runtime events, executions, other hardware events), append them
     once, and remember which trace row each system row became."""
     stats = AlignmentStats()
-    device_in_trace = bool(np.isin(trace.events.role, [int(Role.KERNEL), int(Role.MEMORY)]).any())
+    device_in_trace = bool(equals_any(trace.events.role, (Role.KERNEL, Role.MEMORY)).any())
     if system is None or len(system) == 0:
         return NeuronData(
             str(folder), export_format, system, profiles, mapping, np.empty(0, np.int64), Executions.empty(),
