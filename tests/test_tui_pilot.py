@@ -489,18 +489,55 @@ def test_compare_headers_are_short_and_distinct() -> None:
 async def test_quit_and_help_are_in_the_footer_at_80_columns() -> None:
     """q and ? stay visible at 80×24 on the op table and the drill-down (fewer keys
     shown, none cut)."""
-    from textual.widgets import Footer
+    from trnscope.tui.keyhints import KeyHints
 
     app = TrnscopeApp([str(CPU_SESSION)])
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_loaded(pilot)
         for keys in ((), ("enter",)):
             await press(pilot, *keys)
-            footer = app.screen.query_one(Footer)
-            text = " ".join(str(w.render()) for w in footer.query("FooterKey"))
-            assert "Quit" in text and "Help" in text, text
-            right = max(w.region.right for w in footer.query("FooterKey"))
-            assert right <= 80
+            hints = app.screen.query_one(KeyHints)
+            text = hints.render().plain
+            assert "q Quit" in text and "? Help" in text, text
+            assert len(text) <= 80
+            # every hint drawn is whole: its key and its whole description
+            every = [*hints.shown(), *filter(None, [hints.palette()])]
+            shown = {key: (display, description) for key, display, description, _, _ in every}
+            for hint in hints.hints:
+                display, description = shown[hint.key]
+                assert text[hint.start : hint.end] == f"{display} {description}".strip()
+
+
+async def test_key_hints_follow_focus_and_press_their_key_on_click() -> None:
+    """The key line changes with what has the focus (the filter's own keys while it
+    is open), a click on a hint presses its key, and a line too narrow for every hint
+    leaves whole hints out instead of cutting one."""
+    from trnscope.tui.keyhints import KeyHints
+
+    app = TrnscopeApp([str(CPU_SESSION)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot)
+        hints = app.screen.query_one(KeyHints)
+        before = hints.render().plain
+        await press(pilot, "slash")
+        await pilot.pause()
+        assert app.focused is not None and app.focused.id == "filter"
+        assert hints.render().plain != before
+        await press(pilot, "escape")
+        help_hint = next(h for h in hints.hints if h.key == "question_mark")
+        await pilot.click(KeyHints, offset=(help_hint.start, 0))
+        await pilot.pause()
+        assert type(app.screen).__name__ == "HelpScreen"
+        await press(pilot, "escape")
+        hints = app.screen.query_one(KeyHints)
+        await pilot.resize_terminal(30, 24)
+        await pilot.pause()
+        narrow = hints.render().plain
+        assert len(narrow) <= 30 and narrow
+        every = [*hints.shown(), *filter(None, [hints.palette()])]
+        whole = {f"{display} {description}".strip() for _, display, description, _, _ in every}
+        assert all(narrow[h.start : h.end] in whole for h in hints.hints)
+        assert len(hints.hints) < len(hints.shown())
 
 
 def test_long_names_lose_their_middle_not_their_end() -> None:

@@ -17,7 +17,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
-from textual.widgets import Footer, Label, ProgressBar, Static
+from textual.widgets import Label, ProgressBar, Static
 from textual.worker import WorkerState
 
 from trnscope.core.analysis.analysis import Analysis
@@ -33,6 +33,7 @@ from trnscope.tui.commands import TrnscopeCommands
 from trnscope.tui.early_load import EarlyLoad
 from trnscope.tui.idle_gc import CHECK_EVERY_S, IdleCollector
 from trnscope.tui.keyhelp import help_text
+from trnscope.tui.keyhints import KeyHints
 from trnscope.tui.messages import (
     LoadFailed,
     LoadProgress,
@@ -74,7 +75,7 @@ class LoadingScreen(Screen[None]):
             yield Label(plain(f"Opening {', '.join(Path(p).name for p in self.paths)}"), id="loading-title")
             yield ProgressBar(total=100, show_eta=False, id="loading-bar")
             yield Label("", id="loading-status")
-        yield Footer(compact=True)
+        yield KeyHints()
 
     def show(self, phase: str, done: int, total: int, label: str, events: int = 0) -> None:
         bar = self.query_one("#loading-bar", ProgressBar)
@@ -110,7 +111,7 @@ class ErrorScreen(Screen[None]):
             yield Label("trnscope could not open this profile", id="error-title")
             yield Static(plain(self.message), id="error-message")
             yield Label("Press q to quit.", id="error-hint")
-        yield Footer(compact=True)
+        yield KeyHints()
 
 
 class TrnscopeApp(App[None]):

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from trnscope.core.analysis.contracts import RanksOut
 from trnscope.core.analysis.rank_view import ARRIVAL, RUNNING, WAITING, collective_lanes
 from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fit_time_short, fmt_time_short
 from trnscope.core.formats import SourceRef
+from trnscope.tui.keyhints import KeyHints
 from trnscope.tui.messages import OpenRank
 from trnscope.tui.panes import pane
 from trnscope.tui.screen_base import ExplorerScreen
@@ -38,7 +39,7 @@ class CollectiveScreen(ExplorerScreen):
         yield TextPanel(id="cl-summary")
         yield VirtualTable(id="cl-lanes")
         yield TextPanel(id="cl-legend")
-        yield Footer(compact=True)
+        yield KeyHints()
 
     def on_mount(self) -> None:
         c = self.collective

@@ -6,7 +6,7 @@ import numpy as np
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.compare import METRICS, CompareRow, Comparison, with_metric
@@ -14,6 +14,7 @@ from trnscope.core.analysis.distribution import sparkline
 from trnscope.core.base.text import safe_text, user_pattern
 from trnscope.core.base.units import fmt_time_short
 from trnscope.tui.filterbox import FilterScreen
+from trnscope.tui.keyhints import KeyHints
 from trnscope.tui.messages import ShowDrill, ShowOps
 from trnscope.tui.models import VARIANT_LETTERS, compare_model, kernel_runs_model
 from trnscope.tui.panes import pane
@@ -74,7 +75,7 @@ class CompareScreen(FilterScreen):
         yield VirtualTable(id="compare")
         yield TextPanel(id="compare-detail")
         yield Input(placeholder="filter rows by name (regex)", id="filter")
-        yield Footer(compact=True)
+        yield KeyHints()
 
     def on_mount(self) -> None:
         self.query_one("#filter", Input).display = False

@@ -11,7 +11,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.chain import chain_for_row, op_group_of_row, render_chain_text
@@ -19,8 +19,16 @@ from trnscope.core.analysis.chain_model import Chain
 from trnscope.core.base.cachedir import writable_dir
 from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fmt_time_short
+from trnscope.tui.keyhints import KeyHints
 from trnscope.tui.messages import ShowDrill, ShowTimeline
-from trnscope.tui.models import chain_model, context_summary, instance_order, instances_model, visible_hops
+from trnscope.tui.models import (
+    chain_model,
+    context_summary,
+    instance_order,
+    instances_model,
+    time_ranks,
+    visible_hops,
+)
 from trnscope.tui.panes import pane
 from trnscope.tui.screen_base import ExplorerScreen
 from trnscope.tui.textpanel import TextPanel
@@ -54,8 +62,7 @@ class DrillScreen(ExplorerScreen):
         self._chain_row = -1  # the trace row whose chain is shown or being built
         self.show_context = False  # parents and Python frames as one line until asked for
         self.shown: list[int] = []  # chain rows on screen → hop index, -1 for the context line
-        self.instance_rank = np.empty(self.rows.size, dtype=np.int64)
-        self.instance_rank[np.argsort(analysis.trace.events.ts[self.rows], kind="stable")] = np.arange(self.rows.size)
+        self.instance_rank = time_ranks(analysis, self.rows)
 
     def compose(self) -> ComposeResult:
         yield TextPanel(id="drill-title")
@@ -63,7 +70,7 @@ class DrillScreen(ExplorerScreen):
             yield VirtualTable(id="instances")
             yield VirtualTable(id="chain")
         yield TextPanel(id="hop-detail")
-        yield Footer(compact=True)
+        yield KeyHints()
 
     def on_mount(self) -> None:
         self._set_layout()
@@ -93,7 +100,9 @@ class DrillScreen(ExplorerScreen):
             self.start_row = None
         elif view.current_index >= 0:
             keep = view.current_index
-        view.set_model(instances_model(self.analysis, self.rows, order, self.sort_by), keep_index=keep)
+        view.set_model(
+            instances_model(self.analysis, self.rows, order, self.sort_by, self.instance_rank), keep_index=keep
+        )
         self._title()
 
     def _title(self) -> None:

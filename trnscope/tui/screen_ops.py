@@ -11,7 +11,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from trnscope.core.analysis.analysis import Analysis
@@ -26,6 +26,7 @@ from trnscope.core.base.units import fmt_time_short
 from trnscope.core.formats import ProfileRef, SourceRef
 from trnscope.core.opening.sources import distinct_labels
 from trnscope.tui.filterbox import FilterScreen
+from trnscope.tui.keyhints import KeyHints
 from trnscope.tui.messages import ShowCompare, ShowDiagnosis, ShowDrill, ShowTimeline, host
 from trnscope.tui.models import (
     KERNEL_SORT_KEYS,
@@ -133,7 +134,7 @@ class OpsScreen(FilterScreen):
         yield VirtualTable(id="table")
         yield TextPanel(id="detail", grow_only=True)
         yield Input(placeholder="filter ops by name (regex)", id="filter")
-        yield Footer(compact=True)
+        yield KeyHints()
 
     def on_mount(self) -> None:
         self.query_one("#filter", Input).display = False

@@ -12,13 +12,14 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from trnscope.core.analysis.contracts import CollectiveOut, RankOut, RanksOut
 from trnscope.core.analysis.rank_view import LATE, heat_map, lateness_order
 from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fit_time_short, fmt_rate, fmt_size, fmt_time_short
 from trnscope.core.formats import SourceRef
+from trnscope.tui.keyhints import KeyHints
 from trnscope.tui.messages import OpenRank, ShowCollective
 from trnscope.tui.panes import pane
 from trnscope.tui.screen_base import ExplorerScreen
@@ -55,7 +56,7 @@ class RanksScreen(ExplorerScreen):
         yield TextPanel(id="rk-summary")
         yield VirtualTable(id="rk-table")
         yield TextPanel(id="rk-detail")
-        yield Footer(compact=True)
+        yield KeyHints()
 
     def on_mount(self) -> None:
         self._show_summary()

@@ -9,13 +9,14 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.timeline import Lane, axis, build_lanes, coverage, extent, glyphs, lane_label, under
 from trnscope.core.base.intervals import Union
 from trnscope.core.base.text import plural, safe_text
 from trnscope.core.base.units import fmt_time_short
+from trnscope.tui.keyhints import KeyHints
 from trnscope.tui.panes import pane
 from trnscope.tui.screen_base import ExplorerScreen
 from trnscope.tui.textpanel import TextPanel
@@ -75,7 +76,7 @@ class TimelineScreen(ExplorerScreen):
         yield TextPanel(id="tl-title")
         yield TextPanel(id="tl-body")
         yield TextPanel(id="tl-info")
-        yield Footer(compact=True)
+        yield KeyHints()
 
     def on_mount(self) -> None:
         self.query_one("#tl-title", Static).update(Text("timeline: building lanes…", style="dim"))
