@@ -14,6 +14,7 @@ from trnscope.core.base.arrays import (
     order_by_group_then_value,
     sorted_unique,
     unique_inverse,
+    values_of_keys,
 )
 
 ints = st.lists(st.integers(-(2**40), 2**40), max_size=200)
@@ -100,6 +101,23 @@ def test_unions_of_sorted_groups_skip_the_sort_alike(spec: list[tuple[int, int, 
         np.testing.assert_array_equal(one.start, other.start)
         np.testing.assert_array_equal(one.end, other.end)
         np.testing.assert_array_equal(one.prefix, other.prefix)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 40), max_size=60),
+    st.lists(st.one_of(st.integers(-3, 45), st.sampled_from([2**31, 2**40, -(2**33)])), max_size=12),
+    st.sampled_from([np.int32, np.int64]),
+)
+def test_values_of_keys_is_a_membership_test(keys: list[int], wanted: list[int], key_type: type) -> None:
+    """Rows by key looked up in an index equal the rows a whole-column membership test
+    finds (wanted keys the index's type cannot hold match nothing)."""
+    column = np.array(keys, dtype=np.int64)
+    order = np.argsort(column, kind="stable")
+    index = column[order].astype(key_type)
+    asked = np.array(sorted(set(wanted)), dtype=np.int64)
+    found = values_of_keys(index, order, asked)
+    np.testing.assert_array_equal(np.sort(found), np.flatnonzero(np.isin(column, asked)))
 
 
 def _plain_union(pairs: list[tuple[int, int]]) -> int:

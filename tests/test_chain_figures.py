@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -98,3 +99,39 @@ def test_synthetic_neuron_chain_runtime_is_not_summed() -> None:
     runtime = [h for h in chain.hops if h.kind == "runtime"]
     span = max(h.start_us + h.dur_us for h in runtime) - min(h.start_us for h in runtime)
     assert chain.gaps.runtime_us <= span + 1e-6
+
+
+def _subtree_by_climbing(analysis: Analysis, row: int) -> np.ndarray:
+    """The definition: events of the op's thread inside its time whose raw-parent chain
+    reaches it (every such event climbed from, as the chain once did per instance)."""
+    ev, links = analysis.trace.events, analysis.links
+    start, end = ev.ts[row], ev.ts[row] + max(int(ev.dur[row]), 0)
+    candidates = np.flatnonzero((ev.thread == ev.thread[row]) & (ev.ts >= start) & (ev.ts <= end) & links.in_tree)
+    inside = np.zeros(candidates.size, dtype=bool)
+    current = candidates.copy()
+    for _ in range(512):
+        inside |= current == row
+        current = np.where((current == row) | (current < 0), -1, links.raw_parent[np.maximum(current, 0)])
+    return candidates[inside]
+
+
+@requires_corpus
+@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
+def test_chain_lookups_equal_whole_trace_scans(path: Path) -> None:
+    """A chain finds an op's subtree, its device work and its drivers through indexes
+    built once per analysis; on every corpus trace they equal the whole-trace scans."""
+    from trnscope.core.analysis.chain import _device_rows_by_op, _subtree
+    from trnscope.core.base.arrays import values_of_keys
+    from trnscope.core.model.roles import Role
+
+    analysis = Analysis(load_path(path))
+    ev, links = analysis.trace.events, analysis.links
+    ops = np.flatnonzero((ev.role == int(Role.OP)) & links.in_tree)
+    for row in np.random.default_rng(1).choice(ops, min(60, ops.size), replace=False).tolist() if ops.size else []:
+        subtree = _subtree(analysis, row)
+        np.testing.assert_array_equal(subtree, _subtree_by_climbing(analysis, row))
+        owners = np.concatenate([[row], subtree[subtree != row]])
+        launched = np.sort(values_of_keys(*_device_rows_by_op(analysis), owners))
+        np.testing.assert_array_equal(
+            launched, np.flatnonzero(np.isin(links.device_op, owners) & (links.device_op >= 0))
+        )

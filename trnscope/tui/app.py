@@ -7,6 +7,7 @@ headless core.
 
 from __future__ import annotations
 
+import functools
 import threading
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from textual.widgets import Label, ProgressBar, Static
 from textual.worker import WorkerState
 
 from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.chain import prepare_chains
 from trnscope.core.analysis.compare import compare
 from trnscope.core.base.errors import LoadCancelled, TrnscopeError
 from trnscope.core.base.text import safe_text
@@ -235,7 +237,8 @@ class TrnscopeApp(App[None]):
                 source, self.options, progress=self._progress(source.label), cancelled=self._cancel.is_set
             )
             analysis.op_table()  # the first table, built off the UI thread
-        analysis.pending.insert(0, analysis.prepare_drilldown)  # run by finish(), after the first screen
+        # run by finish(), after the first screen: what a drill-down follows and looks up
+        analysis.pending[0:0] = [analysis.prepare_drilldown, functools.partial(prepare_chains, analysis)]
         self.analyses[key] = analysis
         return analysis
 

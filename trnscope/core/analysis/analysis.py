@@ -23,7 +23,7 @@ from trnscope.core.analysis.optable import (
     python_stacks,
 )
 from trnscope.core.base import settings
-from trnscope.core.base.arrays import equals_any
+from trnscope.core.base.arrays import equals_any, values_of_keys
 from trnscope.core.formats.neuron.data import NeuronData, neuron_data
 from trnscope.core.link.linker import LinkReport, Links, forward_links, link
 from trnscope.core.link.neuron import NeuronLinks, link_neuron
@@ -177,8 +177,8 @@ class Analysis:
             parent_order = np.argsort(parent, kind="stable")
             self._device_index = (owner[order], rows[order], parent[parent_order], rows[parent_order])
         owners, by_owner, parents, by_parent = self._device_index
-        found = _gather(owners, by_owner, op_rows)
-        return found if found.size else _gather(parents, by_parent, op_rows)
+        found = values_of_keys(owners, by_owner, op_rows)
+        return found if found.size else values_of_keys(parents, by_parent, op_rows)
 
     def derived(self, key: tuple[str, object], build: Callable[[], T]) -> T:
         """What ``build`` makes of this trace, made once per ``key`` (a pane's data
@@ -202,17 +202,3 @@ class Analysis:
     def wall_ns(self) -> int:
         start, end = self.span_ns
         return end - start
-
-
-def _gather(sorted_keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """values whose key is in ``wanted`` (``sorted_keys`` ascending)."""
-    if sorted_keys.size == 0 or wanted.size == 0:
-        return np.empty(0, dtype=np.int64)
-    lo = np.searchsorted(sorted_keys, wanted, side="left")
-    hi = np.searchsorted(sorted_keys, wanted, side="right")
-    counts = hi - lo
-    if not counts.any():
-        return np.empty(0, dtype=np.int64)
-    starts = np.repeat(lo, counts)
-    offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-    return values[starts + offsets]

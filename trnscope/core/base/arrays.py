@@ -95,6 +95,29 @@ def order_by_group_then_value(group: np.ndarray, values: np.ndarray) -> np.ndarr
     return np.lexsort((values, group))
 
 
+def values_of_keys(sorted_keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """The ``values`` whose key is in ``wanted`` (``sorted_keys`` ascending, one per
+    value), grouped by wanted key: a lookup in an index built once, where a whole-column
+    ``np.isin`` would read every row each time."""
+    if sorted_keys.size == 0 or wanted.size == 0:
+        return np.empty(0, dtype=np.int64)
+    if wanted.dtype != sorted_keys.dtype and sorted_keys.dtype.kind in "iu" and wanted.dtype.kind in "iu":
+        # searched in the keys' own type (a mixed search converts the whole index first);
+        # a wanted key the keys' type cannot hold matches nothing
+        limits = np.iinfo(sorted_keys.dtype)
+        wanted = wanted[(wanted >= limits.min) & (wanted <= limits.max)].astype(sorted_keys.dtype)
+        if wanted.size == 0:
+            return np.empty(0, dtype=np.int64)
+    lo = np.searchsorted(sorted_keys, wanted, side="left")
+    hi = np.searchsorted(sorted_keys, wanted, side="right")
+    counts = hi - lo
+    if not counts.any():
+        return np.empty(0, dtype=np.int64)
+    starts = np.repeat(lo, counts)
+    offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    return values[starts + offsets]
+
+
 def is_member(sorted_values: np.ndarray, query: np.ndarray) -> np.ndarray:
     """Per query value, whether it occurs in ``sorted_values``."""
     if sorted_values.size == 0 or query.size == 0:
