@@ -266,8 +266,9 @@ async def test_a_grow_only_panel_keeps_its_height_for_shorter_text() -> None:
 
 
 async def test_filter_keystrokes_refresh_the_footer_only_when_esc_changes_meaning() -> None:
-    """Each footer refresh recomposes it and lays the screen out: only the keystroke that
-    makes the filter non-empty (or empty again) needs one."""
+    """Each refresh of the bindings asks every binding's check_action and repaints the
+    key line: only the keystroke that makes the filter non-empty (or empty again) needs
+    one."""
     app = TrnscopeApp([str(SAMPLES / "cpu_rmsnorm_session")])
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_loaded(pilot)
@@ -284,6 +285,50 @@ async def test_filter_keystrokes_refresh_the_footer_only_when_esc_changes_meanin
         await settle(pilot)
         assert refreshed == ["m", ""]
         assert screen.filter_text == ""  # type: ignore[attr-defined]
+
+
+async def test_focus_leaving_the_table_renders_only_its_cursor_row_again() -> None:
+    """Opening the filter takes the focus from the table: only the cursor row looks
+    different (its blurred colour), so only it is rendered again, not every row."""
+    app = TrnscopeApp([str(SAMPLES / "cpu_rmsnorm_session")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_loaded(pilot)
+        await settle(pilot)
+        table = app.screen.query_one("#table", VirtualTable)
+        assert table.has_focus and table.size.height > 10
+        cursor_line = table.cursor - table.scroll_offset[1] + 1
+        focused = table.render_line(cursor_line)
+        rendered = record_calls(table, "_render_cells", lambda values, *rest, **kw: rest[2] if len(rest) > 2 else -1)
+        await pilot.press("slash")
+        await settle(pilot)
+        assert not table.has_focus
+        rows = [index for index in rendered if index >= 0]
+        assert rows == [table.current_index]  # the header aside, the cursor row alone
+        assert table.render_line(cursor_line).text == focused.text
+        assert list(table.render_line(cursor_line)) != list(focused)  # its blurred look
+
+
+async def test_a_new_filter_of_the_same_table_keeps_the_rows_it_rendered() -> None:
+    """Rows are kept by data row for as long as the model's cells are the same (a filter
+    or an order of the same table and columns); another grouping renders its rows anew."""
+    app = TrnscopeApp([str(SAMPLES / "cpu_rmsnorm_session")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_loaded(pilot)
+        await settle(pilot)
+        table = app.screen.query_one("#table", VirtualTable)
+        shown_before = {int(i) for i in table.model.order[: table.size.height - 1]}
+        rendered = record_calls(table, "_render_cells", lambda values, *rest, **kw: rest[2] if len(rest) > 2 else -1)
+        await pilot.press("slash", "m")
+        await settle(pilot)
+        await pilot.press("escape", "escape")  # out of the filter, then clear it
+        await settle(pilot)
+        assert table.model.rows > len(shown_before) // 2 and app.screen.filter_text == ""  # type: ignore[attr-defined]
+        again = {index for index in rendered if index >= 0} & shown_before
+        assert again <= {table.current_index}, again  # only the cursor's row (its look moved)
+        rendered.clear()
+        await pilot.press("b")  # by input shape: other cells
+        await settle(pilot)
+        assert len([index for index in rendered if index >= 0]) >= min(table.model.rows, table.size.height - 1) - 1
 
 
 async def test_the_same_text_again_repaints_nothing() -> None:

@@ -33,9 +33,9 @@ class FilterScreen(ExplorerScreen):
             had_text = bool(self.filter_text)
             self.set_filter(event.value)
             if had_text != bool(event.value):
-                # what esc does changed (it clears a filter, else goes back): the footer
-                # says so.  Not on every keystroke: a footer refresh recomposes it and
-                # lays the screen out again
+                # what esc does changed (it clears a filter, else goes back): the key
+                # line says so.  Not on every keystroke: a refresh of the bindings asks
+                # every binding's check_action and repaints the key line
                 self.refresh_bindings()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

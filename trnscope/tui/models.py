@@ -223,8 +223,26 @@ def op_model(  # noqa: C901 - one cell per kind of op-table column
     for key in ("shape", "stack"):
         if any(c.key == key for c in columns):
             names[key] = (lambda g: table.shape[g]) if key == "shape" else (lambda g: table.stack[g])
+    # the cells depend on the table, the columns shown and their widths, which extra
+    # columns are known, and which column the share bar follows (not on the order or
+    # the filter: a filter keystroke keeps the rows already rendered)
+    cells_key = (
+        "ops",
+        id(table),
+        tuple((c.key, c.width) for c in columns),
+        extras.memory is not None,
+        extras.flops is not None,
+        share_column,
+    )
     return TableModel(
-        columns, len(table), cells, order=order, sort_key=sort_key, sort_descending=state.descending, names=names
+        columns,
+        len(table),
+        cells,
+        order=order,
+        sort_key=sort_key,
+        sort_descending=state.descending,
+        names=names,
+        cells_key=cells_key,
     )
 
 
@@ -275,6 +293,7 @@ def kernel_model(table: KernelTable, order: np.ndarray, state: OpViewState, widt
         sort_key=key,
         sort_descending=state.descending,
         names={"name": lambda g: table.name[g]},
+        cells_key=("kernels", id(table), tuple((c.key, c.width) for c in columns)),
     )
 
 
@@ -315,7 +334,15 @@ def instances_model(
             analysis.trace.threads[int(ev.thread[r])].display,
         ]
 
-    return TableModel(columns, int(rows.size), cells, order=order, sort_key=sort_key, sort_descending=sort_key == "dur")
+    return TableModel(
+        columns,
+        int(rows.size),
+        cells,
+        order=order,
+        sort_key=sort_key,
+        sort_descending=sort_key == "dur",
+        cells_key=("instances", id(rows), id(time_rank)),  # sorting them again keeps their rows
+    )
 
 
 def instance_order(analysis: Analysis, rows: np.ndarray, by: str) -> np.ndarray:

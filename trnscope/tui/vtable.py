@@ -9,7 +9,7 @@ the two lines a cursor move touches.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -72,6 +72,11 @@ class TableModel:
     # the full text of a flex column per data row, by column key: texts that would elide
     # alike are elided where they differ instead (core.base.text.distinct_elisions)
     names: dict[str, Callable[[int], str]] = field(default_factory=dict)
+    # what the cells of a data row depend on (the data, the columns, the width), when
+    # the model's maker can say: a new model with the same key shows each data row as
+    # the last one did — a new filter or order of the same table — and the table keeps
+    # the rows it has rendered, and its elisions.  None: nothing is kept.
+    cells_key: Hashable | None = None
 
     def __post_init__(self) -> None:
         if self.order is _ALL_ROWS:
@@ -164,10 +169,12 @@ class VirtualTable(ScrollView, can_focus=True):
     # -- data ---------------------------------------------------------------------
     def set_model(self, model: TableModel, keep_index: int | None = None) -> None:
         """Show a new model; keep the cursor on data row ``keep_index`` if still shown."""
+        same_cells = model.cells_key is not None and model.cells_key == self.model.cells_key
         self.model = model
-        self._version += 1
-        self._cache.clear()
-        self._layout_columns()
+        if not (same_cells and self._laid_out_for == self.size.width):
+            self._version += 1
+            self._cache.clear()
+            self._layout_columns()
         target = 0
         if keep_index is not None and model.rows:
             hits = np.flatnonzero(model.order == keep_index)
@@ -274,12 +281,16 @@ class VirtualTable(ScrollView, can_focus=True):
         if row >= self.model.rows:
             return Strip([Segment(" " * width, self.rich_style)], width)
         is_cursor = row == self.cursor
-        key = (row, is_cursor, self.has_focus, width, self._version)
+        index = int(self.model.order[row])
+        # by data row, not by place: a new filter or order of the same cells finds the
+        # rows it already rendered.  Focus changes only the cursor row's look: the other
+        # rows stay when the filter takes the focus or gives it back (all 40 rows:
+        # 15-20 ms at 160×48)
+        key = (index, is_cursor, is_cursor and self.has_focus, width, self._version)
         cached = self._cache.get(key)
         if cached is not None:  # before the style: computing it costs more than the lookup
             return cached
         base = self.rich_style
-        index = int(self.model.order[row])
         style = base
         if self.model.row_style is not None:
             extra = self.model.row_style(index)
@@ -338,11 +349,13 @@ class VirtualTable(ScrollView, can_focus=True):
         if self.model.rows:
             self.post_message(self.Selected(self, self.cursor, self.current_index))
 
+    # A repaint, not a new render of every row: the cache key of the cursor row holds
+    # the focus, and no other row looks different (see render_line).
     def on_focus(self) -> None:
-        self.refresh_rows()
+        self.refresh()
 
     def on_blur(self) -> None:
-        self.refresh_rows()
+        self.refresh()
 
     async def on_click(self, event: object) -> None:
         y = getattr(event, "y", 0)
