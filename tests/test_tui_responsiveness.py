@@ -8,6 +8,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable
 
+import numpy as np
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.containers import Vertical
@@ -368,6 +369,13 @@ async def test_sorting_a_drill_downs_instances_keeps_its_chain() -> None:
         await pilot.press("s")
         await settle(pilot)
         assert built == [] and (view.current_index, screen.chain.instance) == before
+        # by time: the inverse of the instances' time ranks, the same as sorting them
+        ts = app.screen.analysis.trace.events.ts[screen.rows]  # type: ignore[attr-defined]
+        assert screen.sort_by == "time"
+        np.testing.assert_array_equal(view.model.order, np.argsort(ts, kind="stable"))
+        await pilot.press("s", "s")  # and back and forth: each order made once
+        await settle(pilot)
+        assert view.model.order is screen._orders["time"] and set(screen._orders) == {"dur", "time"}
         if screen.rows.size > 1:
             await pilot.press("n")
             await settle(pilot)

@@ -345,11 +345,14 @@ def instances_model(
     )
 
 
-def instance_order(analysis: Analysis, rows: np.ndarray, by: str) -> np.ndarray:
-    ev = analysis.trace.events
+def instance_order(analysis: Analysis, rows: np.ndarray, by: str, time_rank: np.ndarray) -> np.ndarray:
+    """The instances by duration (longest first) or by time; by time is the inverse of
+    ``time_ranks`` (no sort: 10-15 ms for 351,722 instances)."""
     if by == "dur":
-        return np.argsort(-ev.dur[rows], kind="stable")
-    return np.argsort(ev.ts[rows], kind="stable")
+        return np.argsort(-analysis.trace.events.dur[rows], kind="stable")
+    order = np.empty(time_rank.size, dtype=np.int64)
+    order[time_rank] = np.arange(time_rank.size)
+    return order
 
 
 CONTEXT_KINDS = ("parent", "python")

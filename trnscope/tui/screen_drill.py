@@ -63,6 +63,7 @@ class DrillScreen(ExplorerScreen):
         self.show_context = False  # parents and Python frames as one line until asked for
         self.shown: list[int] = []  # chain rows on screen → hop index, -1 for the context line
         self.instance_rank = time_ranks(analysis, self.rows)
+        self._orders: dict[str, np.ndarray] = {}  # instance orders made so far, by sort
 
     def compose(self) -> ComposeResult:
         yield TextPanel(id="drill-title")
@@ -91,7 +92,9 @@ class DrillScreen(ExplorerScreen):
         body.set_class(self.app.size.height < 32, "short")
 
     def _show_instances(self) -> None:
-        order = instance_order(self.analysis, self.rows, self.sort_by)
+        if self.sort_by not in self._orders:  # each order once: sorting back and forth costs nothing
+            self._orders[self.sort_by] = instance_order(self.analysis, self.rows, self.sort_by, self.instance_rank)
+        order = self._orders[self.sort_by]
         view = self.query_one("#instances", VirtualTable)
         keep = None
         if self.start_row is not None:
