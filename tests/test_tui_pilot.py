@@ -525,6 +525,9 @@ async def test_key_hints_follow_focus_and_press_their_key_on_click() -> None:
         assert hints.render().plain != before
         await press(pilot, "escape")
         help_hint = next(h for h in hints.hints if h.key == "question_mark")
+        await pilot.hover(KeyHints, offset=(help_hint.start, 0))
+        await pilot.pause()
+        assert hints.tooltip == help_hint.tooltip == "this help"
         await pilot.click(KeyHints, offset=(help_hint.start, 0))
         await pilot.pause()
         assert type(app.screen).__name__ == "HelpScreen"

@@ -65,8 +65,9 @@ def _index_by(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     rows = np.flatnonzero(keys >= 0)
     if keys.size < 1 << 31:
         rows = rows.astype(np.int32)
-    order = np.argsort(keys[rows], kind="stable")
-    ordered = keys[rows][order]
+    keyed = keys[rows]
+    order = np.argsort(keyed, kind="stable")
+    ordered = keyed[order]
     if ordered.size and int(ordered[-1]) < 1 << 31:  # (ids of any size stay as they are)
         ordered = ordered.astype(np.int32)
     return ordered, rows[order]
