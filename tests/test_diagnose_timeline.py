@@ -364,3 +364,24 @@ def test_a_trace_of_instantaneous_events_still_draws(tmp_path: Path, capsys) -> 
     assert main(["timeline", str(path), "--width", "60", "--no-cache"]) == 0
     assert "0.0us → 1.0us" in capsys.readouterr().out
     assert main(["diagnose", str(path), "--no-cache"]) == 0
+
+
+async def test_engine_lanes_are_never_marked_by_a_highlighted_last_row() -> None:
+    """Engine lanes hold instructions, not trace rows (their rows are -1): highlighting
+    the trace's last row marks no engine lane."""
+    from trnscope.tui.app import TrnscopeApp
+    from trnscope.tui.messages import ShowTimeline
+    from trnscope.tui.screen_timeline import TimelineScreen
+
+    app = TrnscopeApp([str(SAMPLES / "trn_synthetic_rmsnorm_session")])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_loaded(pilot)
+        analysis = app.screen.analysis  # type: ignore[attr-defined]
+        last = len(analysis.trace.events) - 1
+        app.screen.post_message(ShowTimeline(analysis, np.array([last], dtype=np.int64), "last row"))
+        await settle(pilot)
+        timeline = app.screen
+        assert isinstance(timeline, TimelineScreen)
+        built = timeline._built
+        assert any(lane.kind == "engine" for lane, _ in built)
+        assert all(mark is None for lane, mark in built if lane.kind == "engine")

@@ -90,7 +90,9 @@ class TimelineScreen(ExplorerScreen):
         # one flag per trace row, looked up for each lane's rows: np.isin sorted every
         # lane against the highlight instead (270 ms for an op of 351,722 instances
         # over six lanes at 2.9 M events; the lookups take a few)
-        highlighted = np.zeros(len(ev), dtype=bool)
+        # one more entry, never set: engine lanes' rows are -1 (instructions are no
+        # trace rows) and must not read the last row's flag
+        highlighted = np.zeros(len(ev) + 1, dtype=bool)
         highlighted[self.highlight] = True
         for lane in lanes:
             mine = lane.rows[highlighted[lane.rows]] if self.highlight.size else lane.rows[:0]
