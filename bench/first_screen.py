@@ -39,8 +39,12 @@ def since_start():
         now = float(fh.read().split()[0])
     return now - start
 from trnscope.cli import load_numpy_with_one_blas_thread, parse_and_read_ahead
-args = parse_and_read_ahead(["open", sys.argv[1], "--no-cache"])  # as the console script does: gunzip starts
-load_numpy_with_one_blas_thread(["open"])  # as the console script does
+from trnscope.core.base.gcpause import collector_paused, own_this_process
+own_this_process()  # as the console script does
+with collector_paused():  # as the console script does
+    args = parse_and_read_ahead(["open", sys.argv[1], "--no-cache"])  # gunzip starts
+    load_numpy_with_one_blas_thread(["open"])
+    import trnscope.cli.main
 from trnscope.core.base.memory import configure_memory
 configure_memory()  # as the CLI does
 from trnscope.tui.launch import explorer_app

@@ -12,7 +12,9 @@ from trnscope.core.base.arrays import (
     group_order,
     is_member,
     order_by_group_then_value,
+    running_max_per_group,
     sorted_unique,
+    stable_argsort,
     unique_inverse,
     values_of_keys,
 )
@@ -78,6 +80,57 @@ def test_order_by_group_then_value_is_lexsort(pairs: list[tuple[int, int]], grou
     np.testing.assert_array_equal(order_by_group_then_value(group, as_floats), np.lexsort((as_floats, group)))
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.integers(-3, 3), st.integers(-(2**62), 2**62), st.sampled_from([-(2**63), 2**63 - 1])),
+        max_size=60,
+    ),
+    st.sampled_from([np.int64, np.int32, np.uint32, np.uint8, np.uint64, np.float64]),
+    st.booleans(),
+)
+def test_stable_argsort_is_numpys_stable_argsort(values: list[int], dtype: type, descending: bool) -> None:
+    """The unique-key sort (values whose range fits with their count) and the fallbacks
+    (a range over 63 bits, unsigned 64-bit, floats) give the stable order exactly, ties
+    in their original order both ways."""
+    column = np.array(values, dtype=np.int64).astype(dtype)
+    if descending:  # largest first, ties in row order: the stable sort of a descending key
+        ranks = np.unique(column, return_inverse=True)[1].reshape(-1)
+        expected = np.argsort(-ranks, kind="stable")
+    else:
+        expected = np.argsort(column, kind="stable")
+    np.testing.assert_array_equal(stable_argsort(column, descending=descending), expected)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 3),
+            st.one_of(st.integers(-5, 5), st.integers(-(2**61), 2**61), st.just(-(2**63))),
+        ),
+        min_size=1,
+        max_size=50,
+    )
+)
+def test_running_max_per_group_restarts_at_each_group(pairs: list[tuple[int, int]]) -> None:
+    """One lifted running maximum (or the loop where the lift would overflow) equals a
+    running maximum per group; the int64 minimum ("no value") included."""
+    pairs.sort(key=lambda pair: pair[0])  # groups contiguous and ascending
+    group = np.array([g for g, _ in pairs], dtype=np.int64)
+    values = np.array([v for _, v in pairs], dtype=np.int64)
+    before = values.copy()
+    expected = np.concatenate([np.maximum.accumulate(values[group == g]) for g in np.unique(group)])
+    np.testing.assert_array_equal(running_max_per_group(values, group), expected)
+    np.testing.assert_array_equal(values, before)  # the caller's values untouched
+
+
+def test_stable_argsort_keeps_ties_in_row_order_on_many_rows() -> None:
+    rng = np.random.default_rng(7)
+    durations = rng.integers(-1, 50, 100_000).astype(np.int64)  # many ties, and -1 (no duration)
+    np.testing.assert_array_equal(stable_argsort(durations, descending=True), np.argsort(-durations, kind="stable"))
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(0, 20), max_size=100), st.lists(st.integers(0, 25), max_size=4))
 def test_equals_any_is_isin(column: list[int], wanted: list[int]) -> None:
@@ -118,6 +171,24 @@ def test_values_of_keys_is_a_membership_test(keys: list[int], wanted: list[int],
     asked = np.array(sorted(set(wanted)), dtype=np.int64)
     found = values_of_keys(index, order, asked)
     np.testing.assert_array_equal(np.sort(found), np.flatnonzero(np.isin(column, asked)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.one_of(st.integers(0, 40), st.sampled_from([10**6, 2**40])), max_size=40),
+    st.lists(st.one_of(st.integers(-3, 45), st.sampled_from([10**6, 2**40])), max_size=40),
+    st.booleans(),
+)
+def test_values_of_keys_in_order_whichever_way_it_looks(keys: list[int], wanted: list[int], ascending: bool) -> None:
+    """Grouped by wanted key, in the index's order within a key: the binary searches and
+    the flags for many ascending keys of a small range give the same rows in the same
+    order (wanted keys out of order or repeated keep their own order)."""
+    column = np.array(keys, dtype=np.int64)
+    order = np.argsort(column, kind="stable")
+    index = column[order]
+    asked = np.array(sorted(set(wanted)) if ascending else wanted, dtype=np.int64)
+    expected = [int(order[i]) for w in asked.tolist() for i, k in enumerate(index.tolist()) if k == w]
+    assert values_of_keys(index, order, asked).tolist() == expected
 
 
 def _plain_union(pairs: list[tuple[int, int]]) -> int:

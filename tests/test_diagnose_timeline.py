@@ -9,15 +9,26 @@ from pathlib import Path
 import msgspec
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tui_helpers import press, settle, wait_loaded
 
 from conftest import CORPUS, SAMPLES, requires_corpus
 from trnscope.cli.main import main
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.contracts import DiagnoseOut
-from trnscope.core.analysis.diagnose import diagnose, noise_floor_ns
+from trnscope.core.analysis.diagnose import (
+    _COLLECTIVE,
+    _COLLECTIVE_NEEDLES,
+    _SYNC,
+    _SYNC_NEEDLES,
+    diagnose,
+    names_matching,
+    noise_floor_ns,
+)
 from trnscope.core.analysis.timeline import build_lanes, coverage, glyphs, parse_time, under
 from trnscope.core.base.intervals import Union
+from trnscope.core.base.units import us, us_of_ns
 from trnscope.core.formats import load_path
 from trnscope.testing.events import annotation, kernel, launch, op, runtime, write_trace
 from trnscope.testing.synth_neuron import SynthOptions, write_process_session
@@ -385,3 +396,43 @@ async def test_engine_lanes_are_never_marked_by_a_highlighted_last_row() -> None
         built = timeline._built
         assert any(lane.kind == "engine" for lane, _ in built)
         assert all(mark is None for lane, mark in built if lane.kind == "engine")
+
+
+_NAME_PIECES = st.sampled_from(
+    [
+        "cudaStreamSynchronize",
+        "HIPEVENTSYNCHRONIZE",
+        "aten::item",
+        "aten::ıtem",  # dotless i: Unicode case-insensitive matching takes it for "i"
+        "ſynchronize",  # long s: taken for "s" the same way
+        "aten::_Local_Scalar_Dense",
+        "nrt_execute_wait",
+        "NRT_x_WAIT",
+        "synchronizer",
+        "ncclKernel_AllReduce",
+        "c10d::allgather_",
+        "record_param_comms",
+        "Broadcast",
+        "aten::mm",
+        "::",
+        "_",
+        " ",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.one_of(_NAME_PIECES, st.text(max_size=4)), max_size=4).map("".join), max_size=12))
+def test_names_matching_equals_the_pattern_alone(names: list[str]) -> None:
+    """Ruling names out by their lower-case text first changes no answer, Unicode case
+    folding and words split over pieces included."""
+    for pattern, needles in ((_SYNC, _SYNC_NEEDLES), (_COLLECTIVE, _COLLECTIVE_NEEDLES)):
+        expected = [pattern.search(name) is not None for name in names] or [False]
+        assert names_matching(names, pattern, needles).tolist() == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.integers(-(2**63), 2**63 - 1), st.integers(-(10**7), 10**7)), max_size=30))
+def test_us_of_ns_is_us_of_each(values: list[int]) -> None:
+    """Whole ns need no rounding after the division: the same floats as ``us``."""
+    assert us_of_ns(np.array(values, dtype=np.int64)) == [us(v) for v in values]

@@ -32,9 +32,11 @@ def load_numpy_with_one_blas_thread(argv: Sequence[str]) -> None:
 def run() -> None:
     """The ``trnscope`` console script."""
     from trnscope.core.base.errors import Terminated
+    from trnscope.core.base.gcpause import collector_paused, own_this_process
 
+    own_this_process()
     try:
-        with _interrupts_held():
+        with _interrupts_held(), collector_paused():
             args = parse_and_read_ahead(sys.argv[1:])
             load_numpy_with_one_blas_thread(sys.argv[1:])
             from trnscope.cli.main import end_through_cleanup_on_signals

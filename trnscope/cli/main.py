@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import gc
 import os
 import signal
 import sys
@@ -268,6 +269,9 @@ def _exit_without_teardown(code: int) -> None:
     exit-handler runner is missing."""
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
     if threading.active_count() > 1 or "torch" in sys.modules or run_exit_handlers is None:
+        # the objects frozen after the start-up imports (``gcpause``) are freed in the
+        # teardown as if they had never been: cycles among them would otherwise outlive it
+        gc.unfreeze()
         sys.exit(code)
     for stream in (sys.stdout, sys.stderr):
         # a reader that left (`| head`) is not an error, as in `_main`

@@ -58,6 +58,7 @@ def explorer_app(args: argparse.Namespace) -> Any:
         raise TrnscopeError("open at most three profiles at once (several = compare)")
     plan = check_inputs(args.paths, getattr(args, "select", None))
     from trnscope.core.base.elsewhere import busy_elsewhere
+    from trnscope.core.base.gcpause import collector_paused
     from trnscope.core.formats.kineto.parallel import start_worker_server
     from trnscope.core.opening.sources import OpenOptions
     from trnscope.tui.early_load import start_early_load
@@ -71,7 +72,9 @@ def explorer_app(args: argparse.Namespace) -> Any:
         export=args.export,
         warmup=max(0, int(getattr(args, "warmup", 0) or 0)),
     )
-    with busy_elsewhere():  # the decode workers take this process's ranges meanwhile
+    # the decode workers take this process's ranges meanwhile; no collection runs
+    # inside Textual's import (it ran a full one of ~34 ms there)
+    with busy_elsewhere(), collector_paused():
         early = start_early_load(plan, OpenOptions(**settings)) if len(args.paths) == 1 else None
         try:
             from trnscope.tui.app import TrnscopeApp  # ~0.2 s of imports, while the trace loads

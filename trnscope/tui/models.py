@@ -24,7 +24,7 @@ from trnscope.core.analysis.opfigures import FlopFigures, MemoryFigures, OpFigur
 from trnscope.core.analysis.optable import KernelTable, OpTable
 from trnscope.core.analysis.ordering import KERNEL_SORT_COLUMNS, default_op_sort, kernel_table_order, order_figures
 from trnscope.core.analysis.row_labels import distinct_names
-from trnscope.core.base.arrays import equals_any
+from trnscope.core.base.arrays import equals_any, stable_argsort
 from trnscope.core.base.text import user_pattern
 from trnscope.core.base.units import fit_bytes, fit_count, fit_si, fit_time_short, fmt_ratio
 from trnscope.core.model.roles import Role
@@ -349,7 +349,7 @@ def instance_order(analysis: Analysis, rows: np.ndarray, by: str, time_rank: np.
     """The instances by duration (longest first) or by time; by time is the inverse of
     ``time_ranks`` (no sort: 10-15 ms for 351,722 instances)."""
     if by == "dur":
-        return np.argsort(-analysis.trace.events.dur[rows], kind="stable")
+        return stable_argsort(analysis.trace.events.dur[rows], descending=True)
     order = np.empty(time_rank.size, dtype=np.int64)
     order[time_rank] = np.arange(time_rank.size)
     return order

@@ -30,7 +30,7 @@ from trnscope.core.analysis.contracts import DeviceOut, DiagnoseOut, FindingOut,
 from trnscope.core.analysis.kernel_compare import warmup_notes
 from trnscope.core.base.arrays import equals_any, split_by
 from trnscope.core.base.intervals import Union, intersection, unions_of_groups
-from trnscope.core.base.units import fmt_time_ns, us
+from trnscope.core.base.units import fmt_time_ns, us, us_of_ns
 from trnscope.core.model.roles import Role, is_profiler_step
 
 SMALL_KERNEL_NS = 10_000
@@ -55,6 +55,44 @@ _COLLECTIVE = re.compile(
     re.IGNORECASE,
 )
 _DEVICE_WORK = (int(Role.KERNEL), int(Role.MEMORY))
+# Lower-case text every match of each pattern contains (one of them): an ASCII name with
+# none of it cannot match, so the pattern runs on the few names left.  Both patterns
+# over a trace's 7,230 names: 18 ms, 3 ms this way.  (Only ASCII names are ruled out
+# early: the patterns ignore case the Unicode way, where "ı" matches "i".)
+_SYNC_NEEDLES = ("synchron", "aten::item", "local_scalar_dense", "nrt_")
+_COLLECTIVE_NEEDLES = (
+    "nccl",
+    "rccl",
+    "allreduce",
+    "all_reduce",
+    "reduce_scatter",
+    "reducescatter",
+    "allgather",
+    "all_gather",
+    "alltoall",
+    "all_to_all",
+    "broadcast",
+    "c10d::",
+    "collective",
+    "record_param_comms",
+)
+
+
+def names_matching(names: list[str], pattern: re.Pattern[str], needles: tuple[str, ...]) -> np.ndarray:
+    """Per name id, whether ``pattern`` finds a match in it (one entry more, False, when
+    there are no names, so the result can be indexed with an empty column)."""
+
+    def matches(name: str) -> bool:
+        if name.isascii():
+            lower = name.lower()
+            for needle in needles:  # a loop: half the time of any() over a generator
+                if needle in lower:
+                    break
+            else:
+                return False
+        return pattern.search(name) is not None
+
+    return np.array([matches(name) for name in names] or [False], dtype=bool)
 
 
 def device_lanes(analysis: Analysis) -> dict[str, np.ndarray]:
@@ -112,10 +150,12 @@ def _finding(
 
 def _span(analysis: Analysis) -> tuple[int, int]:
     ev = analysis.trace.events
-    timed = np.flatnonzero(ev.dur >= 0)
-    if timed.size == 0:
+    timed = ev.dur >= 0
+    if not timed.any():
         return 0, 0
-    return int(ev.ts[timed].min()), int((ev.ts[timed] + ev.dur[timed]).max())
+    first = ev.ts.min(where=timed, initial=np.iinfo(np.int64).max)
+    last = np.add(ev.ts, ev.dur).max(where=timed, initial=np.iinfo(np.int64).min)
+    return int(first), int(last)
 
 
 def diagnose(analysis: Analysis) -> DiagnoseOut:
@@ -141,7 +181,7 @@ def diagnose(analysis: Analysis) -> DiagnoseOut:
     all_device = Union(ev.ts[all_rows], ev.ts[all_rows] + ev.dur[all_rows])
 
     host = np.flatnonzero((ev.role == int(Role.OP)) & links.in_tree & (ev.dur >= 0))
-    sync_name = np.array([bool(_SYNC.search(n)) for n in trace.names] or [False], dtype=bool)
+    sync_name = names_matching(trace.names, _SYNC, _SYNC_NEEDLES)
     host_like = equals_any(ev.role, (Role.OP, Role.RUNTIME, Role.DRIVER, Role.SYSTEM_RUNTIME))
     syncs = np.flatnonzero(host_like & sync_name[ev.name] & (ev.dur > 0))
 
@@ -153,11 +193,13 @@ def diagnose(analysis: Analysis) -> DiagnoseOut:
         windows = [("whole trace", first, last, main_thread)]
     host_busy, device_busy = _step_busy(analysis, windows, host, syncs, all_device)
     host_total = int(host_busy.sum())
-    for (name, start, end, _thread), host_ns, device_ns in zip(windows, host_busy.tolist(), device_busy.tolist()):
-        length = max(end - start, 0)
-        steps.append(
-            StepOut(name, us(length), us(host_ns), us(device_ns), "device" if 2 * device_ns >= length else "host")
-        )
+    lengths = np.maximum(np.array([end - start for _, start, end, _ in windows], dtype=np.int64), 0)
+    bound = np.where(2 * device_busy >= lengths, "device", "host").tolist()
+    # µs of whole ns (``us_of_ns``) in three array passes, not 21,000 calls
+    for (name, *_), wall_us, host_us, device_us, verdict in zip(
+        windows, us_of_ns(lengths), us_of_ns(host_busy), us_of_ns(device_busy), bound
+    ):
+        steps.append(StepOut(name, wall_us, host_us, device_us, verdict))
 
     device_bound_wall = sum(s.wall_us for s in steps if s.bound == "device")
     mostly_device_bound = 2 * device_bound_wall >= sum(s.wall_us for s in steps) and bool(steps)
@@ -370,7 +412,7 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
                     severity="info",
                 )
             )
-    collective = np.array([bool(_COLLECTIVE.search(n)) for n in trace.names] or [False], dtype=bool)
+    collective = names_matching(trace.names, _COLLECTIVE, _COLLECTIVE_NEEDLES)
     all_rows = np.concatenate(list(lanes.values())) if lanes else np.empty(0, np.int64)
     comm = all_rows[collective[ev.name[all_rows]]] if all_rows.size else all_rows
     if comm.size and device_busy:

@@ -46,13 +46,16 @@ def _lanes(analysis: Analysis, specs: list[tuple[str, str, np.ndarray]]) -> list
         return []
     ev = analysis.trace.events
     counts = np.array([rows.size for _, _, rows in specs], dtype=np.int64)
-    group = np.repeat(np.arange(len(specs)), counts)
-    rows = np.concatenate([rows for _, _, rows in specs]).astype(np.int64)
-    order = order_by_group_then_value(group, ev.ts[rows])
+    group = np.repeat(np.arange(len(specs), dtype=np.int64), counts)
+    rows = np.concatenate([rows for _, _, rows in specs]).astype(np.int64, copy=False)
+    ts = ev.ts[rows]
+    order = order_by_group_then_value(group, ts)
+    # the groups come in ascending blocks already: sorting by (group, start) moves rows
+    # only inside their own block, so ``group`` is its own sorted self
     rows = rows[order]
-    starts = ev.ts[rows].astype(np.int64)
+    starts = ts[order]
     ends = starts + np.maximum(ev.dur[rows], 0)
-    unions = unions_of_groups(group[order], starts, ends, len(specs), presorted=True)
+    unions = unions_of_groups(group, starts, ends, len(specs), presorted=True)
     bounds = np.r_[0, np.cumsum(counts)].tolist()
     longest = np.zeros(len(specs), dtype=np.int64)
     filled = counts > 0

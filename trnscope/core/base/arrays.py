@@ -95,6 +95,33 @@ def order_by_group_then_value(group: np.ndarray, values: np.ndarray) -> np.ndarr
     return np.lexsort((values, group))
 
 
+def stable_argsort(values: np.ndarray, *, descending: bool = False) -> np.ndarray:
+    """``np.argsort(values, kind="stable")`` (``descending``: largest first), ties in
+    their original order.  For integers, where the values' range times their count fits
+    in 63 bits, one unstable SIMD sort of the unique keys ``value * n + position`` and a
+    remainder: 3.6 ms against 34 ms for 351,722 random durations.  Timsort stays the
+    better choice for values already nearly in order (times in row order): not here."""
+    n = values.size
+    if n == 0:
+        return np.empty(0, dtype=np.int64)
+    if values.dtype.kind == "i" or (values.dtype.kind == "u" and values.dtype.itemsize < 8):
+        low, high = int(values.min()), int(values.max())
+        if (high - low + 1) * n < 1 << 63:
+            if descending:
+                key = np.int64(high) - values.astype(np.int64)  # in [0, high - low]
+            else:
+                key = values.astype(np.int64) - np.int64(low)
+            key *= np.int64(n)
+            key += np.arange(n, dtype=np.int64)
+            key.sort()
+            return np.remainder(key, np.int64(n), out=key)
+    if not descending:
+        return np.argsort(values, kind="stable")
+    # largest first, ties in their original order: the ascending order of the reversed
+    # values, reversed (negating would wrap unsigned values)
+    return np.ascontiguousarray((n - 1 - np.argsort(values[::-1], kind="stable"))[::-1])
+
+
 def values_of_keys(sorted_keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     """The ``values`` whose key is in ``wanted`` (``sorted_keys`` ascending, one per
     value), grouped by wanted key: a lookup in an index built once, where a whole-column
@@ -108,6 +135,10 @@ def values_of_keys(sorted_keys: np.ndarray, values: np.ndarray, wanted: np.ndarr
         wanted = wanted[(wanted >= limits.min) & (wanted <= limits.max)].astype(sorted_keys.dtype)
         if wanted.size == 0:
             return np.empty(0, dtype=np.int64)
+    if wanted.size * 8 > sorted_keys.size and sorted_keys.dtype.kind in "iu" and wanted.dtype.kind in "iu":
+        by_flags = _values_of_many_keys(sorted_keys, values, wanted)
+        if by_flags is not None:
+            return by_flags
     lo = np.searchsorted(sorted_keys, wanted, side="left")
     hi = np.searchsorted(sorted_keys, wanted, side="right")
     counts = hi - lo
@@ -116,6 +147,22 @@ def values_of_keys(sorted_keys: np.ndarray, values: np.ndarray, wanted: np.ndarr
     starts = np.repeat(lo, counts)
     offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
     return values[starts + offsets]
+
+
+def _values_of_many_keys(sorted_keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray | None:
+    """``values_of_keys`` for many wanted keys, strictly ascending, over keys of a small
+    range (row numbers): one flag per key in the range and one pass over the index,
+    where two binary searches per wanted key cost more (351,722 op rows against 358,900
+    kernel owners among 2.9 M rows: 3 ms, not 14).  None where it does not apply."""
+    low, high = int(sorted_keys[0]), int(sorted_keys[-1])
+    if high - low > 32 * (sorted_keys.size + wanted.size) or (
+        wanted.size > 1 and not bool(np.all(wanted[1:] > wanted[:-1]))
+    ):
+        return None  # sparse keys (ids), or wanted keys out of order or repeated: the order would differ
+    inside = wanted[(wanted >= low) & (wanted <= high)].astype(np.int64) - low
+    flags = np.zeros(high - low + 1, dtype=bool)
+    flags[inside] = True
+    return values[flags[sorted_keys.astype(np.int64) - low]]
 
 
 def is_member(sorted_values: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -147,13 +194,17 @@ def running_max_per_group(values: np.ndarray, group: np.ndarray) -> np.ndarray:
     if group[-1] == group[0]:
         return np.maximum.accumulate(values)
     # Lift each group above every earlier one so a single running maximum restarts.
-    low = int(values[values > np.iinfo(np.int64).min].min()) if (values > np.iinfo(np.int64).min).any() else 0
-    high = int(values.max())
-    span = high - low + 2
-    if (int(group[-1]) + 1) * span < 2**62:
-        clipped = np.maximum(values, low - 1) - (low - 1)
-        lifted = clipped + group.astype(np.int64) * span
-        return np.maximum.accumulate(lifted) - group.astype(np.int64) * span + (low - 1)
+    low, high = int(values.min()), int(values.max())
+    span = high - low + 1
+    if (int(group[-1]) + 1) * span < 1 << 62:
+        lifted = values.astype(np.int64)  # a copy: the caller's values stay as they are
+        lifted -= np.int64(low)  # in [0, span)
+        lift = np.multiply(group, np.int64(span), dtype=np.int64)
+        lifted += lift
+        np.maximum.accumulate(lifted, out=lifted)
+        lifted -= lift
+        lifted += np.int64(low)
+        return lifted
     out = np.empty_like(values)
     bounds = [*np.flatnonzero(np.r_[True, group[1:] != group[:-1]]).tolist(), values.size]
     for lo, hi in itertools.pairwise(bounds):
