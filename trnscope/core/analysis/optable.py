@@ -270,7 +270,6 @@ def python_stacks(trace: Trace, links: Links, depth: int) -> tuple[np.ndarray, l
     row_frame = ordinal[nearest_py[rows]]
     needed = np.zeros(count, dtype=bool)
     needed[row_frame] = True
-    position = np.cumsum(needed) - 1  # ordinal → its place among the needed frames
     # A frame's key names its innermost ``depth`` frames: built level by level as
     # (previous key, frame name) pairs packed into one int64 and numbered.
     width = len(trace.names) + 1
@@ -290,8 +289,11 @@ def python_stacks(trace: Trace, links: Links, depth: int) -> tuple[np.ndarray, l
             ]
         current = parent_frame[current]
     ids = np.array([texts.setdefault(text, len(texts)) for text in texts_now], dtype=np.int64)
-    row_key = key[position[row_frame]]
-    stack_id[rows] = ids[row_key]
+    # each frame's stack id first, then one lookup per row (not three: 32 → 8 ms for
+    # 1.1 M rows under frames at 2.9 M events)
+    frame_stack = np.full(count, -1, dtype=np.int64)
+    frame_stack[needed] = ids[key]
+    stack_id[rows] = frame_stack[row_frame]
     return stack_id, list(texts.keys())
 
 
