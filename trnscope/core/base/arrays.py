@@ -194,16 +194,29 @@ def running_max_per_group(values: np.ndarray, group: np.ndarray) -> np.ndarray:
     if group[-1] == group[0]:
         return np.maximum.accumulate(values)
     # Lift each group above every earlier one so a single running maximum restarts.
-    low, high = int(values.min()), int(values.max())
-    span = high - low + 1
+    # The int64 minimum stands for "no value" (a thread's first event has no previous
+    # end): it lifts to 0, below every real value, and comes back as itself.
+    floor = np.iinfo(np.int64).min
+    missing = values == floor
+    has_missing = bool(missing.any())
+    if has_missing and bool(missing.all()):
+        return values.copy()
+    high = int(values.max())
+    low = int(values.min(where=~missing, initial=high)) if has_missing else int(values.min())
+    base = low - 1 if has_missing else low
+    span = high - base + 1
     if (int(group[-1]) + 1) * span < 1 << 62:
         lifted = values.astype(np.int64)  # a copy: the caller's values stay as they are
-        lifted -= np.int64(low)  # in [0, span)
+        if has_missing:
+            lifted[missing] = base
+        lifted -= np.int64(base)  # in [0, span)
         lift = np.multiply(group, np.int64(span), dtype=np.int64)
         lifted += lift
         np.maximum.accumulate(lifted, out=lifted)
         lifted -= lift
-        lifted += np.int64(low)
+        lifted += np.int64(base)
+        if has_missing:  # a running maximum of no value yet
+            lifted[lifted == base] = floor
         return lifted
     out = np.empty_like(values)
     bounds = [*np.flatnonzero(np.r_[True, group[1:] != group[:-1]]).tolist(), values.size]
