@@ -154,9 +154,8 @@ def event_times(trace: Trace, links: Links) -> EventTimes:
         for level_rows in np.split(order, boundaries):
             carrying = level_rows[device_total[level_rows] != 0]
             np.add.at(device_total, parent[carrying], device_total[carrying])
-    self_device = own_kernels
     device_total[device_rows] = dur[device_rows]
-    self_device = self_device.copy()
+    self_device = own_kernels  # nothing reads own_kernels after this: no copy
     self_device[device_rows] = dur[device_rows]
 
     memory_rows = _top_level_memory_records(trace, links)
