@@ -436,3 +436,48 @@ def test_names_matching_equals_the_pattern_alone(names: list[str]) -> None:
 def test_us_of_ns_is_us_of_each(values: list[int]) -> None:
     """Whole ns need no rounding after the division: the same floats as ``us``."""
     assert us_of_ns(np.array(values, dtype=np.int64)) == [us(v) for v in values]
+
+
+def _style_per_cell(text: object) -> list[tuple[str, str]]:
+    """(character, style) of each character of a Rich ``Text``, spans resolved."""
+    from rich.text import Text
+
+    assert isinstance(text, Text)
+    styles = [""] * len(text.plain)
+    for span in text.spans:
+        for k in range(span.start, span.end):
+            styles[k] = str(span.style)
+    return list(zip(text.plain, styles))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.text(alphabet=" ▁▂▃▄▅▆▇█", min_size=1, max_size=40),
+    st.integers(-3, 45),
+    st.one_of(st.none(), st.lists(st.floats(0, 1), min_size=40, max_size=40)),
+)
+def test_timeline_cells_as_runs_look_like_one_span_per_cell(line: str, cursor: int, marks: list[float] | None) -> None:
+    """A lane's cells go in as runs of one look: every character keeps the style (the
+    lane's colour, the highlight's, the cursor's reverse) and the text (a blank under the
+    cursor drawn as ·) it had as a span of its own."""
+    from types import SimpleNamespace
+
+    from rich.text import Text
+
+    from trnscope.tui.screen_timeline import TimelineScreen
+
+    mark = None if marks is None else np.array(marks[: len(line)])
+    runs = Text()
+    TimelineScreen._append_cells(SimpleNamespace(cursor=cursor), runs, line, "green", mark)  # type: ignore[arg-type]
+    per_cell = Text()
+    for cell, ch in enumerate(line):  # how the lines were drawn before: a span per cell
+        style = "green"
+        if mark is not None and mark[cell] > 0:
+            style = "bold magenta"
+        if cell == cursor:
+            style += " reverse"
+            ch = ch if ch != " " else "·"
+        per_cell.append(ch, style=style)
+    assert _style_per_cell(runs) == _style_per_cell(per_cell)
+    if mark is None:  # the lane's colour before and after the cursor, and the cursor
+        assert len(runs.spans) <= 3
