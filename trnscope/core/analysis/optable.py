@@ -288,8 +288,7 @@ def python_stacks(trace: Trace, links: Links, depth: int) -> tuple[np.ndarray, l
             ]
         current = parent_frame[current]
     ids = np.array([texts.setdefault(text, len(texts)) for text in texts_now], dtype=np.int64)
-    # each frame's stack id first, then one lookup per row (not three: 32 → 8 ms for
-    # 1.1 M rows under frames at 2.9 M events)
+    # each frame's stack id first, then one lookup per row (not three)
     frame_stack = np.full(count, -1, dtype=np.int64)
     frame_stack[needed] = ids[key]
     stack_id[rows] = frame_stack[row_frame]
