@@ -135,3 +135,23 @@ def test_chain_lookups_equal_whole_trace_scans(path: Path) -> None:
         np.testing.assert_array_equal(
             launched, np.flatnonzero(np.isin(links.device_op, owners) & (links.device_op >= 0))
         )
+
+
+@requires_corpus
+@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
+def test_device_work_of_every_op_row_group_equals_the_scan(path: Path) -> None:
+    """``Analysis.device_work`` (the timeline's highlight, the op table's "top device
+    work") through its index: the kernels and copies the op rows launch, else those their
+    direct children launch — as a whole-trace scan finds them, row for row."""
+    from trnscope.core.model.roles import Role
+
+    analysis = Analysis(load_path(path))
+    ev, links = analysis.trace.events, analysis.links
+    device = (links.device_op >= 0) & np.isin(ev.role, [int(Role.KERNEL), int(Role.MEMORY)])
+    table = analysis.op_table()
+    for group in range(len(table)):
+        rows = table.instances(group)
+        expected = np.flatnonzero(device & np.isin(links.device_op, rows))
+        if not expected.size:
+            expected = np.flatnonzero(device & np.isin(links.raw_parent[np.maximum(links.device_op, 0)], rows))
+        np.testing.assert_array_equal(np.sort(analysis.device_work(rows)), expected)

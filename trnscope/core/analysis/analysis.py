@@ -23,7 +23,7 @@ from trnscope.core.analysis.optable import (
     python_stacks,
 )
 from trnscope.core.base import settings
-from trnscope.core.base.arrays import equals_any, values_of_keys
+from trnscope.core.base.arrays import equals_any, index_by, values_of_keys
 from trnscope.core.formats.neuron.data import NeuronData, neuron_data
 from trnscope.core.link.linker import LinkReport, Links, forward_links, link
 from trnscope.core.link.neuron import NeuronLinks, link_neuron
@@ -61,7 +61,6 @@ class Analysis:
         self._stack_ids: dict[int, tuple[np.ndarray, list[str]]] = {}
         self._kernel_tables: dict[int, KernelTable] = {}
         self._steps: list[Step] | None = None
-        self._device_index: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._derived: dict[tuple[str, object], object] = {}
         self.pending: list[Callable[[], object]] = []  # deferred work, e.g. writing the index cache
 
@@ -168,17 +167,16 @@ class Analysis:
     def device_work(self, op_rows: np.ndarray) -> np.ndarray:
         """Kernel / copy rows launched by these op rows, or — for ops that launch nothing
         themselves (aten::linear) — by their direct children."""
-        if self._device_index is None:
-            ev = self.trace.events
-            rows = np.flatnonzero((self.links.device_op >= 0) & equals_any(ev.role, (Role.KERNEL, Role.MEMORY)))
-            owner = self.links.device_op[rows]
-            order = np.argsort(owner, kind="stable")
-            parent = self.links.raw_parent[owner]
-            parent_order = np.argsort(parent, kind="stable")
-            self._device_index = (owner[order], rows[order], parent[parent_order], rows[parent_order])
-        owners, by_owner, parents, by_parent = self._device_index
-        found = values_of_keys(owners, by_owner, op_rows)
-        return found if found.size else values_of_keys(parents, by_parent, op_rows)
+        links = self.links
+
+        def build() -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+            launched = (links.device_op >= 0) & equals_any(self.trace.events.role, (Role.KERNEL, Role.MEMORY))
+            owner = np.where(launched, links.device_op, -1)
+            return index_by(owner), index_by(np.where(launched, links.raw_parent[np.maximum(owner, 0)], -1))
+
+        (owners, by_owner), (parents, by_parent) = self.derived(("device work by op", None), build)
+        found = values_of_keys(owners, by_owner, op_rows).astype(np.int64)
+        return found if found.size else values_of_keys(parents, by_parent, op_rows).astype(np.int64)
 
     def derived(self, key: tuple[str, object], build: Callable[[], T]) -> T:
         """What ``build`` makes of this trace, made once per ``key`` (a pane's data

@@ -19,7 +19,7 @@ from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.backends import device_hop_providers
 from trnscope.core.analysis.chain_model import Chain, ChainContext, Gaps, Hop, HopMaker, chain_gaps, us
 from trnscope.core.analysis.flops import COUNTED_OPS, UNKNOWN, flops_of
-from trnscope.core.base.arrays import equals_any, is_member, sorted_unique, values_of_keys
+from trnscope.core.base.arrays import equals_any, index_by, is_member, sorted_unique, values_of_keys
 from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fit_si, fmt_time_ns
 from trnscope.core.formats.kineto.lazyargs import event_args
@@ -59,35 +59,21 @@ _SHOWN_ARGS = (
 _MAX_DEPTH = 511  # levels below an op that its chain looks through
 
 
-def _index_by(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(keys ≥ 0 ascending, their rows): rows grouped by key, each group in row order;
-    32-bit where rows fit (the indexes of a 2.9 M-event trace: ~28 MB, not ~56)."""
-    rows = np.flatnonzero(keys >= 0)
-    if keys.size < 1 << 31:
-        rows = rows.astype(np.int32)
-    keyed = keys[rows]
-    order = np.argsort(keyed, kind="stable")
-    ordered = keyed[order]
-    if ordered.size and int(ordered[-1]) < 1 << 31:  # (ids of any size stay as they are)
-        ordered = ordered.astype(np.int32)
-    return ordered, rows[order]
-
-
 def _rows_by_raw_parent(analysis: Analysis) -> tuple[np.ndarray, np.ndarray]:
     links = analysis.links
-    return analysis.derived(("rows by raw parent", None), lambda: _index_by(links.raw_parent))
+    return analysis.derived(("rows by raw parent", None), lambda: index_by(links.raw_parent))
 
 
 def _device_rows_by_op(analysis: Analysis) -> tuple[np.ndarray, np.ndarray]:
     links = analysis.links
-    return analysis.derived(("device rows by op", None), lambda: _index_by(links.device_op))
+    return analysis.derived(("device rows by op", None), lambda: index_by(links.device_op))
 
 
 def _driver_rows_by_correlation(analysis: Analysis) -> tuple[np.ndarray, np.ndarray]:
     ev = analysis.trace.events
     return analysis.derived(
         ("driver rows by correlation", None),
-        lambda: _index_by(np.where(ev.role == int(Role.DRIVER), ev.correlation, -1)),
+        lambda: index_by(np.where(ev.role == int(Role.DRIVER), ev.correlation, -1)),
     )
 
 

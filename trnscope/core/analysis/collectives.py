@@ -265,7 +265,7 @@ class _Rows:
         owner = _ancestor_in(ranges, parent, is_call)
         self.inner_ranges, self.inner_owner = ranges[owner >= 0], owner[owner >= 0]
         self.worker_ranges = ranges[owner < 0]
-        kernel = equals_any(ev.role, (Role.KERNEL,)) & timed & named
+        kernel = (ev.role == int(Role.KERNEL)) & timed & named
         self.kernels = np.flatnonzero(kernel)
         self.neuron = np.flatnonzero(
             equals_any(ev.role, (Role.SYSTEM_HARDWARE, Role.KERNEL)) & timed & neuron_name[ev.name]

@@ -122,6 +122,21 @@ def stable_argsort(values: np.ndarray, *, descending: bool = False) -> np.ndarra
     return np.ascontiguousarray((n - 1 - np.argsort(values[::-1], kind="stable"))[::-1])
 
 
+def index_by(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of ``keys`` (one key per row, -1 or less: no key) grouped by key, for
+    ``values_of_keys``: (keys ascending, their rows), each group in row order; 32-bit
+    where rows and keys fit (the indexes of a 2.9 M-event trace: ~28 MB, not ~56)."""
+    rows = np.flatnonzero(keys >= 0)
+    if keys.size < 1 << 31:
+        rows = rows.astype(np.int32)
+    keyed = keys[rows]
+    order = np.argsort(keyed, kind="stable")
+    ordered = keyed[order]
+    if ordered.size and int(ordered[-1]) < 1 << 31:  # (ids of any size stay as they are)
+        ordered = ordered.astype(np.int32)
+    return ordered, rows[order]
+
+
 def values_of_keys(sorted_keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     """The ``values`` whose key is in ``wanted`` (``sorted_keys`` ascending, one per
     value), grouped by wanted key: a lookup in an index built once, where a whole-column
