@@ -9,6 +9,7 @@ import json
 
 import msgspec
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -152,3 +153,34 @@ def test_summaries_are_picklable_and_small() -> None:
     figures = _figures([(1, 10, 5, True), (2, 20, 0, False)], True, True)
     assert pickle.loads(pickle.dumps(figures)).name == figures.name
     assert msgspec.structs.fields(OpFigures)  # a msgspec struct, as every other contract
+
+
+@requires_corpus
+@pytest.mark.parametrize("name", [H100.name, "kineto_resnet50_2021.json.gz"])  # the 2021 one: rows in no group too
+def test_memory_sums_match_each_groups_instances_in_every_grouping(name: str) -> None:
+    """The per-row memory figures are kept only for the rows that have one (aligned with
+    ``rows``); every grouping's sums still equal the sum over each group's instances,
+    read one row at a time, and every other row has none."""
+    from trnscope.core.analysis.memory import memory_of
+
+    analysis = Analysis(load_path(CORPUS / name, NO_CACHE))
+    per_row = memory_of(analysis)
+    assert per_row is not None and per_row.rows.size > 0
+    assert np.all(np.diff(per_row.rows) > 0)
+    figures = np.stack([per_row.cpu, per_row.device, per_row.self_cpu, per_row.self_device], axis=1)
+    assert np.all(np.any(figures != 0, axis=1))  # only rows with a figure are kept
+    missing = np.setdiff1d(np.arange(len(analysis.trace.events)), per_row.rows)[:50]
+    assert all(per_row.of_row(int(row)) == (0, 0, 0, 0) for row in missing)
+    for group_by in ("op", "shape", "stack"):
+        table = analysis.op_table(group_by)
+        columns = memory_columns(analysis, table)
+        assert columns is not None
+        for g in range(len(table)):
+            if table.is_device[g] or table.name[g] == "[memory]":
+                continue
+            sums = [0, 0, 0, 0]
+            for row in table.instances(g).tolist():
+                sums = [total + value for total, value in zip(sums, per_row.of_row(row))]
+            cpu, device, self_cpu, self_device = sums
+            assert (int(columns.cpu[g]), int(columns.self_cpu[g])) == (cpu, self_cpu), (group_by, table.name[g])
+            assert (int(columns.device[g]), int(columns.self_device[g])) == (device, self_device)

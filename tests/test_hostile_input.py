@@ -150,7 +150,7 @@ def test_memory_records_with_values_of_any_type(tmp_path: Path) -> None:
     memory = memory_of(analysis)
     assert memory is not None and memory.records == 6
     row = int(analysis.op_table().instances(analysis.op_table().find("aten::empty"))[0])
-    assert memory.cpu[row] == 64 + 16  # the two well-formed CPU records
+    assert memory.of_row(row)[0] == 64 + 16  # the two well-formed CPU records
 
 
 @pytest.mark.parametrize("chunk_bytes", [1 << 20, 200])  # one chunk, and a chunk every few events
