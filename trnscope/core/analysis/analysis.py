@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
-from typing import TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 import msgspec
 import numpy as np
@@ -24,12 +24,14 @@ from trnscope.core.analysis.optable import (
 )
 from trnscope.core.base import settings
 from trnscope.core.base.arrays import equals_any, index_by, values_of_keys
-from trnscope.core.formats.neuron.data import NeuronData, neuron_data
 from trnscope.core.link.linker import LinkReport, Links, forward_links, link
-from trnscope.core.link.neuron import NeuronLinks, link_neuron
 from trnscope.core.model.roles import Role, is_profiler_step
 from trnscope.core.model.trace import Trace
 from trnscope.core.model.vocab import PH_X
+
+if TYPE_CHECKING:
+    from trnscope.core.formats.neuron.data import NeuronData
+    from trnscope.core.link.neuron import NeuronLinks
 
 T = TypeVar("T")
 
@@ -49,10 +51,15 @@ class Analysis:
         self.trace = trace
         self.links = links if links is not None else link(trace)
         # backend links: a backend whose data adds device layers links them here
-        self.neuron_data: NeuronData | None = neuron_data(trace)
-        self.neuron: NeuronLinks | None = (
-            link_neuron(trace, self.neuron_data, self.links) if self.neuron_data is not None else None
-        )
+        self.neuron_data: NeuronData | None = None
+        self.neuron: NeuronLinks | None = None
+        if trace.backend is not None:  # the Neuron modules only for a trace that has one
+            from trnscope.core.formats.neuron.data import neuron_data
+            from trnscope.core.link.neuron import link_neuron
+
+            self.neuron_data = neuron_data(trace)
+            if self.neuron_data is not None:
+                self.neuron = link_neuron(trace, self.neuron_data, self.links)
         self.times: EventTimes = times if times is not None else event_times(trace, self.links)
         self._lock = threading.Lock()
         self._op_tables: dict[tuple[str, int, int], OpTable] = {}
