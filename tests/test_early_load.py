@@ -213,3 +213,142 @@ def test_ctrl_c_or_sigterm_cancels_a_load_then_does_what_it_did() -> None:
         assert terminated == [signal.SIGTERM] and app.stops >= 3  # the handler's, then on the way out
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+# Run in a fresh process: helpers are forked only while the process runs no other
+# thread, and a test process may run some (and may have a fork server from another test).
+_EXPLORER_WITH_HELPERS = r"""
+import json, multiprocessing, sys
+from trnscope.core.formats.kineto import loader, parallel
+loader.PARALLEL_MIN_BYTES = 0  # the small test trace decodes in parallel too
+from trnscope.cli.arguments import build_parser
+from trnscope.tui.launch import explorer_app
+helpers = []
+fork_ahead = parallel.fork_helpers_ahead
+def recording(workers):  # the helpers' pids, before the load's decode takes them
+    forked = fork_ahead(workers)
+    helpers.extend(sorted(p.pid for p in parallel._ahead.executor._processes.values()) if forked else [])
+    return forked
+parallel.fork_helpers_ahead = recording
+args = build_parser().parse_args(["open", sys.argv[1], *sys.argv[2:]])
+app = explorer_app(args)
+analysis = app.early.result(lambda *update: None)
+out = {
+    "helpers": helpers,
+    "server": parallel._worker_server_started,
+    "workers": analysis.trace.stats.workers,
+    "events": len(analysis.trace.events),
+    "left": [p.pid for p in multiprocessing.active_children()],
+    "ahead_after": parallel._ahead is not None,
+}
+print(json.dumps(out))
+"""
+
+
+def _explorer_run(tmp_path: Path, *extra: str) -> dict[str, object]:
+    import json
+    import os
+    import subprocess
+
+    env = {**os.environ, "TRNSCOPE_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run(
+        [sys.executable, "-c", _EXPLORER_WITH_HELPERS, str(tmp_path / "mid.pt.trace.json.gz"), *extra],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def test_one_trace_file_decodes_with_workers_forked_before_the_load_and_no_fork_server(tmp_path: Path) -> None:
+    """``trnscope open TRACE``: the early load's decode workers are forked before its
+    thread starts (no fork server: a plan of one trace file loads nothing else); they
+    decode the trace (the same events as one process) and are gone once it is loaded.
+    With the trace's index cached nothing is decoded, so none are forked."""
+    import os
+    import subprocess
+
+    from trnscope.core.formats import load_path
+    from trnscope.core.formats.options import NO_CACHE
+    from trnscope.testing.synth_kineto import generate
+
+    path = tmp_path / "mid.pt.trace.json.gz"
+    generate(path, 60_000, seed=5)
+    first = _explorer_run(tmp_path, "--workers", "3")
+    assert len(first["helpers"]) == 2 and first["server"] is False  # type: ignore[arg-type]
+    assert first["workers"] == 3 and not first["left"] and not first["ahead_after"]
+    assert first["events"] == len(load_path(path, NO_CACHE).events)
+    # once the index is stored (here by summary), it is read, not decoded
+    stored = subprocess.run(
+        [sys.executable, "-m", "trnscope", "summary", str(path), "--format", "json"],
+        capture_output=True,
+        env={**os.environ, "TRNSCOPE_CACHE_DIR": str(tmp_path / "cache")},
+        timeout=120,
+    )
+    assert stored.returncode == 0 and any((tmp_path / "cache").rglob("*.idx"))
+    cached = _explorer_run(tmp_path)
+    assert cached["helpers"] == [] and cached["server"] is False and not cached["left"]
+
+
+def test_helpers_no_decode_took_are_ended(tmp_path: Path) -> None:
+    import multiprocessing
+    import os
+    import subprocess
+
+    code = (
+        "import multiprocessing, threading\n"
+        "from trnscope.core.formats.kineto import parallel\n"
+        "assert parallel.fork_helpers_ahead(3)\n"
+        "assert not parallel.fork_helpers_ahead(3)  # one set at a time\n"
+        "pids = [p.pid for p in parallel._ahead.executor._processes.values()]\n"
+        "assert len(pids) == 2 and len(multiprocessing.active_children()) == 2\n"
+        "parallel.close_helpers_ahead()\n"
+        "assert parallel._ahead is None and not multiprocessing.active_children()\n"
+        "threading.Thread(target=lambda: None).start()  # running, or not yet joined\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=os.environ)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+    assert not multiprocessing.active_children()
+
+
+def test_whether_a_file_decodes_in_parallel_by_its_size_or_its_gzip_trailer(tmp_path: Path) -> None:
+    import gzip
+
+    from trnscope.core.formats.kineto.loader import PARALLEL_MIN_BYTES, decodes_in_parallel
+
+    plain = tmp_path / "big.json"
+    plain.write_bytes(b" " * PARALLEL_MIN_BYTES)
+    small = tmp_path / "small.json"
+    small.write_bytes(b"[]")
+    packed = tmp_path / "big.json.gz"
+    packed.write_bytes(gzip.compress(b" " * PARALLEL_MIN_BYTES))  # a few kB that unpack to 16 MiB
+    assert packed.stat().st_size < PARALLEL_MIN_BYTES // 100
+    packed_small = tmp_path / "small.json.gz"
+    packed_small.write_bytes(gzip.compress(b"[]"))
+    assert decodes_in_parallel(plain, 2) and decodes_in_parallel(packed, 2)
+    assert not decodes_in_parallel(small, 2) and not decodes_in_parallel(packed_small, 2)
+    assert not decodes_in_parallel(plain, 1)  # one process
+    assert not decodes_in_parallel(tmp_path / "missing.json", 2)
+
+
+def test_several_traces_still_start_the_fork_server(tmp_path: Path) -> None:
+    """Their loads run in the app's worker, with threads about: workers come from the
+    fork server, started before the UI takes the terminal."""
+    import os
+    import subprocess
+
+    code = (
+        "import sys\n"
+        "from trnscope.core.formats.kineto import parallel\n"
+        "from trnscope.cli.arguments import build_parser\n"
+        "from trnscope.tui.launch import explorer_app\n"
+        "app = explorer_app(build_parser().parse_args(['open', sys.argv[1], sys.argv[1], '--no-cache']))\n"
+        "print(app.early is None, parallel._worker_server_started, parallel._ahead is None)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(TRACE)], capture_output=True, text=True, timeout=60, env=os.environ
+    )
+    assert done.returncode == 0 and done.stdout.split() == ["True", "True", "True"], done.stderr[-2000:]

@@ -63,7 +63,6 @@ def explorer_app(args: argparse.Namespace) -> Any:
     from trnscope.core.opening.sources import OpenOptions
     from trnscope.tui.early_load import start_early_load
 
-    start_worker_server()
     settings = dict(
         select=args.select,
         skip=tuple(args.skip),
@@ -75,7 +74,10 @@ def explorer_app(args: argparse.Namespace) -> Any:
     # the decode workers take this process's ranges meanwhile; no collection runs
     # inside Textual's import (it ran a full one of ~34 ms there)
     with busy_elsewhere(), collector_paused():
+        # forks its decode's workers first, while no thread runs here
         early = start_early_load(plan, OpenOptions(**settings)) if len(args.paths) == 1 else None
+        if early is None:  # folders, sessions, several traces: their loads' workers come from it
+            start_worker_server()
         try:
             from trnscope.tui.app import TrnscopeApp  # ~0.2 s of imports, while the trace loads
         except BaseException:  # Ctrl+C during the import: the load stops too

@@ -198,6 +198,12 @@ def store(path: Path, options: dict[str, Any], analysis: Analysis) -> Path | Non
     return target
 
 
+def present(path: Path, options: dict[str, Any]) -> bool:
+    """Whether an index for ``path`` is stored (``load`` still checks it)."""
+    target = _cache_file(cache_key(path, options))
+    return target is not None and target.exists()
+
+
 def load(path: Path, options: dict[str, Any]) -> Cached | None:
     """The cached trace and links for ``path``, or None when absent or not trustworthy."""
     key = cache_key(path, options)

@@ -15,6 +15,35 @@ from trnscope.core.formats.source import Progress
 from trnscope.core.opening import index_cache
 
 
+def _index_key(source: SourceRef, options: LoadOptions) -> dict[str, object]:
+    """What the cached index depends on."""
+    key: dict[str, object] = {"skip": sorted(options.skip), "kind": source.kind}
+    if options.warmup:
+        key["warmup"] = options.warmup
+    return key
+
+
+def _cacheable(source: SourceRef, options: LoadOptions) -> bool:
+    return options.use_cache and Path(source.path).is_file() and source.kind == "kineto"
+
+
+def fork_decode_helpers(source: SourceRef, options: LoadOptions) -> bool:
+    """Before ``open_analysis`` runs in a thread: fork the worker processes of its
+    parallel decode now, while this process runs no other thread
+    (``parallel.fork_helpers_ahead``) — when it will decode in parallel: a Kineto file
+    big enough, with no index cached for it.  The load's decode takes them; helpers it
+    did not take end with ``parallel.close_helpers_ahead``."""
+    from trnscope.core.formats.kineto.loader import decodes_in_parallel
+    from trnscope.core.formats.kineto.parallel import default_workers, fork_helpers_ahead
+
+    path = Path(source.path)
+    if source.kind != "kineto" or not decodes_in_parallel(path, options.workers):
+        return False
+    if _cacheable(source, options) and index_cache.present(path, _index_key(source, options)):
+        return False
+    return fork_helpers_ahead(default_workers() if options.workers is None else options.workers)
+
+
 def open_analysis(
     source: SourceRef,
     options: LoadOptions = DEFAULT,
@@ -23,10 +52,8 @@ def open_analysis(
     cancelled: Callable[[], bool] | None = None,
 ) -> Analysis:
     path = Path(source.path)
-    key: dict[str, object] = {"skip": sorted(options.skip), "kind": source.kind}  # what the cached index depends on
-    if options.warmup:
-        key["warmup"] = options.warmup
-    cacheable = options.use_cache and path.is_file() and source.kind == "kineto"
+    key = _index_key(source, options)
+    cacheable = _cacheable(source, options)
     if cacheable:
         started = time.perf_counter()
         cached = index_cache.load(path, key)

@@ -21,7 +21,7 @@ from trnscope.core.formats import ProfileRef, SourceRef, discover
 from trnscope.core.formats.neuron.export import ExportProgress, ensure_export
 from trnscope.core.formats.options import LoadOptions
 from trnscope.core.formats.source import Progress
-from trnscope.core.opening.open import open_analysis
+from trnscope.core.opening.open import fork_decode_helpers, open_analysis
 
 MAX_VARIANTS = 3
 
@@ -134,5 +134,13 @@ def open_source(
     """One source as an ``Analysis``, through the index cache unless ``use_cache`` is off."""
     if options.export and source.kind == "neuron":
         ensure_export(Path(source.path), progress=export_progress)
-    load = LoadOptions(skip=options.skip, use_cache=options.use_cache, workers=options.workers, warmup=options.warmup)
-    return open_analysis(source, load, progress=progress, cancelled=cancelled)
+    return open_analysis(source, _load_options(options), progress=progress, cancelled=cancelled)
+
+
+def _load_options(options: OpenOptions) -> LoadOptions:
+    return LoadOptions(skip=options.skip, use_cache=options.use_cache, workers=options.workers, warmup=options.warmup)
+
+
+def fork_helpers_for(source: SourceRef, options: OpenOptions) -> bool:
+    """``open.fork_decode_helpers`` for an ``open_source`` about to run in a thread."""
+    return fork_decode_helpers(source, _load_options(options))

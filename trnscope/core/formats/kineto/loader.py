@@ -20,6 +20,7 @@ import numpy as np
 
 from trnscope.core.base.errors import InputError
 from trnscope.core.base.jsondepth import MAX_DEPTH
+from trnscope.core.formats.gzip_copy import GZIP_MAGIC
 from trnscope.core.formats.kineto import jsonscan
 from trnscope.core.formats.kineto.decode import CHUNK_BYTES, RangeResult, decode_sequentially
 from trnscope.core.formats.kineto.header import decode_header, detect_device_kind
@@ -39,6 +40,25 @@ from trnscope.core.model.trace import EventColumns, LoadStats, Trace
 from trnscope.core.model.vocab import PH_INSTANT, PH_X
 
 PARALLEL_MIN_BYTES = 16 << 20
+
+
+def decodes_in_parallel(path: Path, workers: int | None) -> bool:
+    """Whether a first load of ``path`` would decode it in several processes: at least
+    ``PARALLEL_MIN_BYTES`` of plain JSON — for a gzip file, as its trailer states (the
+    size modulo 4 GiB; a compressed file that big is big enough anyway)."""
+    if (default_workers() if workers is None else workers) < 2:
+        return False
+    try:
+        size = path.stat().st_size
+        if size >= PARALLEL_MIN_BYTES:
+            return True
+        with open(path, "rb") as fh:
+            if fh.read(2) != GZIP_MAGIC or size < 18:  # a gzip header and trailer at the least
+                return False
+            fh.seek(size - 4)
+            return int.from_bytes(fh.read(4), "little") >= PARALLEL_MIN_BYTES
+    except OSError:
+        return False
 
 
 SKIPPABLE = {"python": ("python_function",)}

@@ -7,10 +7,12 @@ ranges instead of keeping the others waiting.  A range's result is kept only if 
 range before it decoded exactly up to its cut (``ScanReport.stopped_at``).  Results come
 back through files in shared memory (``/dev/shm``), mapped, not pickled.  Processes are
 forked when this process has no other thread (the CLI), else they come from a fork
-server started before the UI takes over stdio."""
+server started before the UI takes over stdio — or were forked ahead of the decode
+(``fork_helpers_ahead``), while this process still ran no other thread."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import multiprocessing
 import os
@@ -62,9 +64,11 @@ _shared: Any = None
 _slots: Any = None
 
 
-def _init_worker(slots: Any, shared: Any, memory_settings: bool, parent: int) -> None:
+def _init_worker(slots: Any, shared: Any, memory_settings: bool, parent: int, claims_writer: Any = None) -> None:
     global _shared, _slots
     _die_with_parent()
+    if claims_writer is not None:  # forked ahead, before the ranges were written: the
+        claims_writer.close()  # pipe must end once the loading process closes its end
     # The parent stops workers with SIGTERM and handles Ctrl+C itself (a forked worker
     # would otherwise inherit the CLI's handlers and print tracebacks).
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -334,6 +338,91 @@ def _memory_file(index: int) -> int:
 _worker_server_started = False
 
 
+class _HelpersAhead:
+    """Worker processes forked before their decode is known, and what they share with
+    it: the progress slots, the pipe of ranges to claim (written and closed when the
+    decode starts; each worker closed its own copy of the writing end) and the last
+    range needed."""
+
+    def __init__(self, helpers: int) -> None:
+        ctx = multiprocessing.get_context("fork")
+        self.helpers = helpers
+        self.owner = os.getpid()
+        self.slots = ctx.Array("q", 2 * (helpers + 1), lock=False)
+        self.claims, self.writer = ctx.Pipe(duplex=False)
+        self.needed = ctx.Array("q", [MAX_RANGES], lock=False)
+        self.executor = ProcessPoolExecutor(
+            max_workers=helpers,
+            mp_context=ctx,
+            initializer=_init_worker,
+            initargs=(self.slots, (self.claims, self.needed), memory_configured(), self.owner, self.writer),
+        )
+        try:
+            with endings_held():  # the first submit forks every worker (no handler inside fork)
+                self.executor.submit(_ready)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """End the workers (a decode that took them has already shut them down)."""
+        self.executor.shutdown(wait=True, cancel_futures=True)
+        for end in (self.writer, self.claims):
+            with contextlib.suppress(OSError):
+                end.close()
+
+
+def _ready() -> None:
+    """The task that forks helpers ahead: nothing to do."""
+
+
+_ahead: _HelpersAhead | None = None
+_ahead_lock = threading.Lock()
+
+
+def fork_helpers_ahead(workers: int) -> bool:
+    """Fork the worker processes of this process's next parallel decode now, while it
+    runs no other thread.  ``trnscope open TRACE`` decodes from a thread (the early
+    load), whose workers would otherwise come from the fork server: a fresh interpreter
+    that imports NumPy and the loader before it forks any, while this process imports
+    the UI — on the 2-core VM its first worker began decoding 0.2 s after the decode
+    did, and starting it took CPU the import needed.  A worker forked here starts at
+    once, with everything imported.  False (nothing done) without fork, with other
+    threads running, for one worker, or when helpers are already waiting;
+    ``close_helpers_ahead`` ends helpers no decode took."""
+    global _ahead
+    helpers = workers - 1
+    if helpers < 1 or "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
+        return False
+    with _ahead_lock:
+        if _ahead is not None:
+            return False
+        try:
+            _ahead = _HelpersAhead(helpers)
+        except (OSError, ValueError):
+            return False
+    atexit.register(close_helpers_ahead)  # a load that never started (an interrupted start-up)
+    return True
+
+
+def close_helpers_ahead() -> None:
+    """End helpers that no decode took (a small or cached trace, a cancelled load)."""
+    global _ahead
+    with _ahead_lock:
+        ahead, _ahead = _ahead, None
+    if ahead is not None and ahead.owner == os.getpid():
+        ahead.close()
+
+
+def _take_helpers_ahead() -> _HelpersAhead | None:
+    global _ahead
+    with _ahead_lock:
+        ahead, _ahead = _ahead, None
+    if ahead is not None and ahead.owner != os.getpid():  # a child of the process that forked them
+        return None
+    return ahead
+
+
 def pool_context() -> Any:
     """``fork`` when this process has no other thread (the CLI: children start instantly
     with everything imported); otherwise the fork server (the TUI runs threads, and
@@ -419,21 +508,34 @@ def _parallel_decode(  # noqa: C901 - pool start, progress thread, own ranges an
     chunk_bytes: int,
 ) -> list[RangeResult]:
     size = len(source.buffer)
-    starts = _range_starts(source.buffer, first, size, workers, chunk_bytes)
-    helpers = min(workers, len(starts)) - 1  # worker processes beside this one
-    if helpers < 1:
-        raise RuntimeError("nothing to share between processes")
-    ctx = pool_context()
-    if ctx is None:
-        raise RuntimeError("no way to start worker processes from here")
-    slots = ctx.Array("q", 2 * (helpers + 1), lock=False)  # per process: bytes done, events decoded
-    # every range's index, for whichever process asks first (written and closed before
-    # any worker is forked: a reader finds the end, never a writer still open), and the
-    # last range still needed (lowered when a range runs on to the end of the array)
-    claims, writer = ctx.Pipe(duplex=False)
+    ahead = _take_helpers_ahead()
+    try:
+        starts = _range_starts(source.buffer, first, size, ahead.helpers + 1 if ahead else workers, chunk_bytes)
+        if len(starts) < 2:
+            raise RuntimeError("nothing to share between processes")
+    except BaseException:
+        if ahead is not None:
+            ahead.close()
+        raise
+    executor: ProcessPoolExecutor | None = None
+    if ahead is not None:  # forked already (a helper that finds no range left returns at once)
+        helpers, slots, claims, writer = ahead.helpers, ahead.slots, ahead.claims, ahead.writer
+        shared = (claims, ahead.needed)
+        ahead.needed[0] = len(starts) - 1
+        executor = ahead.executor
+    else:
+        helpers = min(workers, len(starts)) - 1  # worker processes beside this one
+        ctx = pool_context()
+        if ctx is None:
+            raise RuntimeError("no way to start worker processes from here")
+        slots = ctx.Array("q", 2 * (helpers + 1), lock=False)  # per process: bytes done, events decoded
+        # every range's index, for whichever process asks first (written and closed before
+        # any worker reads: a reader finds the end, never a writer still open), and the
+        # last range still needed (lowered when a range runs on to the end of the array)
+        claims, writer = ctx.Pipe(duplex=False)
+        shared = (claims, ctx.Array("q", [len(starts) - 1], lock=False))
     with writer:
         os.write(writer.fileno(), b"".join(_CLAIM.pack(index) for index in range(len(starts))))
-    shared = (claims, ctx.Array("q", [len(starts) - 1], lock=False))
     done_event = threading.Event()
 
     def report_progress() -> None:
@@ -444,13 +546,14 @@ def _parallel_decode(  # noqa: C901 - pool start, progress thread, own ranges an
 
     reporter = threading.Thread(target=report_progress, daemon=True)
     sweep_spills()
-    parent = os.getpid() if ctx.get_start_method() == "fork" else _LOADER_PID_UNKNOWN
-    executor = ProcessPoolExecutor(
-        max_workers=helpers,
-        mp_context=ctx,
-        initializer=_init_worker,
-        initargs=(slots, shared, memory_configured(), parent),
-    )
+    if executor is None:
+        parent = os.getpid() if ctx.get_start_method() == "fork" else _LOADER_PID_UNKNOWN
+        executor = ProcessPoolExecutor(
+            max_workers=helpers,
+            mp_context=ctx,
+            initializer=_init_worker,
+            initargs=(slots, shared, memory_configured(), parent),
+        )
     futures = []
     memory_fds: list[int] = []
     load_token = secrets.token_hex(4)
