@@ -23,7 +23,6 @@ are counted as unlinkable, never guessed.
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 from enum import IntEnum
 
 import msgspec
@@ -418,6 +417,8 @@ def link(trace: Trace) -> Links:
     # built in a helper thread while this one does the lookups (NumPy's sorts and
     # searches release the GIL).
     if n >= _OVERLAP_MIN_EVENTS and (os.cpu_count() or 1) > 1:
+        from concurrent.futures import ThreadPoolExecutor  # (~4 ms a small trace need not import)
+
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="trnscope-tree") as pool:
             tree = pool.submit(_host_tree, trace)
             found = _device_lookups(trace)

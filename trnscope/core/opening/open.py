@@ -33,8 +33,8 @@ def fork_decode_helpers(source: SourceRef, options: LoadOptions) -> bool:
     (``parallel.fork_helpers_ahead``) — when it will decode in parallel: a Kineto file
     big enough, with no index cached for it.  The load's decode takes them; helpers it
     did not take end with ``parallel.close_helpers_ahead``."""
-    from trnscope.core.formats.kineto.loader import decodes_in_parallel
-    from trnscope.core.formats.kineto.parallel import default_workers, fork_helpers_ahead
+    from trnscope.core.formats.kineto.loader import decodes_in_parallel, default_workers
+    from trnscope.core.formats.kineto.parallel import fork_helpers_ahead
 
     path = Path(source.path)
     if source.kind != "kineto" or not decodes_in_parallel(path, options.workers):

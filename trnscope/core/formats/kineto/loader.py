@@ -10,6 +10,7 @@ guess costs time, never events.
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,7 +33,6 @@ from trnscope.core.formats.kineto.merge import (
     pair_begin_end,
     thread_table,
 )
-from trnscope.core.formats.kineto.parallel import decode_in_parallel, default_workers
 from trnscope.core.formats.options import DEFAULT, LoadOptions
 from trnscope.core.formats.source import PlainSource, Progress, open_plain
 from trnscope.core.model.roles import Role
@@ -40,6 +40,11 @@ from trnscope.core.model.trace import EventColumns, LoadStats, Trace
 from trnscope.core.model.vocab import PH_INSTANT, PH_X
 
 PARALLEL_MIN_BYTES = 16 << 20
+
+
+def default_workers() -> int:
+    """Processes a big file is decoded by, this one included: one per core, up to 8."""
+    return max(1, min(os.cpu_count() or 1, 8))
 
 
 def decodes_in_parallel(path: Path, workers: int | None) -> bool:
@@ -103,6 +108,9 @@ def _decode(
         return _Decoded([RangeResult([], jsonscan.ScanReport(array_end=opening.index))], 1)
     count = default_workers() if workers is None else max(1, workers)
     if count > 1 and bool(source.plain_path) and len(source.buffer) >= PARALLEL_MIN_BYTES:
+        # (imported here: multiprocessing and its pool are ~7 ms of a small trace's start)
+        from trnscope.core.formats.kineto.parallel import decode_in_parallel
+
         in_parallel = decode_in_parallel(source, opening.index, count, progress, is_cancelled, chunk_bytes)
         if in_parallel is not None:
             return _Decoded(in_parallel, count)

@@ -460,10 +460,6 @@ def start_worker_server() -> None:
         pass
 
 
-def default_workers() -> int:
-    return max(1, min(os.cpu_count() or 1, 8))
-
-
 # Ranges per process, and the largest range: the last range, finished alone while the
 # other processes idle, should be a small part of the work (4 MiB: ~0.02 s here); each
 # range costs a cut search and a little bookkeeping.
