@@ -196,6 +196,9 @@ def load_kineto(
     started = time.perf_counter()
     is_cancelled = cancelled or (lambda: False)
     if source is None:
+        if decodes_in_parallel(path, options.workers):
+            # imported now, while a child may still be decompressing the file (inflate_ahead)
+            import trnscope.core.formats.kineto.parallel  # noqa: F401
         source = open_plain(path, progress, is_cancelled, reuse=options.use_cache)
     buf = source.buffer
     kind, array_open, opening = _events_array(path, buf)
