@@ -186,13 +186,14 @@ def test_entry_point_runs_without_textual_import(small_synthetic, tmp_path: Path
     """summary must stay fast: it never imports Textual (nor torch), nor for a Kineto
     trace the Neuron backend's data and links (~4.5 ms), nor for a trace too small to
     decode in parallel or to link in two threads the process and thread pools (~8 ms of
-    multiprocessing and concurrent.futures: a 1 MB trace's summary is mostly start-up)."""
+    multiprocessing and concurrent.futures: a 1 MB trace's summary is mostly start-up),
+    nor the export of raw Neuron captures (~9 ms: subprocess, OpenSSL's hashes)."""
     code = (
         "import sys; from trnscope.cli.main import main; rc = main(['summary', sys.argv[1], '--format', 'json']);"
         "assert 'textual' not in sys.modules and 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith(('textual','torch')))[:5];"
         "neuron = ('trnscope.core.formats.neuron.data', 'trnscope.core.link.neuron');"
         "assert not any(m in sys.modules for m in neuron), [m for m in neuron if m in sys.modules];"
-        "pools = ('multiprocessing', 'concurrent.futures', 'trnscope.core.formats.kineto.parallel');"
+        "pools = ('multiprocessing', 'concurrent.futures', 'trnscope.core.formats.kineto.parallel', 'trnscope.core.formats.neuron.export');"
         "assert not any(m in sys.modules for m in pools), [m for m in pools if m in sys.modules];"
         "sys.exit(rc)"
     )

@@ -6,14 +6,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.base.errors import TrnscopeError
-from trnscope.core.formats.neuron.export import ExportProgress
 from trnscope.core.formats.source import Progress
 from trnscope.core.opening.sources import Mode, OpenOptions, SourcePlan, open_source, plan_sources
+
+if TYPE_CHECKING:  # (the export module is only loaded for raw Neuron captures)
+    from trnscope.core.formats.neuron.export import ExportProgress
 
 
 class Opened(msgspec.Struct):

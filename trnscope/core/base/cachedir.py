@@ -10,7 +10,6 @@ least recently used entries go first.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
 import shutil
@@ -18,6 +17,11 @@ import tempfile
 from pathlib import Path
 
 import msgspec
+
+try:  # BLAKE2 itself: ``hashlib`` would first load OpenSSL's bindings (~3 ms of every start)
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - an interpreter built without it
+    from hashlib import blake2b
 
 from trnscope.core.base.errors import TrnscopeError
 from trnscope.core.base.settings import cache_root, max_cache_bytes
@@ -45,13 +49,18 @@ class CacheEntry(msgspec.Struct):
     used: float  # mtime: set on write and on each use
 
 
+def name_for(text: str) -> str:
+    """A file name for ``text``: 32 hex digits of its BLAKE2b hash."""
+    return blake2b(text.encode(), digest_size=16).hexdigest()
+
+
 def fingerprint(path: Path) -> str:
     """Identity and content of a file: size, mtime, ctime, inode and device, and a hash
     of its first and last megabyte and of blocks spread through the middle.  Any
     rewrite, replacement or truncation changes it; an in-place edit that restores size
     and mtime still changes ctime (which no user can set)."""
     stat = path.stat()
-    digest = hashlib.blake2b(digest_size=16)
+    digest = blake2b(digest_size=16)
     digest.update(f"{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ctime_ns}:{stat.st_ino}:{stat.st_dev}".encode())
     with open(path, "rb") as fh:
         digest.update(fh.read(_SAMPLE))

@@ -11,7 +11,6 @@ temporary file and ``os.replace``, so concurrent openers see a whole file or non
 
 from __future__ import annotations
 
-import hashlib
 import mmap
 import os
 import struct
@@ -27,7 +26,7 @@ from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.flops import FlopsPerRow, flops_of_trace
 from trnscope.core.analysis.memory import MemoryRecords, memory_records
 from trnscope.core.analysis.optable import EventTimes
-from trnscope.core.base.cachedir import enforce_cap, fingerprint, touch, writable_dir
+from trnscope.core.base.cachedir import enforce_cap, fingerprint, name_for, touch, writable_dir
 from trnscope.core.link.linker import LinkReport, Links, forward_links
 from trnscope.core.model.trace import EventColumns, Trace
 
@@ -103,7 +102,7 @@ def _cache_file(key: str) -> Path | None:
     folder = writable_dir("index")
     if folder is None:
         return None
-    return folder / (hashlib.blake2b(key.encode(), digest_size=16).hexdigest() + ".idx")
+    return folder / (name_for(key) + ".idx")
 
 
 def _arrays_of(analysis: Analysis) -> tuple[dict[str, np.ndarray], ExtrasHeader]:

@@ -12,16 +12,19 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.base.errors import InputError
 from trnscope.core.formats import ProfileRef, SourceRef, discover
-from trnscope.core.formats.neuron.export import ExportProgress, ensure_export
 from trnscope.core.formats.options import LoadOptions
 from trnscope.core.formats.source import Progress
 from trnscope.core.opening.open import fork_decode_helpers, open_analysis
+
+if TYPE_CHECKING:  # (the export module is only loaded for raw Neuron captures)
+    from trnscope.core.formats.neuron.export import ExportProgress
 
 MAX_VARIANTS = 3
 
@@ -133,6 +136,8 @@ def open_source(
 ) -> Analysis:
     """One source as an ``Analysis``, through the index cache unless ``use_cache`` is off."""
     if options.export and source.kind == "neuron":
+        from trnscope.core.formats.neuron.export import ensure_export  # (subprocess and hashing: ~9 ms)
+
         ensure_export(Path(source.path), progress=export_progress)
     return open_analysis(source, _load_options(options), progress=progress, cancelled=cancelled)
 

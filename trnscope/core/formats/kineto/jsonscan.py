@@ -16,7 +16,6 @@ truncated file) stops the scan with the number of bytes that could not be read.
 from __future__ import annotations
 
 import contextlib
-import json
 import mmap
 import re
 from collections.abc import Callable
@@ -458,19 +457,20 @@ def _decode_piece(buf: Any, position: int, first: Cut) -> tuple[Decoded | None, 
         return None, first
 
 
-_VALUE_PARSER = json.JSONDecoder(strict=False)  # control characters in strings, as msgspec allows
-
-
 def _value_end(buf: Any, position: int) -> int:
     """Where the JSON value that starts at ``position`` ends (a byte offset; -1 when it
     does not parse within 4 MiB).  The standard library's parser, because it says where
-    a value ends and msgspec does not; used only on pieces that failed."""
+    a value ends and msgspec does not; used only on pieces that failed (and imported
+    then: ~2 ms of every start otherwise)."""
+    import json
+
+    parser = json.JSONDecoder(strict=False)  # control characters in strings, as msgspec allows
     window = 64 << 10
     while True:
         raw = bytes(buf[position : position + window])
         text = raw.decode("utf-8", "surrogateescape")  # one character per byte it cannot decode
         try:
-            _, end = _VALUE_PARSER.raw_decode(text)
+            _, end = parser.raw_decode(text)
         except json.JSONDecodeError as error:
             cut_short = error.pos >= len(text) - 1 or error.msg.startswith("Unterminated string")
             if not cut_short or len(raw) < window or window >= _MAX_PIECE_BYTES:
