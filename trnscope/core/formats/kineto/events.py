@@ -220,16 +220,18 @@ def _fast_ids(
         return _id_column(list(map(getter, events if only is None else compress(events, only))), text_ids)
 
 
-_get_kind = attrgetter("ph", "cat", "name", "pid", "tid", "bp")
-
-
 def columns_from_events(events: list[RawEvent], text_ids: Interner) -> ChunkColumns:
     n = len(events)
     # One pass interns the fields that repeat (phase, category, name, thread, flow
     # binding) together: a trace has a few thousand such kinds, and splitting them
     # into columns is then array indexing instead of five passes over the events.
     kinds = Interner()
-    kind_col = np.fromiter(map(kinds.__getitem__, map(_get_kind, events)), dtype=np.int32, count=n)
+    kind_of = kinds.__getitem__
+    # (a comprehension reads a struct's fields faster than ``attrgetter`` with several
+    # names: 182 against 247 ns an event on xDiT)
+    kind_col = np.fromiter(
+        [kind_of((e.ph, e.cat, e.name, e.pid, e.tid, e.bp)) for e in events], dtype=np.int32, count=n
+    )
     names, cats, threads = Interner(), Interner(), Interner()
     kind_table = kinds.values_in_order()
     ph = np.array([PH_CODES.get(k[0], PH_OTHER) for k in kind_table], dtype=np.uint8)[kind_col]
