@@ -444,8 +444,8 @@ def build_op_table(
     extra = None
     if group_by is GroupBy.SHAPE:
         shape_of, shape_texts = shape_keys(trace.shapes)
-        dims = ev.dims[rows].astype(np.int64)
-        extra = np.where(dims >= 0, shape_of[np.maximum(dims, 0)], -1)
+        # one gather: a row without input shapes (-1) reads the entry appended for it
+        extra = np.append(shape_of[: len(trace.shapes)], -1)[ev.dims[rows]]
     elif group_by is GroupBy.STACK:
         stack_id, stack_texts = stack_ids or python_stacks(trace, links, stack_depth)
         extra = stack_id[rows]
