@@ -211,7 +211,10 @@ def _overlaps_its_predecessor(start: np.ndarray, stop: np.ndarray, first_of_thre
     partial overlap is between neighbours: the laminar checks find the others.)"""
     overlapping = np.zeros(start.size, dtype=bool)
     previous_stop = stop[:-1]
-    overlapping[1:] = (start[1:] < previous_stop) & (stop[1:] > previous_stop) & ~first_of_thread[1:]
+    after = overlapping[1:]  # (a view: the comparisons write into the result in place)
+    np.less(start[1:], previous_stop, out=after)
+    after &= stop[1:] > previous_stop
+    after &= ~first_of_thread[1:]
     return overlapping
 
 
