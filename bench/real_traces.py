@@ -6,8 +6,8 @@ Every real trace in ``../shared/corpus`` (and any PATH given) is opened the way 
 opens it: a fresh process running ``trnscope summary PATH --format json``, once with
 ``--no-cache`` (the first open) and once more with the index cache filled (the cached
 reopen), against a fresh process running ``json.load(gzip.open(PATH))`` — which only
-builds dicts.  Runs alternate (json.load, this tree, the other tree, …, the order
-rotated each round) so that the machine's noise hits every contestant alike; the
+builds dicts.  Runs alternate (json.load, this tree, the other tree, …, in an order
+shuffled each round, seeded) so that the machine's noise hits every contestant alike; the
 median and the spread (min–max) of ``--rounds`` runs are reported.  Peak RSS is the
 largest process of the run (the process's ``VmHWM`` or its largest decode worker's
 ``ru_maxrss``, written at exit by ``bench/peak/sitecustomize.py``; ``wait4``'s own
@@ -30,6 +30,7 @@ import gzip
 import json
 import os
 import platform
+import random
 import statistics
 import subprocess
 import sys
@@ -64,6 +65,9 @@ class Tree:
         env["TRNSCOPE_CACHE_DIR"] = str(self.cache)
         return env
 
+
+# (name, command, environment or None for this one's, working directory)
+Contestant = tuple[str, list[str], dict[str, str] | None, Path]
 
 PEAK_HELPER = ROOT / "bench" / "peak"  # its sitecustomize writes the peak RSS at exit
 
@@ -160,9 +164,7 @@ def run(args: argparse.Namespace) -> dict:
                 continue
             for tree in trees:  # fill each tree's index cache for the cached reopens
                 measure(tree.command(trace), tree.env(), tree.folder)
-            contestants: list[tuple[str, list[str], dict[str, str] | None, Path]] = [
-                ("json.load", [sys.executable, "-c", JSON_LOAD, str(trace)], None, ROOT)
-            ]
+            contestants: list[Contestant] = [("json.load", [sys.executable, "-c", JSON_LOAD, str(trace)], None, ROOT)]
             for tree in trees:
                 # the tree's folder is the working directory: `python -m` puts it first on sys.path
                 contestants.append(
@@ -173,8 +175,7 @@ def run(args: argparse.Namespace) -> dict:
             rss: dict[str, list[float]] = {name: [] for name, *_ in contestants}
             cpu: dict[str, list[float]] = {name: [] for name, *_ in contestants}
             for round_number in range(args.rounds):
-                shift = round_number % len(contestants)
-                for name, command, env, cwd in contestants[shift:] + contestants[:shift]:
+                for name, command, env, cwd in round_order(contestants, round_number):
                     seconds, peak, cpu_seconds = measure(command, env, cwd)
                     times[name].append(seconds)
                     rss[name].append(peak)
@@ -190,6 +191,17 @@ def run(args: argparse.Namespace) -> dict:
             results["traces"].append(row)
             print(one_line(row, trees), file=sys.stderr)
         return results
+
+
+def round_order(contestants: list[Contestant], round_number: int) -> list[Contestant]:
+    """The contestants in a new order each round: shuffled (seeded by the round, so a
+    rerun repeats it) rather than rotated.  A rotation keeps every contestant behind the
+    same one round after round, and what ran just before matters on this VM (whether a
+    process lands on memory the host must back afresh: a 62 MB write took 151 ms the
+    first time, 20 ms after), which made one tree's first opens slow in most rounds."""
+    order = list(contestants)
+    random.Random(round_number).shuffle(order)
+    return order
 
 
 def one_line(row: dict, trees: list[Tree]) -> str:
