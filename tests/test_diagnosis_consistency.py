@@ -55,3 +55,18 @@ def test_before_the_window_means_before_the_first_op(path) -> None:  # type: ign
     ]  # fmt: skip
     early = sum(1 for e in device if float(e["ts"]) < float(first_op))
     assert report.before_window <= early
+
+
+@requires_corpus
+@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
+def test_the_whole_trace_step_is_the_summary_wall_time(path) -> None:  # type: ignore[no-untyped-def]
+    """Where a trace has no ProfilerStep, its one step is the whole trace: the wall time
+    summary reports (the profiler's own window left out), not a span of its own."""
+    from trnscope.core.analysis.summary import summary_document, summary_figures
+
+    analysis = Analysis(load_path(path, NO_CACHE))
+    doc = diagnose(analysis)
+    if [s.step for s in doc.steps] != ["whole trace"]:
+        return
+    wall_us = summary_document(summary_figures(analysis)).totals.wall_us
+    assert doc.steps[0].wall_us == wall_us
