@@ -247,6 +247,79 @@ def test_parsing_loads_no_numpy() -> None:
     assert result.stdout.strip() == "False", result.stderr
 
 
+def test_the_child_is_forked_before_msgspec_and_numpy_load(tmp_path: Path) -> None:
+    """The child's head start is what the load waits for less: the console script forks it
+    from ``parse_and_read_ahead``, and neither msgspec (~20 ms of imports) nor NumPy may
+    load before that (they did until 2026-12-02: the fork came ~38 ms into the process,
+    ~18 ms now)."""
+    script = (
+        "import os, sys\n"
+        "loaded_at_fork = []\n"
+        "real_fork = os.fork\n"
+        "def fork():\n"
+        "    loaded_at_fork.append(sorted(m for m in ('msgspec', 'numpy') if m in sys.modules))\n"
+        "    return real_fork()\n"
+        "os.fork = fork\n"
+        "from trnscope.cli import parse_and_read_ahead\n"
+        "parse_and_read_ahead(['summary', sys.argv[1], '--no-cache'])\n"
+        "print(loaded_at_fork)\n"
+    )
+    env = {**os.environ, "TRNSCOPE_CACHE_DIR": str(tmp_path / "cache")}
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(TRACE)], capture_output=True, text=True, cwd=str(REPO), env=env, timeout=60
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "[[]]"  # one fork, with neither loaded
+    assert _leftovers(tmp_path) == []  # the unclaimed child was stopped and its copy removed
+
+
+def test_the_copy_record_and_the_outcome_read_back_what_was_written() -> None:
+    from trnscope.core.formats.gzip_copy import Copy, CopyRecord
+    from trnscope.core.formats.inflate_ahead import Outcome
+
+    record = CopyRecord(123_456_789_012, "gzip stream ends early (file cut off) \u00e9\n", 2**32 - 1)
+    assert CopyRecord.decode(record.encode()) == record
+    # the format msgspec wrote before (2026-12-01 and earlier) still reads
+    assert CopyRecord.decode(b'{"plain_bytes":10,"damage":"","crc32":7}') == CopyRecord(10, "", 7)
+    for damaged in (
+        b"",
+        b"[10, \"\", 7]",
+        b'{"plain_bytes":true,"damage":"","crc32":7}',
+        b'{"plain_bytes":10,"damage":null,"crc32":7}',
+        b'{"plain_bytes":10,"damage":"","crc32":7.0}',
+        b'{"plain_bytes":10,"damage":""}',
+        b'{"plain_bytes":10,"damage":"","crc32":7,"more":1}',
+        b"\xff\xfe",
+        b"[" * 100_000,
+    ):
+        assert CopyRecord.decode(damaged) is None, damaged[:40]
+    written = Outcome("written", Copy("/cache/plain/a b\n.json", "cut"))
+    for outcome in (written, Outcome("kept"), Outcome("declined")):
+        assert Outcome.decode(outcome.encode()) == outcome
+    for garbage in (b"", b"null", b'["written", null]', b'["kept", ["a", "b"]]', b'["other", null]', b'["written", [1, 2]]'):
+        assert Outcome.decode(garbage) is None, garbage
+
+
+def test_a_private_copy_is_named_without_reading_the_trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under --no-cache the copy lives as long as its process: its name needs the file's
+    identity, not a hash of its content (a kept copy's name keeps the content hash)."""
+    from trnscope.core.base.cachedir import fingerprint
+    from trnscope.core.formats import gzip_copy
+
+    first, second = tmp_path / "a.json.gz", tmp_path / "b.json.gz"
+    first.write_bytes(TRACE.read_bytes())
+    second.write_bytes(TRACE.read_bytes())
+    assert gzip_copy.copy_key(first, keep=True) == fingerprint(first)
+
+    def no_reading(path: Path) -> str:
+        raise AssertionError(f"{path} was read to name a private copy")
+
+    monkeypatch.setattr(gzip_copy, "fingerprint", no_reading)
+    private = gzip_copy.copy_key(first, keep=False)
+    assert len(private) == 32 and private == gzip_copy.copy_key(first, keep=False)
+    assert private != gzip_copy.copy_key(second, keep=False)  # the same bytes, another file
+
+
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [

@@ -5,18 +5,22 @@ clear`` refuses a root without it and removes only entries that carry trnscope's
 names (so a ``TRNSCOPE_CACHE_DIR`` pointed at a folder of the user's loses nothing).
 The cache is capped (``TRNSCOPE_CACHE_MAX_BYTES``, default 2 GiB): after each write the
 least recently used entries go first.
+
+No msgspec here, and ``shutil`` and ``tempfile`` only where they are used: a command's
+gzip child (``formats.inflate_ahead``) names and writes its copy with this module in the
+process's first milliseconds, and every millisecond of imports before it is forked is
+one the load may later wait for.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import re
-import shutil
-import tempfile
+import time
 from pathlib import Path
-
-import msgspec
+from typing import NamedTuple
 
 try:  # BLAKE2 itself: ``hashlib`` would first load OpenSSL's bindings (~3 ms of every start)
     from _blake2 import blake2b
@@ -35,15 +39,19 @@ MARKER_TEXT = (
     "# This directory holds trnscope's caches; `trnscope cache clear` empties it.\n"
 )
 # The entries trnscope writes, per kind of cache: only these are counted, evicted or cleared.
+# (Patterns, compiled by ``re``'s own cache when an entry is first matched.)
 _OWN_ENTRIES = {
-    "plain": re.compile(r"^(\.?[0-9a-f]{32}(\.json|\.meta|\.\d+\.tmp|\.nocache\.\d+\.json))$"),
-    "index": re.compile(r"^([0-9a-f]{32}\.idx|\.idx-.*\.tmp)$"),
-    "neuron-export": re.compile(r"^[0-9a-f]{24}$"),
-    "clipboard": re.compile(r"^chain-[A-Za-z0-9._-]{0,60}-\d+\.txt$"),
+    "plain": r"^(\.?[0-9a-f]{32}(\.json|\.meta|\.\d+\.tmp|\.nocache\.\d+\.json))$",
+    "index": r"^([0-9a-f]{32}\.idx|\.idx-.*\.tmp)$",
+    "neuron-export": r"^[0-9a-f]{24}$",
+    "clipboard": r"^chain-[A-Za-z0-9._-]{0,60}-\d+\.txt$",
 }
 
 
-class CacheEntry(msgspec.Struct):
+class CacheEntry(NamedTuple):
+    """One of trnscope's own entries (a tuple, not a msgspec struct: see the module's
+    docstring)."""
+
     path: str
     size: int
     used: float  # mtime: set on write and on each use
@@ -104,16 +112,27 @@ def writable_dir(kind: str) -> Path | None:
     try:
         _ensure_root(root)
         folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".probe-"):
-            pass
+        _probe(folder)
     except OSError:
         return None
     return folder
 
 
+_probes = itertools.count()  # (two threads of one process probing at once: distinct names)
+
+
+def _probe(folder: Path) -> None:
+    """Create and remove a file in ``folder``; OSError if it cannot be written."""
+    probe = folder / f".probe-{os.getpid()}-{next(_probes)}-{time.monotonic_ns()}"
+    os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    os.unlink(probe)
+
+
 def atomic_write_bytes(target: Path, data: bytes) -> None:
     """Write through a temporary file in the same folder and rename it into place, so
     readers see the old file or the new one, never half of one."""
+    import tempfile
+
     handle, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as fh:
@@ -154,7 +173,7 @@ def cache_entries() -> list[CacheEntry]:
         except OSError:
             continue
         for child in children:
-            if not pattern.match(child.name) or child.is_symlink():
+            if not re.match(pattern, child.name) or child.is_symlink():
                 continue
             try:
                 entries.append(CacheEntry(str(child), _size(child), child.lstat().st_mtime))
@@ -165,6 +184,8 @@ def cache_entries() -> list[CacheEntry]:
 
 def _remove(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
+        import shutil
+
         shutil.rmtree(path, ignore_errors=True)
     else:
         path.unlink(missing_ok=True)

@@ -3,22 +3,22 @@
 ``discover`` says what is at a path (a trace, a capture session, a Neuron profile
 folder, a folder of traces); ``load_source`` reads one of its sources.  The parsed-index
 cache sits one level up, in ``trnscope.core.opening.open``, because it stores links too.
+
+The names below are loaded on first use (PEP 562), not when the package is: importing
+any module of this package runs this file first, and the console script imports
+``inflate_ahead`` to fork its gzip child before msgspec and the readers are loaded
+(the earlier the child starts, the sooner the decompressed copy is there).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
-import msgspec
-
-from trnscope.core.formats.discover import ProfileRef, SourceRef, discover
-from trnscope.core.formats.options import DEFAULT, NO_CACHE, LoadOptions
-from trnscope.core.formats.source import Progress
-
-if TYPE_CHECKING:  # NumPy: not imported before a command has parsed its arguments (inflate_ahead)
-    from trnscope.core.model.trace import Trace
+if TYPE_CHECKING:
+    from trnscope.core.formats.discovery import ProfileRef, SourceRef, discover
+    from trnscope.core.formats.loading import load_neuron_profile, load_path, load_source
+    from trnscope.core.formats.options import NO_CACHE, LoadOptions
 
 __all__ = [
     "NO_CACHE",
@@ -31,66 +31,23 @@ __all__ = [
     "load_source",
 ]
 
-
-def load_neuron_profile(
-    path: Path,
-    options: LoadOptions = DEFAULT,
-    *,
-    progress: Progress | None = None,
-    cancelled: Callable[[], bool] | None = None,
-    prefer: str | None = None,
-) -> Trace:
-    """A Neuron profile folder: the Neuron backend, with the Kineto backend reading its
-    framework trace."""
-    from trnscope.core.formats.kineto.lazyargs import event_args
-    from trnscope.core.formats.kineto.loader import load_kineto
-    from trnscope.core.formats.neuron.reader import load_neuron
-
-    def read_framework(framework: Path) -> Trace:
-        single = msgspec.structs.replace(options, workers=1)
-        return load_kineto(framework, single, progress=progress, cancelled=cancelled)
-
-    return load_neuron(
-        path,
-        use_cache=options.use_cache,
-        prefer=prefer,
-        read_framework=read_framework,
-        read_args=event_args,
-        warmup=options.warmup,
-    )
+# each public name and the module of this package that defines it
+_HOMES = {
+    "NO_CACHE": "options",
+    "LoadOptions": "options",
+    "ProfileRef": "discovery",
+    "SourceRef": "discovery",
+    "discover": "discovery",
+    "load_neuron_profile": "loading",
+    "load_path": "loading",
+    "load_source": "loading",
+}
 
 
-def load_source(
-    source: SourceRef,
-    options: LoadOptions = DEFAULT,
-    *,
-    progress: Progress | None = None,
-    cancelled: Callable[[], bool] | None = None,
-) -> Trace:
-    """Read one discovered source with the backend its kind names."""
-    path = Path(source.path)
-    if source.kind == "neuron":
-        trace = load_neuron_profile(path, options, progress=progress, cancelled=cancelled)
-    else:
-        from trnscope.core.formats.kineto.loader import load_kineto
-
-        trace = load_kineto(path, options, progress=progress, cancelled=cancelled)
-        if options.warmup:
-            trace.warnings.append(
-                f"--warmup {options.warmup} leaves out NeuronCore executions; this trace has none: nothing left out"
-            )
-    trace.label = source.label
-    trace.synthetic = trace.synthetic or source.synthetic
-    return trace
-
-
-def load_path(
-    path: str | Path,
-    options: LoadOptions = DEFAULT,
-    *,
-    select: str | None = None,
-    progress: Progress | None = None,
-    cancelled: Callable[[], bool] | None = None,
-) -> Trace:
-    """Discover ``path`` and load one of its sources (the first unless ``select``)."""
-    return load_source(discover(Path(path)).select(select), options, progress=progress, cancelled=cancelled)
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value  # found directly from now on
+    return value

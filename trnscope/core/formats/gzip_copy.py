@@ -6,8 +6,10 @@ the copy is kept (``KEY.json``, with ``KEY.meta`` recording its size, CRC and da
 and reused after its CRC is checked; with ``--no-cache`` it is private to the process
 that owns it (``KEY.nocache.PID.json``) and removed when that process ends.  Copies and
 temporary files of processes that no longer exist (a SIGKILL runs no exit handler) are
-swept.  Nothing here imports NumPy: a child process forked before the rest of trnscope
-is loaded writes copies with it (``inflate_ahead``).
+swept.  Nothing here imports NumPy or msgspec: a child process forked in the command's
+first milliseconds, before either is loaded, writes copies with it (``inflate_ahead``;
+msgspec's import alone is ~20 ms, which the child would otherwise wait for).  The record
+is three fields of JSON, read and written with the standard library's ``json``.
 """
 
 from __future__ import annotations
@@ -15,16 +17,15 @@ from __future__ import annotations
 import atexit
 import contextlib
 import errno
+import json
 import os
 import re
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-import msgspec
-
-from trnscope.core.base.cachedir import enforce_cap, touch
+from trnscope.core.base.cachedir import enforce_cap, fingerprint, name_for, touch
 from trnscope.core.base.errors import InputError, LoadCancelled
 from trnscope.core.base.fs import process_alive
 from trnscope.core.base.settings import max_inflate_ratio
@@ -37,15 +38,34 @@ _MAX_STEP = 1 << 20  # most output one decompress call returns: bounds the memor
 Progress = Callable[..., None]  # (phase, bytes done, bytes total[, events decoded])
 
 
-class CopyRecord(msgspec.Struct):
-    """``KEY.meta``: what a kept copy must be to be used."""
+class CopyRecord(NamedTuple):
+    """``KEY.meta``: what a kept copy must be to be used.  (Tuples here, not msgspec
+    structs: see the module's docstring.)"""
 
     plain_bytes: int
     damage: str
     crc32: int  # of the decompressed bytes: the copy is checked before use
 
+    def encode(self) -> bytes:
+        return json.dumps(self._asdict(), separators=(",", ":")).encode()
 
-class Copy(msgspec.Struct, frozen=True):
+    @classmethod
+    def decode(cls, data: bytes) -> CopyRecord | None:
+        """The record in ``data``, or None for anything but exactly its three fields
+        with their types (a hand-edited or damaged record is not used)."""
+        try:
+            fields = json.loads(data)
+        except (ValueError, RecursionError):  # (UnicodeDecodeError is a ValueError)
+            return None
+        if not isinstance(fields, dict) or set(fields) != set(cls._fields):
+            return None
+        size, damage, crc = fields["plain_bytes"], fields["damage"], fields["crc32"]
+        if type(size) is not int or type(crc) is not int or not isinstance(damage, str):
+            return None
+        return cls(size, damage, crc)
+
+
+class Copy(NamedTuple):
     """A decompressed copy on disk, and why decompression stopped early ("" if it did not)."""
 
     path: str
@@ -121,8 +141,8 @@ def _record_path(folder: Path, key: str) -> Path:
 
 def _read_record(meta: Path) -> CopyRecord | None:
     try:
-        return msgspec.json.decode(meta.read_bytes(), type=CopyRecord)
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return CopyRecord.decode(meta.read_bytes())
+    except OSError:
         return None
 
 
@@ -154,6 +174,17 @@ def usable_copy(folder: Path, key: str) -> Copy | None:
         return None
     touch(target)
     return Copy(str(target), record.damage)
+
+
+def copy_key(path: Path, *, keep: bool) -> str:
+    """The name of ``path``'s copy: for a kept copy, the file's identity and content
+    (``fingerprint``: a later open must not reuse it for another file); for a private
+    copy, which lives only as long as its process, the file's identity alone (no reads,
+    no hashing of its content under ``--no-cache``)."""
+    if keep:
+        return fingerprint(path)
+    info = path.stat()
+    return name_for(f"{info.st_dev}:{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}")
 
 
 def copy_paths(folder: Path, key: str, owner: int, *, keep: bool) -> tuple[Path, Path]:
@@ -196,7 +227,7 @@ def write_copy(
         os.replace(temp, target)
         if keep:
             record = CopyRecord(target.stat().st_size, damage, crc)
-            _record_path(folder, key).write_bytes(msgspec.json.encode(record))
+            _record_path(folder, key).write_bytes(record.encode())
             enforce_cap(keep=target)
         return Copy(str(target), damage)
     except OSError as error:

@@ -19,13 +19,14 @@ from typing import Any
 
 import msgspec
 
-from trnscope.core.base.cachedir import fingerprint, writable_dir
+from trnscope.core.base.cachedir import writable_dir
 from trnscope.core.base.errors import InputError
 from trnscope.core.formats import inflate_ahead
 from trnscope.core.formats.gzip_copy import (
     GZIP_MAGIC,
     Copy,
     Progress,
+    copy_key,
     inflate,
     open_read,
     sweep_orphaned_copies,
@@ -112,7 +113,7 @@ def _open_gzip(
         if copy is not None:  # a private copy is removed at exit already (announced by the child)
             return _map_copy(path, copy, size)
     folder = writable_dir("plain")
-    key = fingerprint(path)
+    key = copy_key(path, keep=reuse)
     if folder is not None:
         sweep_orphaned_copies(folder)
         copy = usable_copy(folder, key) if reuse else None
