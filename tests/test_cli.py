@@ -204,6 +204,17 @@ def test_entry_point_runs_without_textual_import(small_synthetic, tmp_path: Path
     assert result.returncode == 0, result.stderr
 
 
+def test_the_parallel_decode_loads_no_openssl() -> None:
+    """A big trace's load imports the parallel decode; its load token comes from
+    ``os.urandom``, not ``secrets``, whose ``hmac`` loads OpenSSL's bindings (~3 ms)."""
+    code = (
+        "import sys; import trnscope.core.formats.kineto.parallel;"
+        "print(sorted(m for m in ('secrets', 'hmac', '_hashlib') if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.strip() == "[]", result.stdout + result.stderr
+
+
 @requires_corpus
 def test_summary_on_every_corpus_file(capsys) -> None:
     for path in sorted(CORPUS.glob("*.json.gz")):

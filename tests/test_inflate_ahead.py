@@ -283,7 +283,7 @@ def test_the_copy_record_and_the_outcome_read_back_what_was_written() -> None:
     assert CopyRecord.decode(b'{"plain_bytes":10,"damage":"","crc32":7}') == CopyRecord(10, "", 7)
     for damaged in (
         b"",
-        b"[10, \"\", 7]",
+        b'[10, "", 7]',
         b'{"plain_bytes":true,"damage":"","crc32":7}',
         b'{"plain_bytes":10,"damage":null,"crc32":7}',
         b'{"plain_bytes":10,"damage":"","crc32":7.0}',
@@ -296,7 +296,14 @@ def test_the_copy_record_and_the_outcome_read_back_what_was_written() -> None:
     written = Outcome("written", Copy("/cache/plain/a b\n.json", "cut"))
     for outcome in (written, Outcome("kept"), Outcome("declined")):
         assert Outcome.decode(outcome.encode()) == outcome
-    for garbage in (b"", b"null", b'["written", null]', b'["kept", ["a", "b"]]', b'["other", null]', b'["written", [1, 2]]'):
+    for garbage in (
+        b"",
+        b"null",
+        b'["written", null]',
+        b'["kept", ["a", "b"]]',
+        b'["other", null]',
+        b'["written", [1, 2]]',
+    ):
         assert Outcome.decode(garbage) is None, garbage
 
 

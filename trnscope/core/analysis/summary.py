@@ -309,17 +309,19 @@ def op_documents(figures: OpFigures, order: np.ndarray) -> list[OpOut]:
         if values.present is not None and column.field not in _ALWAYS_NUMBER:  # a plain figure: 0 rather than null
             numbers = [n if p else None for n, p in zip(numbers, values.present[order].tolist())]
         fields[column.field] = numbers
-    by_stack = figures.group_by == "stack"
-    return [
-        OpOut(
-            name=figures.name[g],
-            input_shapes=_shapes(figures.shape[g]) if figures.group_by == "shape" else None,
-            stack=(figures.stack[g].split(" ← ") if figures.stack[g] else []) if by_stack else None,
-            kind=figures.kind(g),
-            **{field: values[i] for field, values in fields.items()},
-        )
-        for i, g in enumerate(rows)
-    ]
+    fields["name"] = [figures.name[g] for g in rows]
+    fields["input_shapes"] = (
+        [_shapes(figures.shape[g]) for g in rows] if figures.group_by == "shape" else [None] * len(rows)
+    )
+    fields["stack"] = (
+        [figures.stack[g].split(" ← ") if figures.stack[g] else [] for g in rows]
+        if figures.group_by == "stack"
+        else [None] * len(rows)
+    )
+    fields["kind"] = [figures.kind(g) for g in rows]
+    # one positional call per row, the columns zipped in the struct's field order (a
+    # keyword dictionary per row took most of a 2,000-row document's 10 ms)
+    return [OpOut(*row) for row in zip(*(fields[name] for name in OpOut.__struct_fields__), strict=True)]
 
 
 def summary_document(
