@@ -215,6 +215,20 @@ def test_the_parallel_decode_loads_no_openssl() -> None:
     assert result.returncode == 0 and result.stdout.strip() == "[]", result.stdout + result.stderr
 
 
+def test_the_explorer_loads_neither_ranks_nor_neuron_chains_to_start() -> None:
+    """The explorer imports its UI beside the early load: the per-rank map-reduce with
+    its executors (~13 ms) comes when a ranks view is made, the Neuron chain and readers
+    (~10 ms) when a Neuron trace's chain is, not before the first screen."""
+    code = (
+        "import sys; import trnscope.tui.app;"
+        "late = ('trnscope.core.opening.ranks', 'trnscope.core.opening.executors',"
+        " 'trnscope.core.analysis.neuron_chain', 'trnscope.core.formats.neuron.data');"
+        "print([m for m in late if m in sys.modules])"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.strip() == "[]", result.stdout + result.stderr
+
+
 @requires_corpus
 def test_summary_on_every_corpus_file(capsys) -> None:
     for path in sorted(CORPUS.glob("*.json.gz")):

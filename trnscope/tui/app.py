@@ -28,8 +28,6 @@ from trnscope.core.base.errors import LoadCancelled, TrnscopeError
 from trnscope.core.base.text import safe_text
 from trnscope.core.formats import ProfileRef, SourceRef
 from trnscope.core.formats.sniff import looks_like_rank_trace
-from trnscope.core.opening.executors import ExecutorChoice
-from trnscope.core.opening.ranks import analyse_ranks
 from trnscope.core.opening.sources import Mode, OpenOptions, is_variants_folder, open_source, plan_sources
 from trnscope.tui.commands import TrnscopeCommands
 from trnscope.tui.early_load import EarlyLoad
@@ -264,6 +262,10 @@ class TrnscopeApp(App[None]):
 
         def progress(done: int, total: int) -> None:
             self.post_message(LoadProgress("reading ranks", done, total, label))
+
+        # (imported here: the per-rank map-reduce and its executors, ~13 ms of every start)
+        from trnscope.core.opening.executors import ExecutorChoice
+        from trnscope.core.opening.ranks import analyse_ranks
 
         document, _ = analyse_ranks(sources, self.options, ExecutorChoice(workers=self.options.workers), progress)
         by_path = {s.path: s for s in sources}
