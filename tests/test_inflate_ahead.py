@@ -327,6 +327,46 @@ def test_a_private_copy_is_named_without_reading_the_trace(tmp_path: Path, monke
     assert private != gzip_copy.copy_key(second, keep=False)  # the same bytes, another file
 
 
+def _inflated(path: Path) -> tuple[bytes, str]:
+    from trnscope.core.formats.gzip_copy import inflate
+
+    parts: list[bytes] = []
+    damage = inflate(path, path.stat().st_size, parts.append, None, None)
+    return b"".join(parts), damage
+
+
+def test_inflate_reads_members_padding_and_damage_wherever_its_pieces_are_cut(tmp_path: Path) -> None:
+    """The compressed input is fed in 256 KiB pieces: members, zero padding after the
+    last one and damage may fall across any piece boundary and read as before."""
+    # incompressible members of ~700 KiB each: every boundary between them lies inside a piece
+    members = [os.urandom(700 << 10) for _ in range(3)]
+    joined = tmp_path / "members.json.gz"
+    joined.write_bytes(b"".join(gzip.compress(m, compresslevel=1) for m in members))
+    assert _inflated(joined) == (b"".join(members), "")
+
+    padded = tmp_path / "padded.json.gz"  # padding longer than a piece, as some tools write
+    padded.write_bytes(joined.read_bytes() + b"\x00" * (600 << 10))
+    assert _inflated(padded) == (b"".join(members), "")
+
+    garbage = tmp_path / "garbage.json.gz"  # padding, then bytes that are no member
+    garbage.write_bytes(joined.read_bytes() + b"\x00" * (300 << 10) + b"not gzip at all" * 10)
+    text, damage = _inflated(garbage)
+    assert text == b"".join(members) and damage.startswith("gzip data corrupt near compressed byte")
+
+    compressed = bytearray(joined.read_bytes())
+    compressed[len(compressed) // 2 : len(compressed) // 2 + 64] = b"\xff" * 64  # inside the second member
+    broken = tmp_path / "broken.json.gz"
+    broken.write_bytes(bytes(compressed))
+    text, damage = _inflated(broken)
+    assert damage.startswith("gzip data corrupt near compressed byte") and len(text) < sum(map(len, members))
+    assert text[: len(members[0])] == members[0]  # everything before the damage
+
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(joined.read_bytes()[: (1 << 20) + 12345])
+    text, damage = _inflated(cut)
+    assert damage == "gzip stream ends early (file cut off)" and text == b"".join(members)[: len(text)]
+
+
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
