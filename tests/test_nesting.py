@@ -156,3 +156,71 @@ def test_a_thread_that_overlaps_partly_everywhere() -> None:
     end = ts + rng.integers(0, 5_000, ts.size)
     thread = np.zeros(ts.size, dtype=np.int32)
     _assert_same(ts, end, thread, np.arange(ts.size))
+
+
+def _pytorch_kernel_owners(parent: list[int], names: list[int], kernel_op: list[int]) -> list[int]:
+    """Where ``_remove_dup_nodes`` leaves each kernel, literally: folding a child sets
+    ``parent.kernels = child.kernels`` (in-order passes until stable); -1 for a kernel
+    no surviving op holds any more."""
+    parent = list(parent)
+    children: dict[int, list[int]] = {}
+    for row, p in enumerate(parent):
+        if p >= 0:
+            children.setdefault(p, []).append(row)
+    kernels: dict[int, list[int]] = {}
+    for kernel, op in enumerate(kernel_op):
+        if op >= 0:
+            kernels.setdefault(op, []).append(kernel)
+    alive = [True] * len(parent)
+    while True:
+        deleted = set()
+        for row in range(len(parent)):
+            p = parent[row]
+            if not alive[row] or p < 0 or names[p] != names[row] or len(children.get(p, [])) != 1:
+                continue
+            children[p] = children.get(row, [])
+            kernels[p] = kernels.get(row, [])
+            for child in children[p]:
+                parent[child] = p
+            deleted.add(row)
+        if not deleted:
+            break
+        for row in deleted:
+            alive[row] = False
+            parent[row] = -1
+    owner = [-1] * len(kernel_op)
+    for op, held in kernels.items():
+        if alive[op]:
+            for kernel in held:
+                owner[kernel] = op
+    return owner
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 30), st.integers(0, 2)), min_size=1, max_size=40),
+    st.lists(st.integers(-1, 39), max_size=30),
+)
+def test_kernels_after_folding_match_pytorch(spec: list[tuple[int, int]], kernel_op: list[int]) -> None:
+    """Each kernel counts where PyTorch's folding leaves it: in the surviving op, when
+    its op is the deepest folded into that op, else nowhere."""
+    from types import SimpleNamespace
+
+    from trnscope.core.analysis.optable import _owner_after_folding
+    from trnscope.core.link.linker import _remove_duplicate_nodes
+
+    parent = [-1 if i == 0 else (up % (i + 1)) - 1 for i, (up, _) in enumerate(spec)]
+    names = [name for _, name in spec]
+    kernel_op = [op if op < len(parent) else -1 for op in kernel_op]
+    depth = [0] * len(parent)
+    for row, p in enumerate(parent):
+        depth[row] = 0 if p < 0 else depth[p] + 1
+    trace = SimpleNamespace(events=SimpleNamespace(name=np.array(names, dtype=np.int32)))
+    _, merged = _remove_duplicate_nodes(
+        trace,
+        np.array(parent, dtype=np.int64),
+        np.ones(len(parent), dtype=bool),  # type: ignore[arg-type]
+    )
+    links = SimpleNamespace(merged_into=merged, depth=np.array(depth, dtype=np.int32))
+    got = _owner_after_folding(links, np.array(kernel_op, dtype=np.int64))  # type: ignore[arg-type]
+    assert got.tolist() == _pytorch_kernel_owners(parent, names, kernel_op)

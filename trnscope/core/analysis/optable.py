@@ -180,28 +180,35 @@ def _owner_after_folding(links: Links, owner: np.ndarray) -> np.ndarray:
     child, so a surviving op ends up with the kernels of the deepest node folded into
     it, and its own (and any intermediate node's) kernels are no longer counted."""
     merged = links.merged_into
-    if not (merged >= 0).any():
-        return owner
     folded = np.flatnonzero(merged >= 0)
-    survivor: dict[int, int] = {}
-    for row in folded.tolist():
-        target = int(merged[row])
-        while merged[target] >= 0:
-            target = int(merged[target])
-        survivor[row] = target
-    deepest: dict[int, int] = {}
-    for row, target in survivor.items():
-        if target not in deepest or links.depth[row] > links.depth[deepest[target]]:
-            deepest[target] = row
+    if folded.size == 0:
+        return owner
+    survivor = merged[folded]
+    while True:  # (duplicate removal points each folded row at its chain's top already)
+        further = merged[survivor] >= 0
+        if not further.any():
+            break
+        survivor[further] = merged[survivor[further]]
+    # per survivor, its deepest folded row (the first of them on a tie): sorted by
+    # survivor, then deepest first, then row
+    by_survivor = np.lexsort((folded, -links.depth[folded].astype(np.int64), survivor))
+    survivors = survivor[by_survivor]
+    first = np.ones(survivors.size, dtype=bool)
+    first[1:] = survivors[1:] != survivors[:-1]
+    survivors, deepest = survivors[first], folded[by_survivor][first]
+
     out = owner.copy()
-    special = np.flatnonzero((owner >= 0) & ((merged[np.maximum(owner, 0)] >= 0) | np.isin(owner, list(deepest))))
-    for index in special.tolist():
-        op = int(owner[index])
-        if op in survivor:
-            target = survivor[op]
-            out[index] = target if deepest.get(target) == op else -1
-        else:  # an op that absorbed folded children lost its own kernels
-            out[index] = -1
+    valid = np.flatnonzero(owner >= 0)
+    op = owner[valid]
+    folded_op = merged[op] >= 0
+    # a folded op's kernels count in its survivor if it is the survivor's deepest fold
+    rows, ops = valid[folded_op], op[folded_op]
+    top = survivor[np.searchsorted(folded, ops)]
+    out[rows] = np.where(deepest[np.searchsorted(survivors, top)] == ops, top, -1)
+    # an op that absorbed folded children lost its own kernels
+    rows, ops = valid[~folded_op], op[~folded_op]
+    at = np.minimum(np.searchsorted(survivors, ops), survivors.size - 1)
+    out[rows[survivors[at] == ops]] = -1
     return out
 
 
