@@ -88,8 +88,18 @@ def test_empty_and_single() -> None:
     assert parent.tolist() == [-1] and depth.tolist() == [0]
 
 
-def _pytorch_remove_dup_nodes(parent: list[int], names: list[int]) -> tuple[list[int], list[int]]:
-    """PyTorch's EventList._remove_dup_nodes, literally: in-order passes until stable."""
+def _pytorch_remove_dup_nodes(
+    parent: list[int], names: list[int], kernel_op: list[int] | None = None
+) -> tuple[list[int], list[int], list[int]]:
+    """PyTorch's EventList._remove_dup_nodes, literally: in-order passes until stable;
+    folding a child also sets ``parent.kernels = child.kernels``.  Returns the parents,
+    where each row was folded, and which op holds each of ``kernel_op``'s kernels at the
+    end (-1: no surviving op)."""
+    kernel_op = kernel_op or []
+    kernels: dict[int, list[int]] = {}
+    for kernel, op in enumerate(kernel_op):
+        if op >= 0:
+            kernels.setdefault(op, []).append(kernel)
     parent = list(parent)
     children: dict[int, list[int]] = {}
     for row, p in enumerate(parent):
@@ -104,6 +114,7 @@ def _pytorch_remove_dup_nodes(parent: list[int], names: list[int]) -> tuple[list
             if not alive[row] or p < 0 or names[p] != names[row] or len(children.get(p, [])) != 1:
                 continue
             children[p] = children.get(row, [])
+            kernels[p] = kernels.get(row, [])
             for child in children[p]:
                 parent[child] = p
             merged[row] = p
@@ -113,7 +124,12 @@ def _pytorch_remove_dup_nodes(parent: list[int], names: list[int]) -> tuple[list
         for row in deleted:
             alive[row] = False
             parent[row] = -1
-    return parent, merged
+    owner = [-1] * len(kernel_op)
+    for op, held in kernels.items():
+        if alive[op]:
+            for kernel in held:
+                owner[kernel] = op
+    return parent, merged, owner
 
 
 @settings(max_examples=300, deadline=None)
@@ -134,7 +150,7 @@ def test_duplicate_folding_matches_pytorch(spec: list[tuple[int, int]]) -> None:
         np.array(parent, dtype=np.int64),
         np.ones(len(parent), dtype=bool),  # type: ignore[arg-type]
     )
-    want_parent, want_merged = _pytorch_remove_dup_nodes(parent, names)
+    want_parent, want_merged, _ = _pytorch_remove_dup_nodes(parent, names)
     assert got_parent.tolist() == want_parent
     assert got_merged.tolist() == want_merged
 
@@ -156,44 +172,6 @@ def test_a_thread_that_overlaps_partly_everywhere() -> None:
     end = ts + rng.integers(0, 5_000, ts.size)
     thread = np.zeros(ts.size, dtype=np.int32)
     _assert_same(ts, end, thread, np.arange(ts.size))
-
-
-def _pytorch_kernel_owners(parent: list[int], names: list[int], kernel_op: list[int]) -> list[int]:
-    """Where ``_remove_dup_nodes`` leaves each kernel, literally: folding a child sets
-    ``parent.kernels = child.kernels`` (in-order passes until stable); -1 for a kernel
-    no surviving op holds any more."""
-    parent = list(parent)
-    children: dict[int, list[int]] = {}
-    for row, p in enumerate(parent):
-        if p >= 0:
-            children.setdefault(p, []).append(row)
-    kernels: dict[int, list[int]] = {}
-    for kernel, op in enumerate(kernel_op):
-        if op >= 0:
-            kernels.setdefault(op, []).append(kernel)
-    alive = [True] * len(parent)
-    while True:
-        deleted = set()
-        for row in range(len(parent)):
-            p = parent[row]
-            if not alive[row] or p < 0 or names[p] != names[row] or len(children.get(p, [])) != 1:
-                continue
-            children[p] = children.get(row, [])
-            kernels[p] = kernels.get(row, [])
-            for child in children[p]:
-                parent[child] = p
-            deleted.add(row)
-        if not deleted:
-            break
-        for row in deleted:
-            alive[row] = False
-            parent[row] = -1
-    owner = [-1] * len(kernel_op)
-    for op, held in kernels.items():
-        if alive[op]:
-            for kernel in held:
-                owner[kernel] = op
-    return owner
 
 
 @settings(max_examples=300, deadline=None)
@@ -223,4 +201,4 @@ def test_kernels_after_folding_match_pytorch(spec: list[tuple[int, int]], kernel
     )
     links = SimpleNamespace(merged_into=merged, depth=np.array(depth, dtype=np.int32))
     got = _owner_after_folding(links, np.array(kernel_op, dtype=np.int64))  # type: ignore[arg-type]
-    assert got.tolist() == _pytorch_kernel_owners(parent, names, kernel_op)
+    assert got.tolist() == _pytorch_remove_dup_nodes(parent, names, kernel_op)[2]
