@@ -192,7 +192,7 @@ def _decode_claimed(
     slot: int,
     chunk_bytes: int,
     cancelled: Callable[[], bool],
-    keep: Callable[[int, RangeResult], Any] | None = None,
+    keep: Callable[[RangeResult], Any] | None = None,
 ) -> list[tuple[int, Any]]:
     """Claim the next range and decode it, until no range is left; progress (bytes and
     events so far) goes to this process's two slots.  Each range kept is returned as
@@ -236,7 +236,7 @@ def _decode_claimed(
             continue
         bytes_before += end - start
         events_before += sum(len(chunk.columns.ph) for chunk in result.chunks)
-        decoded.append((index, result if keep is None else keep(index, result)))
+        decoded.append((index, result if keep is None else keep(result)))
     return decoded
 
 
@@ -277,7 +277,7 @@ class _RangeWriter:
         self.out = out
         self.offset = 0
 
-    def write(self, index: int, result: RangeResult) -> tuple[jsonscan.ScanReport, list[SpilledChunk]]:
+    def write(self, result: RangeResult) -> tuple[jsonscan.ScanReport, list[SpilledChunk]]:
         chunks: list[SpilledChunk] = []
         for chunk in result.chunks:
             columns = chunk.columns
