@@ -23,12 +23,17 @@ def main() -> None:
         [sys.executable, str(HERE / "many_ranks.py"), "--ranks", "16,64"], check=True, capture_output=True, text=True
     )
     screen = subprocess.run([sys.executable, str(HERE / "first_screen.py")], check=True, capture_output=True, text=True)
+    phases = subprocess.run([sys.executable, str(HERE / "phases.py")], check=True, capture_output=True, text=True)
     load = json.loads((OUT / "load_results.json").read_text())
     tui = json.loads((OUT / "tui_latency.json").read_text())
     lines = [
         "## Real traces",
         "",
         real.stdout.strip(),
+        "",
+        "## Where a first open's time goes",
+        "",
+        phases.stdout.strip(),
         "",
         "## The explorer's first screen against summary",
         "",

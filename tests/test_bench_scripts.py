@@ -46,3 +46,16 @@ def test_first_screen_times_the_explorer_against_summary(tmp_path: Path) -> None
     assert TRACE.name in table
     (row,) = json.loads((tmp_path / "first_screen.json").read_text())
     assert row["first_screen_s"] > 0 and row["summary_s"] > 0
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the decode workers and the gzip read-ahead fork")
+def test_phases_splits_a_first_open_into_its_steps(tmp_path: Path) -> None:
+    table = _bench("phases.py", tmp_path)
+    assert TRACE.name in table and "3× budget" in table
+    (row,) = json.loads((tmp_path / "phases.json").read_text())["traces"]
+    steps = row["steps_s"]
+    # every step the hook times was seen: the load began after the start-up, decoded
+    # and linked something, and the steps account for the whole run (medians of one
+    # round: they add up exactly)
+    assert steps["start-up"] > 0 and steps["decode"] > 0 and steps["link"] > 0 and steps["tables"] > 0
+    assert abs(sum(steps.values()) - row["first_open_s"]) < 1e-3
