@@ -204,6 +204,41 @@ def test_entry_point_runs_without_textual_import(small_synthetic, tmp_path: Path
     assert result.returncode == 0, result.stderr
 
 
+def test_a_small_json_summary_without_cache_loads_no_file_utilities(small_synthetic) -> None:
+    """``summary --format json --no-cache`` of a trace too small to decode in parallel
+    imports none of what it does not use: ``shutil`` (argparse's help formatter looks
+    up the terminal width with it, 2.3 ms with ``bz2`` and ``lzma``), ``tempfile``
+    (only a load that writes its index needs it, ~2.8 ms) or ``csv``."""
+    code = (
+        "import sys; from trnscope.cli.main import main;"
+        "rc = main(['summary', sys.argv[1], '--format', 'json', '--no-cache']);"
+        "print(sorted(m for m in ('shutil', 'tempfile', 'csv') if m in sys.modules), file=sys.stderr);"
+        "sys.exit(rc)"
+    )
+    result = subprocess.run([sys.executable, "-c", code, str(small_synthetic[0])], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stderr.strip() == "[]", result.stderr[-2000:]
+
+
+def test_help_is_laid_out_for_the_terminal_width(monkeypatch) -> None:
+    """The help formatter finds the width as ``shutil.get_terminal_size`` would
+    (``COLUMNS`` first, 80 when nothing says): the help reads exactly as argparse's
+    own formatter lays it out."""
+    import argparse
+
+    from trnscope.cli.arguments import _terminal_columns, build_parser
+
+    for columns in ("52", "97"):
+        monkeypatch.setenv("COLUMNS", columns)
+        assert _terminal_columns() == int(columns)
+        parser = build_parser()
+        ours = parser.format_help()
+        parser.formatter_class = argparse.HelpFormatter
+        assert ours == parser.format_help() and len(ours.splitlines()) > 10
+    monkeypatch.setenv("COLUMNS", "0")
+    monkeypatch.setattr(sys, "__stdout__", None)  # no terminal to ask
+    assert _terminal_columns() == 80
+
+
 def test_the_parallel_decode_loads_no_openssl() -> None:
     """A big trace's load imports the parallel decode; its load token comes from
     ``os.urandom``, not ``secrets``, whose ``hmac`` loads OpenSSL's bindings (~3 ms)."""

@@ -9,7 +9,6 @@ from typing import Any
 import msgspec
 
 from trnscope.cli.text_table import NAME_MIN, NumberColumn, layout, print_columns
-from trnscope.cli.textout import csv_writer, text_console
 from trnscope.core.analysis.columns import OP_COLUMNS, Needs, OpColumn, Unit
 from trnscope.core.analysis.contracts import OpOut, SummaryOut, encode
 from trnscope.core.analysis.row_labels import distinct_names
@@ -33,6 +32,8 @@ def render_csv(summary: SummaryOut, which: str = "ops", terminal: bool = False) 
     """CSV with a column per catalogue column (memory and FLOPs cells are empty unless
     computed: ``--with``); ``terminal``: the cells are sanitised (a file or pipe gets
     the exact text)."""
+    from trnscope.cli.textout import csv_writer  # (with the csv module: not for JSON)
+
     out = io.StringIO()
     writer = csv_writer(out, terminal)
     if which == "kernels":
@@ -164,6 +165,8 @@ def render_table(summary: SummaryOut, width: int | None = None, which: str = "bo
     """The op table (and kernel table) as text laid out for ``width`` columns: numbers
     are never cut; when they do not fit, the least important columns are left out and
     a note says which."""
+    from trnscope.cli.textout import text_console
+
     device = summary.device_label
     width = width or 160
     console = text_console(width)
