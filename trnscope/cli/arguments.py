@@ -37,8 +37,10 @@ def _terminal_columns() -> int:
 
 class _Formatter(argparse.HelpFormatter):
     """argparse's help formatter, told the terminal's width.  Left to find it, it
-    imports ``shutil`` (with ``bz2`` and ``lzma``: 2.3 ms of every command's start),
-    and ``add_argument`` makes a formatter for every option it checks."""
+    imports ``shutil`` (with ``bz2`` and ``lzma``: 2.3 ms) while the parser is built —
+    ``add_argument`` makes a formatter for every option it checks — which a command
+    that reads a small trace never needs (a parallel decode imports it later anyway,
+    with ``multiprocessing``)."""
 
     def __init__(
         self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None
