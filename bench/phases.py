@@ -32,15 +32,13 @@ import compileall
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from real_traces import JSON_LOAD, OUT, ROOT, machine, traces_to_run, unpacked_bytes
+from real_traces import JSON_LOAD, OUT, ROOT, machine, run_process, traces_to_run, unpacked_bytes
 
 HOOK = ROOT / "bench" / "phases_hook"
 STEPS = ("start-up", "gunzip wait", "decode", "merge", "link", "times", "other load", "tables", "print + exit")
@@ -51,16 +49,7 @@ def run_once(command: list[str], env: dict[str, str]) -> tuple[float, dict[str, 
     its steps (seconds)."""
     with tempfile.TemporaryDirectory(prefix="trnscope-phases-") as folder:
         target = Path(folder) / "phases.json"
-        env = {**env, "TRNSCOPE_BENCH_PHASES_FILE": str(target)}
-        launched = time.perf_counter()
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=str(ROOT))
-        assert process.stderr is not None
-        _, status, _usage = os.wait4(process.pid, 0)
-        wall = time.perf_counter() - launched
-        error = process.stderr.read()
-        process.stderr.close()
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise RuntimeError(f"{' '.join(command)} failed: {error.decode()[-500:]}")
+        launched, wall, _usage = run_process(command, {**env, "TRNSCOPE_BENCH_PHASES_FILE": str(target)}, ROOT)
         if not target.exists():
             return wall, None
         return wall, steps_of(json.loads(target.read_text()), launched, wall)

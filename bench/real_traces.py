@@ -38,6 +38,7 @@ import tarfile
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 # results go here; TRNSCOPE_BENCH_OUT moves them (the smoke test keeps bench/out as it is)
@@ -80,18 +81,26 @@ def measure(command: list[str], env: dict[str, str] | None = None, cwd: Path = R
     env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH", ""), str(PEAK_HELPER)) if p)
     with tempfile.TemporaryDirectory(prefix="trnscope-peak-") as folder:
         env["TRNSCOPE_BENCH_PEAK_FILE"] = str(Path(folder) / "peak")
-        started = time.perf_counter()
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=str(cwd))
-        assert process.stderr is not None
-        _, status, usage = os.wait4(process.pid, 0)
-        seconds = time.perf_counter() - started
-        error = process.stderr.read()
-        process.stderr.close()
-        process.returncode = os.waitstatus_to_exitcode(status)
-        if process.returncode != 0:
-            raise RuntimeError(f"{' '.join(command)} failed ({process.returncode}): {error.decode()[-500:]}")
+        _started, seconds, usage = run_process(command, env, cwd)
         own, children = (int(x) for x in (Path(folder) / "peak").read_text().split())
     return seconds, max(own, children) / 1024, usage.ru_utime + usage.ru_stime
+
+
+def run_process(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, Any]:
+    """Run one process to its end: when it was launched (``time.perf_counter``), its wall
+    seconds and its resource usage (``wait4``'s, its reaped workers included); a
+    failure raises with the end of its stderr."""
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=str(cwd))
+    assert process.stderr is not None
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - started
+    error = process.stderr.read()
+    process.stderr.close()
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        raise RuntimeError(f"{' '.join(command)} failed ({code}): {error.decode()[-500:]}")
+    return started, seconds, usage
 
 
 def unpacked_bytes(path: Path) -> int:
