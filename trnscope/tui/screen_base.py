@@ -9,6 +9,8 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.base.text import safe_text
+from trnscope.tui.vtable import VirtualTable
 
 
 class ExplorerScreen(Screen[None]):
@@ -42,6 +44,14 @@ class ExplorerScreen(Screen[None]):
         """Back to the pane this one was opened from."""
         if len(self.app.screen_stack) > 2:
             self.app.pop_screen()
+
+    def on_virtual_table_columns_hidden(self, message: VirtualTable.ColumnsHidden) -> None:
+        """A table too narrow for its columns leaves the last ones out rather than cut
+        their figures; a pane with a line of its own says so there (the op table),
+        any other says it once here, each time the set changes."""
+        if message.titles:
+            titles = ", ".join(safe_text(title) for title in message.titles)
+            self.app.notify(f"too narrow for every column: left out {titles} (a wider terminal shows them)")
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state is not WorkerState.ERROR:

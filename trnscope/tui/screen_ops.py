@@ -43,7 +43,7 @@ from trnscope.tui.models import (
 )
 from trnscope.tui.panes import pane
 from trnscope.tui.safe import plain
-from trnscope.tui.status import status_text
+from trnscope.tui.status import fitting_parts, status_text
 from trnscope.tui.textpanel import TextPanel
 from trnscope.tui.vtable import VirtualTable
 
@@ -122,6 +122,7 @@ class OpsScreen(FilterScreen):
         self._table: Any = None
         self._shown_state: OpViewState | None = None  # the state the shown table was built for
         self._after_rebuild: list[Any] = []  # actions pressed while a rebuild was on its way
+        self._viewinfo_counts: tuple[int, int] | None = None  # (rows shown, rows in all) the info line says
         self._detail_shown: tuple[Any, int] | None = None  # (table, row) whose detail a rebuild showed
         self._extras = NO_EXTRAS  # memory and FLOPs columns of the shown op table, when the trace has them
         # the device-work line of rows of one table (the last one asked about), by row
@@ -143,7 +144,8 @@ class OpsScreen(FilterScreen):
         self.rebuild()
 
     def on_resize(self) -> None:
-        # columns are chosen by width (breakpoints): lay the table out again at once
+        # columns are chosen by width (breakpoints): lay the table out again at once; the
+        # status and info lines fit their parts to the new width
         if self._table is not None:
             self.rebuild()
             self._show_status()
@@ -285,32 +287,45 @@ class OpsScreen(FilterScreen):
         return self._table.shown_name[index] if isinstance(self._table, OpTable) else self._table.name[index]
 
     def _show_status(self) -> None:
-        self.query_one("#status", Static).update(status_text(self.analysis, width=self.app.size.width))
+        # (the line's own width: the screen's, less its padding)
+        self.query_one("#status", Static).update(status_text(self.analysis, width=self.app.size.width - 2))
+
+    def on_virtual_table_columns_hidden(self, message: VirtualTable.ColumnsHidden) -> None:
+        message.prevent_default()  # the info line says it: not the base pane's notification too
+        if self._viewinfo_counts is not None:  # (the first table's info is still to come)
+            self._show_viewinfo(*self._viewinfo_counts)
 
     def _show_viewinfo(self, shown: int, total: int) -> None:
+        self._viewinfo_counts = (shown, total)
         s = self.state
-        parts = [f"{'device events' if s.mode == 'kernels' else 'ops by ' + s.group_by}"]
+        # (text, rank): on a narrow screen the parts of the highest rank go first; the
+        # grouping, the columns left out and the row count always stay, never cut
+        parts = [(f"{'device events' if s.mode == 'kernels' else 'ops by ' + s.group_by}", 0)]
+        hidden = self.query_one(VirtualTable).hidden_columns
+        if hidden:  # figures are never cut: a column that does not fit is left out, and said so
+            parts.append((f"{plural(len(hidden), 'column')} left out at this width (o)", 0))
         if isinstance(self._table, OpTable):
             title = sort_title(s.sort_key or default_sort_of(self._table), self._table.device_label)
         else:
             title = KERNEL_SORT_TITLES.get(s.sort_key or "total", s.sort_key)
-        parts.append(f"sort {title} {'▼' if s.descending else '▲'}")
+        parts.append((f"sort {title} {'▼' if s.descending else '▲'}", 2))
         if s.filter_text:
-            parts.append(f"filter /{safe_text(s.filter_text)}/")
+            parts.append((f"filter /{safe_text(s.filter_text)}/", 1))
         steps = self.analysis.steps()
-        parts.append(
+        step = (
             f"step {safe_text(steps[s.step].name)}"
             if s.step >= 0
             else ((f"all {len(steps)} steps" if len(steps) > 1 else "1 step") if steps else "whole trace")
         )
+        parts.append((step, 3))
         if s.hide_python:
-            parts.append("python hidden")
+            parts.append(("python hidden", 4))
         if s.hide_annotations:
-            parts.append("annotations hidden")
-        parts.append(f"{shown:,}/{total:,} rows" if shown or not s.filter_text else "no rows match (esc clears)")
-        self.query_one("#viewinfo", Static).update(
-            Text(" · ".join(parts), style="dim", no_wrap=True, overflow="ellipsis")
-        )
+            parts.append(("annotations hidden", 4))
+        parts.append((f"{shown:,}/{total:,} rows" if shown or not s.filter_text else "no rows match (esc clears)", 0))
+        info = self.query_one("#viewinfo", Static)
+        width = info.size.width or self.app.size.width - 2
+        info.update(Text(fitting_parts(parts, width), style="dim", no_wrap=True, overflow="ellipsis"))
 
     def _why_empty(self, table: OpTable | KernelTable) -> str:
         s = self.state

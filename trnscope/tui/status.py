@@ -4,36 +4,62 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rich.cells import cell_len
 from rich.text import Text
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.summary import analysis_warnings
 from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fmt_time_short
+from trnscope.tui.vtable import elide_middle
 
 
 def status_text(analysis: Analysis, extra: str = "", width: int = 200) -> Text:
+    """The status line for a line ``width`` cells wide: the figures (events, span, link
+    coverage, warnings) are never cut; a trace name too long for what is left loses its
+    middle."""
     trace = analysis.trace
     report = analysis.link_report
     start, end = analysis.span_ns
     label = trace.label or Path(trace.source).name
-    text = Text(no_wrap=True, overflow="ellipsis")
+    head = Text(no_wrap=True, overflow="ellipsis")
     if trace.synthetic:
-        text.append(" SYNTHETIC ", style="bold reverse yellow")
-        text.append(" ")
-    text.append(safe_text(label), style="bold")
+        head.append(" SYNTHETIC ", style="bold reverse yellow")
+        head.append(" ")
+    tail = Text(no_wrap=True)
     kind = safe_text(trace.device_kind) + (
         f" · {safe_text(trace.device_name)}" if trace.device_name and width >= 110 else ""
     )
-    text.append(f"  {kind}", style="cyan")
-    text.append(f"  {trace.event_count:,} events  {fmt_time_short(end - start)}")
+    tail.append(f"  {kind}", style="cyan")
+    tail.append(f"  {trace.event_count:,} events  {fmt_time_short(end - start)}")
     if report.device_events:
-        text.append(f"  link {100 * report.coverage:.1f}%")
+        tail.append(f"  link {100 * report.coverage:.1f}%")
     warnings = len(analysis_warnings(analysis))
     if warnings:
-        text.append(f"  ⚠ {warnings}", style="yellow")
+        tail.append(f"  ⚠ {warnings}", style="yellow")
     if trace.stats.truncated:
-        text.append("  TRUNCATED", style="bold red")
+        tail.append("  TRUNCATED", style="bold red")
     if extra:
-        text.append(f"  {safe_text(extra)}", style="dim")
-    return text
+        tail.append(f"  {safe_text(extra)}", style="dim")
+    room = max(width - head.cell_len - tail.cell_len, 12)
+    head.append_text(elide_middle(Text(safe_text(label), style="bold"), room))
+    head.append_text(tail)
+    return head
+
+
+def fitting_parts(parts: list[tuple[str, int]], width: int, separator: str = " · ") -> str:
+    """``parts`` joined, within ``width`` cells if it can be: while they do not fit,
+    the part of the highest rank goes (the last such first), and a final "…" says
+    that some went.  Rank 0 parts always stay; none is cut in the middle of a word or
+    a figure."""
+    kept = list(parts)
+    dropped = False
+    while True:
+        text = separator.join(p for p, _ in kept) + (separator + "…" if dropped else "")
+        ranks = [rank for _, rank in kept]
+        if cell_len(text) <= width or max(ranks, default=0) == 0:
+            return text
+        worst = max(ranks)
+        drop = max(i for i, rank in enumerate(ranks) if rank == worst)
+        del kept[drop]
+        dropped = True

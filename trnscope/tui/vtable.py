@@ -28,6 +28,48 @@ from trnscope.core.base.text import distinct_elisions
 from trnscope.tui.safe import safe_cell
 
 MAX_DISTINCT_ROWS = 200_000  # past this, names elide by their middle only (a resize must stay quick)
+# A flex column (names, shapes, stacks: elided in their middle) gives up width down to
+# this before a column of figures is left out; figures are never cut.
+FLEX_FLOOR = 10
+
+
+def fit_columns(columns: Sequence[Column], width: int) -> tuple[list[int], list[int]]:
+    """Which columns a table ``width`` cells wide shows, and each one's width: every
+    column with its separating space, within ``width``.  A fixed column keeps its width
+    (its figures are formatted to fit it); flex columns share what is left, each at
+    least its own width while they can, down to ``FLEX_FLOOR``.  When even that does
+    not fit, the last columns are left out (models order their columns by importance),
+    never the first."""
+    kept = list(range(len(columns)))
+    while True:
+        widths = _flex_widths(columns, kept, width)
+        if widths is not None or len(kept) == 1:
+            return kept, widths if widths is not None else [columns[kept[0]].width]
+        kept.pop()
+
+
+def _flex_widths(columns: Sequence[Column], kept: list[int], width: int) -> list[int] | None:
+    fixed = sum(columns[k].width + 1 for k in kept if not columns[k].flex)
+    flex = [k for k in kept if columns[k].flex]
+    spare = width - fixed
+    if not flex:
+        return [columns[k].width for k in kept] if spare >= 0 else None
+    share = spare // len(flex) - 1
+    wanted = {k: max(columns[k].width, share) for k in flex}
+    if sum(wanted.values()) + len(flex) > spare:  # their own widths do not all fit: share down to the floor
+        room = spare - len(flex)
+        wanted = {k: min(columns[k].width, FLEX_FLOOR) for k in flex}
+        if sum(wanted.values()) > room:
+            return None
+        left = room - sum(wanted.values())
+        while left:  # one cell at a time to each column still short of its own width
+            short = [k for k in flex if wanted[k] < columns[k].width]
+            for k in short[:left]:
+                wanted[k] += 1
+            left -= min(len(short), left)
+            if not short:
+                break
+    return [wanted.get(k, columns[k].width) for k in kept]
 
 
 @dataclass
@@ -139,6 +181,18 @@ class VirtualTable(ScrollView, can_focus=True):
         def control(self) -> VirtualTable:
             return self.table
 
+    class ColumnsHidden(Message):
+        """The columns left out for want of width changed (``titles``: now left out)."""
+
+        def __init__(self, table: VirtualTable, titles: list[str]) -> None:
+            super().__init__()
+            self.table = table
+            self.titles = titles
+
+        @property
+        def control(self) -> VirtualTable:
+            return self.table
+
     class Selected(Message):
         def __init__(self, table: VirtualTable, row: int, index: int) -> None:
             super().__init__()
@@ -162,7 +216,9 @@ class VirtualTable(ScrollView, can_focus=True):
         self.model = model or TableModel([], 0, lambda _: [])
         self._cache: LRUCache[tuple[int, bool, bool, int, int], Strip] = LRUCache(512)
         self._version = 0
-        self._widths: list[int] = []
+        self._widths: list[int] = []  # per shown column
+        self._shown: list[int] = []  # the model's columns that fit, by position
+        self.hidden_columns: list[str] = []  # titles of the columns left out for want of width
         self._laid_out_for = -1  # the width the columns were laid out for
         self._distinct: dict[tuple[str, int], str] = {}
 
@@ -201,26 +257,29 @@ class VirtualTable(ScrollView, can_focus=True):
         self.refresh()
 
     # -- layout -------------------------------------------------------------------
+    @property
+    def table_width(self) -> int:
+        """The cells the columns may use: the widget's width less the vertical scroll
+        bar's column, whether or not it shows (so the layout does not change with the
+        number of rows)."""
+        return max(self.size.width - 1, 10)
+
     def _layout_columns(self) -> None:
         self._laid_out_for = self.size.width
-        width = max(self.size.width - 1, 10)
         columns = self.model.columns
-        fixed = sum(c.width + 1 for c in columns if not c.flex)
-        flex = [c for c in columns if c.flex]
-        spare = max(width - fixed, 0)
-        widths = []
-        for c in columns:
-            if c.flex:
-                widths.append(max(c.width, spare // max(len(flex), 1) - 1))
-            else:
-                widths.append(c.width)
-        self._widths = widths
+        self._shown, self._widths = fit_columns(columns, self.table_width) if columns else ([], [])
+        hidden = [columns[k].title for k in range(len(columns)) if k not in self._shown]
+        if hidden != self.hidden_columns:
+            self.hidden_columns = hidden
+            if self.size.width:  # (not before the first layout gives it a width)
+                self.post_message(self.ColumnsHidden(self, hidden))
         self._distinct = {}
         if self.model.size <= MAX_DISTINCT_ROWS:
-            for k, column in enumerate(columns):
+            for k, width in zip(self._shown, self._widths):
+                column = columns[k]
                 text_of = self.model.names.get(column.key)
                 if column.flex and text_of is not None:
-                    found = distinct_elisions([text_of(i) for i in range(self.model.size)], widths[k])
+                    found = distinct_elisions([text_of(i) for i in range(self.model.size)], width)
                     self._distinct.update({(column.key, i): text for i, text in found.items()})
 
     def on_resize(self) -> None:
@@ -248,7 +307,9 @@ class VirtualTable(ScrollView, can_focus=True):
         self, values: Sequence[str | Text], style: Style, over: Style | None = None, index: int = -1
     ) -> Strip:
         line = Text(no_wrap=True, overflow="crop")
-        for value, column, width in zip(values, self.model.columns, self._widths):
+        columns = self.model.columns
+        for k, width in zip(self._shown, self._widths):
+            value, column = values[k], columns[k]
             if column.flex and index >= 0:
                 value = self._distinct.get((column.key, index), value)  # elided where it differs from a look-alike
             line.append_text(self._cell_text(value, width, column.align, middle=column.flex))

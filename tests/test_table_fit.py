@@ -1,0 +1,142 @@
+"""Tables and status lines at the width they are given: figures are never cut.  A
+column that does not fit is left out (and the op table's info line says so); a name
+gives up its middle first."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from rich.cells import cell_len
+from tui_helpers import settle, wait_loaded
+
+from conftest import SAMPLES
+from trnscope.tui.app import TrnscopeApp
+from trnscope.tui.screen_ops import OpsScreen
+from trnscope.tui.status import fitting_parts
+from trnscope.tui.vtable import FLEX_FLOOR, Column, VirtualTable, fit_columns
+
+TRN = SAMPLES / "trn_synthetic_rmsnorm_session"
+
+
+def _old_layout(columns: list[Column], width: int) -> list[int]:
+    """The layout before columns could be left out: each flex column at least its own
+    width, else an equal share — wider than ``width`` when the flex widths did not fit."""
+    fixed = sum(c.width + 1 for c in columns if not c.flex)
+    flex = [c for c in columns if c.flex]
+    spare = max(width - fixed, 0)
+    return [max(c.width, spare // max(len(flex), 1) - 1) if c.flex else c.width for c in columns]
+
+
+def test_columns_fit_their_width_keeping_figures_whole() -> None:
+    rng = random.Random(7)
+    for _ in range(3000):
+        columns = [Column("name", "Name", rng.choice((12, 16, 30)), "left", flex=True)]
+        columns += [
+            Column(f"c{i}", f"C{i}", rng.randint(4, 12), flex=rng.random() < 0.2) for i in range(rng.randint(0, 9))
+        ]
+        width = rng.randint(10, 200)
+        kept, widths = fit_columns(columns, width)
+        assert kept == list(range(len(kept))) and kept[0] == 0  # the first ones, the first always
+        assert len(widths) == len(kept)
+        total = sum(w + 1 for w in widths)
+        first = columns[0]
+        # past the width only when the first column alone, at its narrowest, is wider
+        assert total <= width or (len(kept) == 1 and min(first.width, FLEX_FLOOR) + 1 > width), (width, widths)
+        for k, w in zip(kept, widths):
+            column = columns[k]
+            # a fixed column's figures are formatted for its width: it keeps it
+            assert w == column.width if not column.flex else w >= min(column.width, FLEX_FLOOR)
+        if len(kept) < len(columns):  # left out only when the next one could not fit
+            grown, _ = fit_columns(columns[: len(kept) + 1], width)
+            assert len(grown) == len(kept)
+        old = _old_layout(columns, width)
+        if sum(w + 1 for w in old) <= width:  # what fitted before is laid out as before
+            assert kept == list(range(len(columns))) and widths == old
+
+
+def test_parts_that_do_not_fit_go_whole_and_say_so() -> None:
+    parts = [
+        ("ops by stack", 0),
+        ("sort Self CUDA ▼", 2),
+        ("filter /aten/", 1),
+        ("all 6 steps", 3),
+        ("1,957/1,957 rows", 0),
+    ]
+    assert (
+        fitting_parts(parts, 200) == "ops by stack · sort Self CUDA ▼ · filter /aten/ · all 6 steps · 1,957/1,957 rows"
+    )
+    assert fitting_parts(parts, 75) == "ops by stack · sort Self CUDA ▼ · filter /aten/ · 1,957/1,957 rows · …"
+    assert fitting_parts(parts, 60) == "ops by stack · filter /aten/ · 1,957/1,957 rows · …"
+    assert fitting_parts(parts, 40) == "ops by stack · 1,957/1,957 rows · …"
+    assert fitting_parts(parts, 10) == "ops by stack · 1,957/1,957 rows · …"  # rank 0 stays, never cut inside
+
+
+async def _visible_lines(view: VirtualTable) -> list[str]:
+    return ["".join(s.text for s in view.render_line(y)).rstrip() for y in range(min(view.size.height, 6))]
+
+
+async def test_no_figure_is_cut_at_80_columns_and_narrower_tables_say_what_they_left_out() -> None:
+    """At 80×24, grouped by input shape and by stack (two name columns beside five of
+    figures), every line fits the table's visible width: the vertical scroll bar takes
+    the last column, and the names give up width before a figure is cut.  At 60 columns
+    the columns of figures that do not fit are left out and the info line says so,
+    keeping its row count whole."""
+    app = TrnscopeApp([str(TRN)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot)
+        ops = app.screen
+        assert isinstance(ops, OpsScreen)
+        view = ops.query_one(VirtualTable)
+        for _grouping in ("op", "shape", "stack"):
+            visible = view.scrollable_content_region.width
+            lines = await _visible_lines(view)
+            assert all(cell_len(line) <= visible for line in lines), (ops.state.group_by, visible, lines)
+            assert lines[0].endswith("NEUR tot") and view.hidden_columns == []
+            await pilot.press("b")
+            await settle(pilot)
+        await pilot.resize_terminal(60, 24)
+        await settle(pilot)
+        assert view.hidden_columns  # the last columns of figures
+        visible = view.scrollable_content_region.width
+        assert all(cell_len(line) <= visible for line in await _visible_lines(view))
+        info = str(ops.query_one("#viewinfo").render())
+        table = ops._table
+        assert "left out at this width (o)" in info and f"{len(table):,}/{len(table):,} rows" in info
+        status = str(ops.query_one("#status").render())
+        assert "events" in status and "…" not in status.split("events")[1]
+
+
+def test_the_status_line_elides_a_long_name_not_its_figures(tmp_path: Path) -> None:
+    from trnscope.core.formats import SourceRef
+    from trnscope.core.opening.open import open_analysis
+    from trnscope.tui.status import status_text
+
+    source = SAMPLES / "cpu_train_tiny_session" / "train_tiny.pt.trace.json.gz"
+    long_name = tmp_path / ("graph_capture_rank_0." + "1773709742341309550" * 3 + ".pt.trace.json.gz")
+    long_name.write_bytes(source.read_bytes())
+    analysis = open_analysis(SourceRef(path=str(long_name), label=long_name.name))
+    for width in (78, 100):
+        text = status_text(analysis, width=width)
+        assert text.cell_len <= width
+        plain = text.plain
+        assert "…" in plain.split("events")[0]  # the name lost its middle
+        assert f"{analysis.trace.event_count:,} events" in plain  # the figures stayed whole
+
+
+async def test_a_pane_without_an_info_line_says_once_which_columns_it_left_out() -> None:
+    """The drill-down at 44 columns: its instance list leaves out the columns that do
+    not fit and one notification names them (none for the layout before the first
+    width, none from the op table, whose info line says it)."""
+    app = TrnscopeApp([str(TRN)])
+    async with app.run_test(size=(44, 24)) as pilot:
+        await wait_loaded(pilot)
+        assert not [n for n in app._notifications if "left out" in n.message]
+        await pilot.press("enter")
+        await settle(pilot)
+        instances = app.screen.query_one("#instances", VirtualTable)
+        assert instances.hidden_columns
+        notes = [n.message for n in app._notifications if "left out" in n.message]
+        assert notes == [
+            f"too narrow for every column: left out {', '.join(instances.hidden_columns)} (a wider terminal shows them)"
+        ]
