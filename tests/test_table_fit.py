@@ -140,3 +140,37 @@ async def test_a_pane_without_an_info_line_says_once_which_columns_it_left_out()
         assert notes == [
             f"too narrow for every column: left out {', '.join(instances.hidden_columns)} (a wider terminal shows them)"
         ]
+
+
+def test_a_line_elides_its_names_and_keeps_its_figures() -> None:
+    from trnscope.tui.status import fit_line
+
+    long_name = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>" * 2
+    pieces = [("@232.6ms  ", "bold", False), ("thread 3113936 (python3.8)", "", True), (": ", "", False)]
+    pieces += [(long_name, "bold", True), ("  1.06ms", "dim", False), ("  · lane busy 35% of the window", "dim", False)]
+    for width in (78, 100, 158):
+        text = fit_line(pieces, width)
+        assert text.cell_len <= width
+        assert text.plain.startswith("@232.6ms  ") and text.plain.endswith("  1.06ms  · lane busy 35% of the window")
+        assert "…" in text.plain  # the kernel's name lost its middle
+    assert "thread 3113936 (python3.8)" in fit_line(pieces, 158).plain  # the shorter name stays whole
+    assert fit_line(pieces[:3], 80).plain == "@232.6ms  thread 3113936 (python3.8): "  # all fits: nothing elided
+
+
+async def test_the_timeline_title_keeps_its_time_range_under_a_long_name() -> None:
+    from trnscope.tui.screen_timeline import TimelineScreen
+
+    app = TrnscopeApp([str(TRN)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot)
+        ops = app.screen
+        assert isinstance(ops, OpsScreen)
+        app.push_screen(TimelineScreen(ops.analysis, title="void at::native::elementwise_kernel<128, 4>" * 4))
+        await settle(pilot)
+        for _ in range(50):
+            title = str(app.screen.query_one("#tl-title").render())
+            if "→" in title:
+                break
+            await pilot.pause(0.05)
+        assert "…" in title and title.endswith("lanes") and " → " in title
+        assert cell_len(title) <= 78

@@ -21,6 +21,7 @@ from trnscope.core.base.units import fmt_time_short
 from trnscope.tui.keyhints import KeyHints
 from trnscope.tui.panes import pane
 from trnscope.tui.screen_base import ExplorerScreen
+from trnscope.tui.status import fit_line
 from trnscope.tui.textpanel import TextPanel
 
 LABEL_WIDTH = 16
@@ -192,42 +193,49 @@ class TimelineScreen(ExplorerScreen):
                 piece = piece if piece != " " else "·"
             body.append(piece, style=run_style)
 
+    def _line_width(self, panel_id: str) -> int:
+        return self.query_one(panel_id, Static).size.width or self.app.size.width - 2
+
     def _title(self) -> None:
-        text = Text(no_wrap=True, overflow="ellipsis")
+        pieces: list[tuple[str, str, bool]] = []
         if self.analysis.trace.synthetic:
-            text.append(" SYNTHETIC ", style="bold reverse yellow")
-            text.append(" ")
-        text.append("timeline ", style="bold")
-        if self.title_text:
-            text.append(safe_text(self.title_text) + " ", style="bold magenta")
+            pieces += [(" SYNTHETIC ", "bold reverse yellow", False), (" ", "", False)]
+        pieces.append(("timeline ", "bold", False))
+        if self.title_text:  # a name from the file: it loses its middle before a figure is cut
+            pieces += [(safe_text(self.title_text), "bold magenta", True), (" ", "", False)]
         span = self.t1 - self.t0
-        text.append(
-            f"{fmt_time_short(self.t0 - self.origin)} → {fmt_time_short(self.t1 - self.origin)} · "
-            f"{fmt_time_short(span / self._cells())}/col · {plural(len(self.lanes), 'lane')}",
-            style="dim",
+        pieces.append(
+            (
+                f"{fmt_time_short(self.t0 - self.origin)} → {fmt_time_short(self.t1 - self.origin)} · "
+                f"{fmt_time_short(span / self._cells())}/col · {plural(len(self.lanes), 'lane')}",
+                "dim",
+                False,
+            )
         )
-        self.query_one("#tl-title", Static).update(text)
+        self.query_one("#tl-title", Static).update(fit_line(pieces, self._line_width("#tl-title")))
 
     def _info(self) -> None:
         lane = self.lanes[self.lane]
         t = self._time_at(self.cursor)
-        text = Text(no_wrap=True, overflow="ellipsis")
-        text.append(f"@{fmt_time_short(t - self.origin)}  ", style="bold")
-        text.append(f"{safe_text(lane.label)}: ", style=_STYLE[lane.kind])
+        pieces: list[tuple[str, str, bool]] = [
+            (f"@{fmt_time_short(t - self.origin)}  ", "bold", False),
+            (safe_text(lane.label), _STYLE[lane.kind], True),
+            (": ", _STYLE[lane.kind], False),
+        ]
         row = under(lane, t)
         if lane.kind == "engine":
             busy_now = coverage(lane, t - 1, t + 1, 1)[0] > 0
-            text.append("executing an instruction" if busy_now else "idle", style="bold" if busy_now else "dim")
+            pieces.append(("executing an instruction" if busy_now else "idle", "bold" if busy_now else "dim", False))
         elif row < 0:
-            text.append("idle", style="dim")
+            pieces.append(("idle", "dim", False))
         else:
             ev = self.analysis.trace.events
-            text.append(safe_text(self.analysis.trace.names[int(ev.name[row])]), style="bold")
-            text.append(f"  {fmt_time_short(max(int(ev.dur[row]), 0))}", style="dim")
+            pieces.append((safe_text(self.analysis.trace.names[int(ev.name[row])]), "bold", True))
+            pieces.append((f"  {fmt_time_short(max(int(ev.dur[row]), 0))}", "dim", False))
         cells = self._cells()
         busy = coverage(lane, self.t0, self.t1, 1)[0] if cells else 0.0
-        text.append(f"  · lane busy {100 * busy:.0f}% of the window", style="dim")
-        self.query_one("#tl-info", Static).update(text)
+        pieces.append((f"  · lane busy {100 * busy:.0f}% of the window", "dim", False))
+        self.query_one("#tl-info", Static).update(fit_line(pieces, self._line_width("#tl-info")))
 
     # -- keys -----------------------------------------------------------------------
 

@@ -63,3 +63,28 @@ def fitting_parts(parts: list[tuple[str, int]], width: int, separator: str = " Â
         drop = max(i for i, rank in enumerate(ranks) if rank == worst)
         del kept[drop]
         dropped = True
+
+
+def fit_line(pieces: list[tuple[str, str, bool]], width: int) -> Text:
+    """One line of ``(text, style, elidable)`` pieces within ``width`` cells: the pieces
+    that are not elidable (figures, labels of figures) stay whole, and the elidable ones
+    (names from the file) share what is left â€” the shorter ones whole, the rest losing
+    their middle, none below 8 cells."""
+    fixed = sum(cell_len(text) for text, _, elidable in pieces if not elidable)
+    lengths = {i: cell_len(text) for i, (text, _, elidable) in enumerate(pieces) if elidable}
+    room = max(width - fixed, 0)
+    room_of: dict[int, int] = {}
+    pending = sorted(lengths, key=lengths.__getitem__)
+    while pending:
+        share = room // len(pending)
+        if lengths[pending[0]] <= share:
+            room_of[pending[0]] = lengths[pending[0]]
+            room -= lengths[pending.pop(0)]
+            continue
+        room_of.update((i, max(share, 8)) for i in pending)
+        break
+    line = Text(no_wrap=True, overflow="ellipsis")
+    for i, (text, style, elidable) in enumerate(pieces):
+        piece = Text(text, style=style)
+        line.append_text(elide_middle(piece, room_of[i]) if elidable else piece)
+    return line
