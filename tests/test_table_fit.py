@@ -174,3 +174,35 @@ async def test_the_timeline_title_keeps_its_time_range_under_a_long_name() -> No
             await pilot.pause(0.05)
         assert "…" in title and title.endswith("lanes") and " → " in title
         assert cell_len(title) <= 78
+
+
+async def test_a_hops_figures_show_before_its_args_and_long_args_say_where_they_stop() -> None:
+    """At 80×24 the drill-down's hop panel has six lines: the hop and the chain's
+    figures (dispatch … host self) come first, the op's args after, cut with "…"
+    where the panel ends rather than clipped unannounced."""
+    from trnscope.tui.screen_drill import _DETAIL_LINES, DrillScreen
+
+    app = TrnscopeApp([str(TRN)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        drill = app.screen
+        assert isinstance(drill, DrillScreen) and drill.chain is not None
+        index = next(i for i, hop in enumerate(drill.shown) if hop >= 0 and drill.chain.hops[hop].kind == "op")
+        hop = drill.chain.hops[drill.shown[index]]
+        panel = drill.query_one("#hop-detail")
+
+        def shown_lines() -> list[str]:
+            text = panel._shown  # the Text the panel was last given
+            return [line.plain for line in text.wrap(app.console, panel.size.width)]
+
+        hop.details = {"Input Dims": [[8, 256, 4096]] * 3}  # short: whole
+        drill._show_hop(index)
+        lines = shown_lines()
+        assert any("host self" in line for line in lines) and lines[-1].endswith("4096]]")
+        hop.details = {"Input Dims": [[8, 256, 4096]] * 60, "External id": 77}  # long: cut, and said
+        drill._show_hop(index)
+        lines = shown_lines()
+        assert len(lines) <= _DETAIL_LINES and any("host self" in line for line in lines)
+        assert lines[-1].endswith(" …") and "Input Dims" in " ".join(lines)

@@ -31,8 +31,16 @@ from trnscope.tui.models import (
 )
 from trnscope.tui.panes import pane
 from trnscope.tui.screen_base import ExplorerScreen
+from trnscope.tui.status import fit_line
 from trnscope.tui.textpanel import TextPanel
 from trnscope.tui.vtable import VirtualTable, elide_middle
+
+# the hop's args shown under its figures, at most (a 2021 trace's call stack runs to
+# thousands of characters), and the lines the hop's panel has (app.tcss: #hop-detail's
+# max-height less its border; four lines on a short screen)
+_DETAIL_CHARS = 600
+_DETAIL_LINES = 6
+_DETAIL_LINES_SHORT = 4  # under 32 rows: the chain above keeps the op, its runtime calls and device work
 
 
 @pane("Drill-down", order=20)
@@ -70,7 +78,7 @@ class DrillScreen(ExplorerScreen):
         with Container(id="drill-body"):
             yield VirtualTable(id="instances")
             yield VirtualTable(id="chain")
-        yield TextPanel(id="hop-detail")
+        yield TextPanel(id="hop-detail", grow_only=True)
         yield KeyHints()
 
     def on_mount(self) -> None:
@@ -88,8 +96,11 @@ class DrillScreen(ExplorerScreen):
         wide = self.app.size.width >= 140
         body.set_class(wide, "wide")
         body.set_class(not wide, "narrow")
-        # on a short screen the instance list gives up rows so the chain's story fits
-        body.set_class(self.app.size.height < 32, "short")
+        # on a short screen the instance list gives up rows so the chain's story fits,
+        # and the hop's panel keeps to four lines
+        short = self.app.size.height < 32
+        body.set_class(short, "short")
+        self.query_one("#hop-detail", Static).set_class(short, "short")
 
     def _show_instances(self) -> None:
         if self.sort_by not in self._orders:  # each order once: sorting back and forth costs nothing
@@ -171,16 +182,21 @@ class DrillScreen(ExplorerScreen):
             self.query_one("#hop-detail", Static).update(text)
             return
         hop = chain.hops[self.shown[index]]
-        text = Text(no_wrap=False)
-        text.append(f"{hop.layer} · {hop.kind} · ", style="dim")
-        text.append(safe_text(hop.name), style="bold")
-        text.append(
-            f"  start {hop.start_us:,.3f}us  duration {hop.dur_us:,.3f}us  [{safe_text(hop.thread_or_stream)}]\n",
-            style="",
+        # one line: the hop's and its thread's names give up their middle, not a figure
+        text = fit_line(
+            [
+                (f"{hop.layer} · {hop.kind} · ", "dim", False),
+                (safe_text(hop.name), "bold", True),
+                (f"  at {hop.start_us:,.3f}us for {hop.dur_us:,.3f}us  [", "", False),
+                (safe_text(hop.thread_or_stream), "", True),
+                ("]", "", False),
+            ],
+            self._detail_width(),
         )
-        details = {k: v for k, v in hop.details.items() if k != "category"}
-        if details:
-            text.append(safe_text("  ".join(f"{k}: {v}" for k, v in details.items())[:600]) + "\n", style="cyan")
+        text.no_wrap, text.overflow = False, "fold"
+        text.append("\n")
+        # the chain's figures before the hop's args (which can run to hundreds of
+        # characters): on a short screen the figures are what must show
         g = chain.gaps
         t = fmt_time_short
         text.append(
@@ -191,7 +207,39 @@ class DrillScreen(ExplorerScreen):
         )
         for note in chain.notes:
             text.append(f"\n{safe_text(note)}", style="yellow")
+        details = {k: v for k, v in hop.details.items() if k != "category"}
+        if details:
+            args = safe_text("  ".join(f"{k}: {v}" for k, v in details.items()))
+            fitted = self._args_that_fit(text, args)
+            text.append("\n")
+            text.append_text(fitted)
         self.query_one("#hop-detail", Static).update(text)
+
+    def _detail_width(self) -> int:
+        return max(self.query_one("#hop-detail", Static).size.width or self.app.size.width - 2, 20)
+
+    def _args_that_fit(self, above: Text, args: str) -> Text:
+        """The hop's args in the lines the panel has left under ``above``: where they
+        stop short, "…" says so (the panel would otherwise clip them unannounced)."""
+        width = self._detail_width()
+        max_lines = _DETAIL_LINES_SHORT if self.query_one("#hop-detail", Static).has_class("short") else _DETAIL_LINES
+        console = self.app.console
+
+        def lines(text: Text) -> int:
+            return len(text.wrap(console, width))
+
+        room = max_lines - lines(above)
+        whole = Text(args[:_DETAIL_CHARS], style="cyan")
+        if len(args) <= _DETAIL_CHARS and lines(whole) <= room:
+            return whole
+        low, high = 0, min(len(args), _DETAIL_CHARS)  # the longest start of the args that fits with " …"
+        while low < high:
+            middle = (low + high + 1) // 2
+            if lines(Text(args[:middle] + " …")) <= room:
+                low = middle
+            else:
+                high = middle - 1
+        return Text(args[:low] + " …", style="cyan")
 
     def on_virtual_table_selected(self, message: VirtualTable.Selected) -> None:
         if message.table.id == "instances":

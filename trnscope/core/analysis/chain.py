@@ -410,7 +410,7 @@ def render_chain_text(chain: Chain) -> str:
         shown = {k: v for k, v in h.details.items() if k != "category"}
         if shown and h.kind not in ("python", "parent", "child"):
             text = safe_text(", ".join(f"{k}={v}" for k, v in shown.items()))
-            lines.append(f"{'':>26}  {'':<9} {indent}  {text[:200]}")
+            lines.append(f"{'':>26}  {'':<9} {indent}  {text[:200]}{' …' if len(text) > 200 else ''}")
     g = chain.gaps
     t = fmt_time_ns
     lines.append(
