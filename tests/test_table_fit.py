@@ -206,3 +206,49 @@ async def test_a_hops_figures_show_before_its_args_and_long_args_say_where_they_
         lines = shown_lines()
         assert len(lines) <= _DETAIL_LINES and any("host self" in line for line in lines)
         assert lines[-1].endswith(" …") and "Input Dims" in " ".join(lines)
+
+
+def test_fit_line_keeps_whole_pieces_whole_within_the_width() -> None:
+    from trnscope.tui.status import fit_line
+
+    rng = random.Random(11)
+    words = ["aten::addmm", "void at::native::elementwise_kernel<128, 4>", "thread 3113936 (python3.8)", "x" * 300, ""]
+    for _ in range(2000):
+        pieces = [
+            (rng.choice(words) if elidable else f" {rng.randint(0, 10**6):,}us ", "", elidable)
+            for elidable in (rng.random() < 0.5 for _ in range(rng.randint(1, 6)))
+        ]
+        width = rng.randint(0, 160)
+        line = fit_line(pieces, width).plain
+        fixed = sum(len(text) for text, _, elidable in pieces if not elidable)
+        assert len(line) <= max(width, fixed), (width, pieces, line)
+        position = 0
+        for text, _, elidable in pieces:  # every whole piece, in order
+            if not elidable:
+                found = line.find(text, position)
+                assert found >= 0, (text, line)
+                position = found + len(text)
+        if sum(len(text) for text, _, _ in pieces) <= width:  # what fits is left as it is
+            assert line == "".join(text for text, _, _ in pieces)
+
+
+async def test_the_comparison_detail_gives_every_variant_one_whole_line_of_figures() -> None:
+    """At 80×24 the detail under a comparison has four lines: the row's name and one line
+    per variant, its letter first, its figures whole; the names give up their middle."""
+    from trnscope.tui.screen_compare import CompareScreen
+
+    app = TrnscopeApp([str(TRN)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot)
+        await pilot.press("c")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        panel = screen.query_one("#compare-detail")
+        for _ in range(3):
+            lines = panel._shown.plain.split("\n")
+            assert len(lines) == 1 + len(screen.labels) and all(cell_len(line) <= panel.size.width for line in lines)
+            for letter, line in zip("ABC", lines[1:]):
+                assert line.startswith(f"{letter} ") and (" calls · CPU " in line or line.endswith("absent"))
+            await pilot.press("down")
+            await settle(pilot)

@@ -18,6 +18,7 @@ from trnscope.tui.keyhints import KeyHints
 from trnscope.tui.messages import ShowDrill, ShowOps
 from trnscope.tui.models import VARIANT_LETTERS, compare_model, kernel_runs_model
 from trnscope.tui.panes import pane
+from trnscope.tui.status import fit_line
 from trnscope.tui.textpanel import TextPanel
 from trnscope.tui.vtable import Column, TableModel, VirtualTable
 
@@ -179,11 +180,20 @@ class CompareScreen(FilterScreen):
         assert runs is not None
         width = max(20, (self.size.width or 80) - 24)
         picture, lo, hi = sparkline(np.array(runs.durations), width)
-        text = Text(no_wrap=True, overflow="ellipsis")
-        text.append(f"{VARIANT_LETTERS[v]} {safe_text(runs.name)}", style="bold")
+        line_width = self._detail_width()
+        # one line each, so that all four fit the panel: the kernel's name gives up its
+        # middle, the figures are whole
+        text = fit_line(
+            [
+                (f"{VARIANT_LETTERS[v]} ", "bold", False),
+                (safe_text(runs.name), "bold", True),
+                (f" · {runs.calls:,} executions · aligned by {row.aligned_by}", "", False),
+            ],
+            line_width,
+        )
         text.append(
-            f" · {runs.calls:,} executions · mean {fmt_time_short(runs.mean_ns)} · std {fmt_time_short(runs.std_ns)}"
-            f" · min {fmt_time_short(runs.min_ns)} · max {fmt_time_short(runs.max_ns)} · aligned by {row.aligned_by}\n"
+            f"\nmean {fmt_time_short(runs.mean_ns)} · std {fmt_time_short(runs.std_ns)}"
+            f" · min {fmt_time_short(runs.min_ns)} · max {fmt_time_short(runs.max_ns)}\n"
         )
         text.append(f"{fmt_time_short(lo):>9} ", style="dim")
         text.append(picture, style="cyan")
@@ -197,6 +207,9 @@ class CompareScreen(FilterScreen):
             )
         detail.update(text)
 
+    def _detail_width(self) -> int:
+        return self.query_one("#compare-detail", Static).size.width or self.app.size.width - 2
+
     def on_virtual_table_cursor_moved(self, message: VirtualTable.CursorMoved) -> None:
         if self.view == KERNEL_RUNS:
             self._kernel_detail(message.index)
@@ -204,21 +217,26 @@ class CompareScreen(FilterScreen):
         rows = self._rows()
         if 0 <= message.index < len(rows):
             row = rows[message.index]
-            lines = [Text(safe_text(row.key), style="bold", no_wrap=True, overflow="ellipsis")]
-            for label, value, detail in zip(self.labels, row.values, row.detail or [""] * len(self.labels)):
-                line = Text(no_wrap=True, overflow="ellipsis")
-                line.append(f"{safe_text(label)}: ", style="bold")
+            width = self._detail_width()
+            # one line per variant, so that every variant's figures fit the panel: the
+            # names (the variant's, its top kernel's) give up their middle
+            lines = [fit_line([(safe_text(row.key), "bold", True)], width)]
+            details = row.detail or [""] * len(self.labels)
+            for letter, label, value, detail in zip(VARIANT_LETTERS, self.labels, row.values, details):
+                # the letter first: elided labels of two variants may read alike
+                pieces = [(f"{letter} ", "bold", False), (safe_text(label), "bold", True), (": ", "bold", False)]
                 if value is None:
-                    line.append("absent", style="dim")
+                    pieces.append(("absent", "dim", False))
                 else:
                     calls = "launches" if self.view == "kernels" else "calls"
-                    line.append(
+                    figures = (
                         f"{value.calls:,} {calls} · CPU {fmt_time_short(value.cpu_total_ns)} · "
                         f"device {fmt_time_short(value.device_total_ns)} · dispatch {fmt_time_short(value.dispatch_ns)}"
                     )
+                    pieces.append((figures, "", False))
                 if detail:
-                    line.append(f" · {safe_text(detail)}", style="green")
-                lines.append(line)
+                    pieces += [(" · ", "green", False), (safe_text(detail), "green", True)]
+                lines.append(fit_line(pieces, width))
             joined = Text("\n").join(lines)
             joined.no_wrap, joined.overflow = True, "ellipsis"
             self.query_one("#compare-detail", Static).update(joined)

@@ -69,7 +69,8 @@ def fit_line(pieces: list[tuple[str, str, bool]], width: int) -> Text:
     """One line of ``(text, style, elidable)`` pieces within ``width`` cells: the pieces
     that are not elidable (figures, labels of figures) stay whole, and the elidable ones
     (names from the file) share what is left — the shorter ones whole, the rest losing
-    their middle, none below 8 cells."""
+    their middle (under 8 cells, their end).  Only when the whole pieces alone are wider
+    than ``width`` is the line longer."""
     fixed = sum(cell_len(text) for text, _, elidable in pieces if not elidable)
     lengths = {i: cell_len(text) for i, (text, _, elidable) in enumerate(pieces) if elidable}
     room = max(width - fixed, 0)
@@ -81,10 +82,14 @@ def fit_line(pieces: list[tuple[str, str, bool]], width: int) -> Text:
             room_of[pending[0]] = lengths[pending[0]]
             room -= lengths[pending.pop(0)]
             continue
-        room_of.update((i, max(share, 8)) for i in pending)
+        for order, i in enumerate(sorted(pending)):  # the first ones take the remainder
+            room_of[i] = share + (1 if order < room - share * len(pending) else 0)
         break
     line = Text(no_wrap=True, overflow="ellipsis")
     for i, (text, style, elidable) in enumerate(pieces):
         piece = Text(text, style=style)
-        line.append_text(elide_middle(piece, room_of[i]) if elidable else piece)
+        if elidable and room_of[i] < lengths[i]:
+            room = room_of[i]
+            piece = elide_middle(piece, room) if room >= 8 else Text(text[: max(room - 1, 0)] + "…"[:room], style=style)
+        line.append_text(piece)
     return line
