@@ -252,3 +252,16 @@ async def test_the_comparison_detail_gives_every_variant_one_whole_line_of_figur
                 assert line.startswith(f"{letter} ") and (" calls · CPU " in line or line.endswith("absent"))
             await pilot.press("down")
             await settle(pilot)
+
+
+def test_text_tables_elide_long_names_where_they_differ_not_their_ends() -> None:
+    """``diagnose``'s device and step columns (20 wide): two devices whose names share
+    their first 20 characters stay told apart, and the cut is marked."""
+    from trnscope.cli.diagnose import render_diagnosis
+    from trnscope.core.analysis.contracts import DeviceOut, DiagnoseOut, StepOut
+
+    devices = [DeviceOut(f"python3.8 (GPU 3) / stream {n}", 1000.0, 900.0, 100.0, 10.0) for n in (21, 22)]
+    steps = [StepOut(f"ProfilerStep#100000000{n}", 10.0, 5.0, 9.0, "device") for n in (1, 2)]
+    text = render_diagnosis(DiagnoseOut("t", devices, steps, []), 100)
+    rows = [line for line in text.splitlines() if line.startswith(("python3.8", "Profiler"))]
+    assert len(rows) == 4 and len({row[:20] for row in rows}) == 4 and all("…" in row[:20] for row in rows)

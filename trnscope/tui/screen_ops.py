@@ -21,7 +21,7 @@ from trnscope.core.analysis.flops import flops_columns, flops_columns_ready
 from trnscope.core.analysis.memory import memory_columns, memory_columns_ready
 from trnscope.core.analysis.optable import KernelTable, OpTable
 from trnscope.core.base.arrays import unique_inverse
-from trnscope.core.base.text import plural, safe_text
+from trnscope.core.base.text import elide_middle_text, plural, safe_text
 from trnscope.core.base.units import fmt_time_short
 from trnscope.core.formats import ProfileRef, SourceRef
 from trnscope.core.opening.sources import distinct_labels
@@ -556,6 +556,7 @@ def _top_device_work(analysis: Analysis, rows: np.ndarray) -> str:
     names, inverse = unique_inverse(ev.name[chosen])
     totals = np.bincount(inverse, weights=np.maximum(ev.dur[chosen], 0).astype(np.float64))
     order = np.argsort(-totals)[:3]
-    parts = [f"{analysis.trace.names[int(names[k])][:48]} {fmt_time_short(totals[k])}" for k in order]
+    # a long kernel name loses its middle (templated names differ at both ends), not its end
+    parts = [f"{elide_middle_text(analysis.trace.names[int(names[k])], 48)} {fmt_time_short(totals[k])}" for k in order]
     more = f" (+{names.size - 3} more)" if names.size > 3 else ""
     return "device: " + " · ".join(parts) + more
