@@ -8,7 +8,7 @@ import random
 from pathlib import Path
 
 from rich.cells import cell_len
-from tui_helpers import settle, wait_loaded
+from tui_helpers import press, settle, wait_loaded
 
 from conftest import SAMPLES
 from trnscope.tui.app import TrnscopeApp
@@ -93,8 +93,7 @@ async def test_no_figure_is_cut_at_80_columns_and_narrower_tables_say_what_they_
             lines = await _visible_lines(view)
             assert all(cell_len(line) <= visible for line in lines), (ops.state.group_by, visible, lines)
             assert lines[0].endswith("NEUR tot") and view.hidden_columns == []
-            await pilot.press("b")
-            await settle(pilot)
+            await press(pilot, "b")
         await pilot.resize_terminal(60, 24)
         await settle(pilot)
         assert view.hidden_columns  # the last columns of figures
@@ -132,8 +131,7 @@ async def test_a_pane_without_an_info_line_says_once_which_columns_it_left_out()
     async with app.run_test(size=(44, 24)) as pilot:
         await wait_loaded(pilot)
         assert not [n for n in app._notifications if "left out" in n.message]
-        await pilot.press("enter")
-        await settle(pilot)
+        await press(pilot, "enter")
         instances = app.screen.query_one("#instances", VirtualTable)
         assert instances.hidden_columns
         notes = [n.message for n in app._notifications if "left out" in n.message]
@@ -185,8 +183,7 @@ async def test_a_hops_figures_show_before_its_args_and_long_args_say_where_they_
     app = TrnscopeApp([str(TRN)])
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_loaded(pilot)
-        await pilot.press("enter")
-        await settle(pilot)
+        await press(pilot, "enter")
         drill = app.screen
         assert isinstance(drill, DrillScreen) and drill.chain is not None
         index = next(i for i, hop in enumerate(drill.shown) if hop >= 0 and drill.chain.hops[hop].kind == "op")
@@ -240,8 +237,7 @@ async def test_the_comparison_detail_gives_every_variant_one_whole_line_of_figur
     app = TrnscopeApp([str(TRN)])
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_loaded(pilot)
-        await pilot.press("c")
-        await settle(pilot)
+        await press(pilot, "c")
         screen = app.screen
         assert isinstance(screen, CompareScreen)
         panel = screen.query_one("#compare-detail")
@@ -250,8 +246,7 @@ async def test_the_comparison_detail_gives_every_variant_one_whole_line_of_figur
             assert len(lines) == 1 + len(screen.labels) and all(cell_len(line) <= panel.size.width for line in lines)
             for letter, line in zip("ABC", lines[1:]):
                 assert line.startswith(f"{letter} ") and (" calls · CPU " in line or line.endswith("absent"))
-            await pilot.press("down")
-            await settle(pilot)
+            await press(pilot, "down")
 
 
 def test_text_tables_elide_long_names_where_they_differ_not_their_ends() -> None:
