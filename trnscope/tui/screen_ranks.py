@@ -16,7 +16,7 @@ from textual.widgets import Static
 
 from trnscope.core.analysis.contracts import CollectiveOut, RankOut, RanksOut
 from trnscope.core.analysis.rank_view import LATE, heat_map, lateness_order
-from trnscope.core.base.text import safe_text
+from trnscope.core.base.text import plural, safe_text
 from trnscope.core.base.units import fit_time_short, fmt_rate, fmt_size, fmt_time_short
 from trnscope.core.formats import SourceRef
 from trnscope.tui.keyhints import KeyHints
@@ -168,7 +168,7 @@ class RanksScreen(ExplorerScreen):
         text.append(f"{safe_text(r.label)} · {r.compute} compute · ")
         text.append(
             f"waited {fmt_time_short(r.wait_us * 1000)} in collectives over {len(r.steps)} steps, arrived last at "
-            f"{r.last_arrivals}; step wall {fmt_time_short(min(walls, default=0) * 1000)}–"
+            f"{plural(r.last_arrivals, 'collective')}; step wall {fmt_time_short(min(walls, default=0) * 1000)}–"
             f"{fmt_time_short(max(walls, default=0) * 1000)} · ⏎ its op table"
         )
         self._detail(text)
