@@ -4,6 +4,7 @@ into one rank's op table and back; and 512 ranks scrolling without trouble."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from textual.app import App
@@ -42,6 +43,8 @@ async def test_a_rank_folder_opens_on_the_ranks_pane_and_leads_everywhere(tmp_pa
         assert "8 ranks" in summary and "straggler" in summary and "rank 5" in summary
         first = _table_text(ranks, 0)
         assert first.startswith("5 ") and LATE in first  # the rank that held the others back comes first
+        detail = str(ranks.query_one("#rk-detail").render())
+        assert "rank 5" in detail and re.search(r"arrived last at [\d,]+ collectives?;", detail)
         await press(pilot, "question_mark")
         assert isinstance(app.screen, HelpScreen) and "ranks ↔ collectives" in app.screen.text
         await press(pilot, "escape", "w")

@@ -22,29 +22,25 @@ def status_text(analysis: Analysis, extra: str = "", width: int = 200) -> Text:
     report = analysis.link_report
     start, end = analysis.span_ns
     label = trace.label or Path(trace.source).name
-    head = Text(no_wrap=True, overflow="ellipsis")
+    pieces: list[tuple[str, str, bool]] = []
     if trace.synthetic:
-        head.append(" SYNTHETIC ", style="bold reverse yellow")
-        head.append(" ")
-    tail = Text(no_wrap=True)
+        pieces += [(" SYNTHETIC ", "bold reverse yellow", False), (" ", "", False)]
+    pieces.append((safe_text(label), "bold", True))
     kind = safe_text(trace.device_kind) + (
         f" · {safe_text(trace.device_name)}" if trace.device_name and width >= 110 else ""
     )
-    tail.append(f"  {kind}", style="cyan")
-    tail.append(f"  {trace.event_count:,} events  {fmt_time_short(end - start)}")
+    pieces.append((f"  {kind}", "cyan", False))
+    pieces.append((f"  {trace.event_count:,} events  {fmt_time_short(end - start)}", "", False))
     if report.device_events:
-        tail.append(f"  link {100 * report.coverage:.1f}%")
+        pieces.append((f"  link {100 * report.coverage:.1f}%", "", False))
     warnings = len(analysis_warnings(analysis))
     if warnings:
-        tail.append(f"  ⚠ {warnings}", style="yellow")
+        pieces.append((f"  ⚠ {warnings}", "yellow", False))
     if trace.stats.truncated:
-        tail.append("  TRUNCATED", style="bold red")
+        pieces.append(("  TRUNCATED", "bold red", False))
     if extra:
-        tail.append(f"  {safe_text(extra)}", style="dim")
-    room = max(width - head.cell_len - tail.cell_len, 12)
-    head.append_text(elide_middle(Text(safe_text(label), style="bold"), room))
-    head.append_text(tail)
-    return head
+        pieces.append((f"  {safe_text(extra)}", "dim", False))
+    return fit_line(pieces, width)
 
 
 def fitting_parts(parts: list[tuple[str, int]], width: int, separator: str = " · ") -> str:
