@@ -800,6 +800,20 @@ async def test_help_warnings_and_back_work_on_every_pane() -> None:
             await help_and_warnings(help_words)
             await press(pilot, "escape")
             assert app.screen is root, key
+        # a row of the device-event table drills into that kernel's instances (its
+        # title once read the op table's names and ended the app with a traceback)
+        await press(pilot, "t")
+        kernels = root._table
+        assert root.state.mode == "kernels" and len(kernels)
+        await press(pilot, "enter")
+        drill = app.screen
+        assert isinstance(drill, DrillScreen)
+        title = str(drill.query_one("#drill-title").render())
+        assert kernels.name[root.query_one("#table", VirtualTable).current_index] in title
+        await help_and_warnings("next instance")
+        await press(pilot, "escape")
+        assert app.screen is root and root.state.mode == "kernels"
+        await press(pilot, "t")
         await press(pilot, "c")
         compare = app.screen
         assert isinstance(compare, CompareScreen)

@@ -86,6 +86,13 @@ def op_sort_keys(table: OpTable, extras: OpExtras | None = None) -> list[str]:
     return [c.key for c in OP_COLUMNS if c.sortable and has_what(figures, c.needs)] + [NAME_SORT]
 
 
+def shown_names(table: OpTable | KernelTable) -> list[str]:
+    """What a screen shows as each row's name: an op table's names carry a row's kind
+    where another row shares its name (``OpTable.shown_name``); a kernel table has one
+    row per name already."""
+    return table.shown_name if isinstance(table, OpTable) else table.name
+
+
 def op_order(table: OpTable, state: OpViewState, extras: OpExtras | None = None) -> np.ndarray:
     """Display order: the core's sort (``trnscope.core.analysis.ordering``), then the
     screen's filters (hidden kinds, the name regex).  A sort by a memory or FLOPs

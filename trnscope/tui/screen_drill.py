@@ -26,6 +26,7 @@ from trnscope.tui.models import (
     context_summary,
     instance_order,
     instances_model,
+    shown_names,
     time_ranks,
     visible_hops,
 )
@@ -122,7 +123,7 @@ class DrillScreen(ExplorerScreen):
     def _title(self) -> None:
         view = self.query_one("#instances", VirtualTable)
         index = view.current_index
-        name = self.table.shown_name[self.group]
+        name = shown_names(self.table)[self.group]
         text = Text(no_wrap=True, overflow="ellipsis")
         if self.analysis.trace.synthetic:
             text.append(" SYNTHETIC ", style="bold reverse yellow")

@@ -40,6 +40,7 @@ from trnscope.tui.models import (
     op_model,
     op_order,
     op_sort_keys,
+    shown_names,
 )
 from trnscope.tui.panes import pane
 from trnscope.tui.safe import plain
@@ -284,7 +285,7 @@ class OpsScreen(FilterScreen):
         index = self.query_one(VirtualTable).current_index
         if index < 0:
             return None
-        return self._table.shown_name[index] if isinstance(self._table, OpTable) else self._table.name[index]
+        return shown_names(self._table)[index]
 
     def _show_status(self) -> None:
         # (the line's own width: the screen's, less its padding)
@@ -542,7 +543,7 @@ def _row_named(table: OpTable | KernelTable, name: str | None) -> int | None:
     row of that name (a name another screen asked for)."""
     if name is None:
         return None
-    shown = table.shown_name if isinstance(table, OpTable) else table.name
+    shown = shown_names(table)
     matches = [i for i, n in enumerate(shown) if n == name] or [i for i, n in enumerate(table.name) if n == name]
     return matches[0] if matches else None
 
