@@ -319,6 +319,9 @@ def test_chain_text_json_and_errors(capsys, small_synthetic) -> None:
     path, _ = small_synthetic
     code, out, _ = run(capsys, "chain", str(path), "--op", "aten::addmm", "--instance", "0")
     assert code == 0 and "cudaLaunchKernel" in out and "ampere_sgemm_128x64_tn" in out and "dispatch" in out
+    # numbered as --instance takes it and as the drill-down's title and # column show it
+    # ("instance 0 of 3" read as a count from 1)
+    assert out.splitlines()[0].startswith("aten::addmm  (instance #0 · ") and out.splitlines()[0].endswith(" in all)")
     code, out, _ = run(capsys, "chain", str(path), "--op", "aten::addm", "--format", "json")
     doc = json.loads(out)
     assert doc["op"] == "aten::addmm" and {h["layer"] for h in doc["hops"]} == {"framework", "runtime", "device"}

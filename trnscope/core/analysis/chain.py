@@ -399,7 +399,7 @@ _MAX_TEXT_INDENT = 16  # deeper levels (30 Python frames) share the last indent
 def render_chain_text(chain: Chain) -> str:
     """The chain as plain text (``trnscope chain``, the drill-down's copy): file text
     sanitised, one hop per line."""
-    lines = [f"{safe_text(chain.op)}  (instance {chain.instance} of {chain.instances})"]
+    lines = [f"{safe_text(chain.op)}  (instance #{chain.instance} · {chain.instances:,} in all)"]
     lines.append(f"{'start':>12} {'duration':>12}  {'layer':<9} hop")
     for h in chain.hops:
         indent = "  " * min(h.depth, _MAX_TEXT_INDENT)
