@@ -260,3 +260,34 @@ def test_text_tables_elide_long_names_where_they_differ_not_their_ends() -> None
     text = render_diagnosis(DiagnoseOut("t", devices, steps, []), 100)
     rows = [line for line in text.splitlines() if line.startswith(("python3.8", "Profiler"))]
     assert len(rows) == 4 and len({row[:20] for row in rows}) == 4 and all("…" in row[:20] for row in rows)
+
+
+def test_help_and_warning_lines_wrap_under_their_own_text() -> None:
+    """The help's and the warnings' lines wrap under their text, not back at the box's
+    edge (at 80 columns a warning takes two or three lines); no word is lost."""
+    import io
+
+    from rich.console import Console
+    from rich.text import Text
+
+    from trnscope.tui.screen_text import hanging_lines
+
+    markup = (
+        "[b]Everywhere[/b]\n"
+        "  R       ranks: which rank held the others back, in which step, at which collective\n"
+        "\n"
+        "  ⚠ 614 of 15,632 device events inside the capture window carry no link to the host\n"
+        "  \\[x]  a key shown in brackets, its text wrapped under the text"
+    )
+    console = Console(width=40, record=True, file=io.StringIO(), color_system=None)
+    console.print(hanging_lines(markup))
+    shown = console.export_text()
+    lines = shown.splitlines()
+    assert lines[0] == "Everywhere"
+    assert lines[1].startswith("  R       ranks: ") and lines[2].startswith(" " * 10) and lines[2][10] != " "
+    warning = next(k for k, line in enumerate(lines) if "⚠" in line)
+    assert lines[warning].startswith("  ⚠ 614 of") and lines[warning + 1].startswith("    ")
+    assert not lines[warning + 1].startswith("     ")
+    bracket = next(k for k, line in enumerate(lines) if line.startswith("  [x]"))
+    assert lines[bracket + 1].startswith(" " * 7) and lines[bracket + 1].strip()
+    assert " ".join(shown.split()) == " ".join(Text.from_markup(markup).plain.split())

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+from rich.console import Group, RenderableType
 from rich.markup import escape
+from rich.table import Column, Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -34,7 +38,29 @@ class TextScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="text-box"):
-            yield Static(self.text, id="text-body")
+            yield Static(hanging_lines(self.text), id="text-body")
+
+
+# What a wrapped line's continuation lines up under: a help line's text after its key
+# ("  pgdn/ctrl+f/space  page down"), a warning's after its mark ("  ⚠ 614 of …").
+_HANG = re.compile(r"^( +(?:⚠ |\S+ {2,}))(?=\S)")
+
+
+def hanging_lines(markup: str) -> RenderableType:
+    """``markup``, one line per line, each wrapped under its own text rather than back at
+    the box's edge: at 80 columns a warning takes two or three lines."""
+    lines: list[RenderableType] = []
+    for line in markup.rstrip("\n").split("\n"):
+        text = Text.from_markup(line)
+        hang = _HANG.match(text.plain)
+        if hang is None:
+            lines.append(text)
+            continue
+        width = hang.end()
+        grid = Table.grid(Column(width=text[:width].cell_len, no_wrap=True), Column(ratio=1, overflow="fold"))
+        grid.add_row(text[:width], text[width:])
+        lines.append(grid)
+    return Group(*lines)
 
 
 class HelpScreen(TextScreen):
