@@ -24,11 +24,12 @@ from trnscope.tui.vtable import Column, TableModel, VirtualTable
 
 VIEWS = ("regions", "ops", "kernels", "diagnosis")
 KERNEL_RUNS = "kernel runs"
+# what each view shows, after its name on the info line ("regions: record_function …")
 VIEW_TITLES = {
-    KERNEL_RUNS: "kernel executions: distribution per variant, median ÷ A with a 95% bootstrap interval",
+    KERNEL_RUNS: "each kernel's executions per variant, median ÷ A with a 95% bootstrap interval",
     "diagnosis": "which variant is best and why (trnscope diagnose per variant)",
-    "regions": "regions (record_function ranges; device work charged to the region that launched it)",
-    "ops": "ops, by largest change",
+    "regions": "record_function ranges, device work charged to the region that launched it",
+    "ops": "by largest change",
     "kernels": "device work per region (kernels aligned through what launched them)",
 }
 
