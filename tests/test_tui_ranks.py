@@ -45,6 +45,7 @@ async def test_a_rank_folder_opens_on_the_ranks_pane_and_leads_everywhere(tmp_pa
         assert first.startswith("5 ") and LATE in first  # the rank that held the others back comes first
         detail = str(ranks.query_one("#rk-detail").render())
         assert "rank 5" in detail and re.search(r"arrived last at [\d,]+ collectives?;", detail)
+        assert detail.split(" · ")[0] in ("rank 5 host compute", "rank 5 device compute")  # not "rank 5 rank5"
         await press(pilot, "question_mark")
         assert isinstance(app.screen, HelpScreen) and "ranks ↔ collectives" in app.screen.text
         await press(pilot, "escape", "w")

@@ -165,7 +165,9 @@ class RanksScreen(ExplorerScreen):
         walls = [s.wall_us for s in r.steps]
         text = Text(no_wrap=False)
         text.append(f"rank {r.rank} ", style="bold")
-        text.append(f"{safe_text(r.label)} · {r.compute} compute · ")
+        # the trace's label where it says more than the rank ("rank2" from rank2.json does not)
+        said = r.label.replace(" ", "").replace("_", "").lower() in (f"rank{r.rank}", str(r.rank))
+        text.append(f"{'' if said else safe_text(r.label) + ' · '}{r.compute} compute · ")
         text.append(
             f"waited {fmt_time_short(r.wait_us * 1000)} in collectives over {len(r.steps)} steps, arrived last at "
             f"{plural(r.last_arrivals, 'collective')}; step wall {fmt_time_short(min(walls, default=0) * 1000)}–"
