@@ -139,6 +139,7 @@ def test_compare_variants_says_which_difference_is_real(tmp_path: Path, capsys: 
     assert main(["compare", str(tmp_path), "--no-cache"]) == 0
     text = capsys.readouterr().out
     assert "A = a_baseline" in text and "within noise" in text and "→ faster" in text
+    assert "Kernel executions (one kernel per variant; " in text  # the JSON's code in words
 
 
 def test_align_names_kernels_that_differ(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

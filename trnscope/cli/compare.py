@@ -163,7 +163,7 @@ def _kernel_runs_lines(comparison: Comparison, width: int, console: Any) -> list
         kept_texts, kept, gone = layout(width, texts, numbers)
         hidden += [h for h in gone if h not in hidden]
         title = "Kernel executions" + (f" #{index + 1}" if len(comparison.kernel_runs) > 1 else "")
-        title += f" (aligned by {row.aligned_by}; each execution's device time)"
+        title += f" ({row.aligned_how}; each execution's device time)"
         print_columns(console, title, kept_texts, kept, len(present))
         for k in range(1, len(row.runs)):
             if row.runs[k] is None or row.runs[0] is None:

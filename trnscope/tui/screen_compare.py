@@ -188,7 +188,7 @@ class CompareScreen(FilterScreen):
             [
                 (f"{VARIANT_LETTERS[v]} ", "bold", False),
                 (safe_text(runs.name), "bold", True),
-                (f" · {runs.calls:,} executions · aligned by {row.aligned_by}", "", False),
+                (f" · {runs.calls:,} executions · {row.aligned_how}", "", False),
             ],
             line_width,
         )

@@ -69,6 +69,20 @@ class KernelRunRow(msgspec.Struct):
     mean_ratio: list[RatioInterval | None]
     aligned_by: str  # "align", "single", "name" or "position"
 
+    @property
+    def aligned_how(self) -> str:
+        """``aligned_by`` in words, for text and screens (JSON keeps the code)."""
+        return ALIGNED_HOW.get(self.aligned_by, self.aligned_by)
+
+
+# How a row's kernels were put together, as a reader should see it.
+ALIGNED_HOW = {
+    "align": "aligned by --align",
+    "single": "one kernel per variant",
+    "name": "aligned by name",
+    "position": "aligned by order of first execution",
+}
+
 
 class Comparison(msgspec.Struct):
     labels: list[str]
