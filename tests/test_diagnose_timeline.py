@@ -481,3 +481,24 @@ def test_timeline_cells_as_runs_look_like_one_span_per_cell(line: str, cursor: i
     assert _style_per_cell(runs) == _style_per_cell(per_cell)
     if mark is None:  # the lane's colour before and after the cursor, and the cursor
         assert len(runs.spans) <= 3
+
+
+def test_lanes_whose_labels_elide_alike_keep_where_they_differ(tmp_path: Path, capsys) -> None:
+    """Two host threads of one process, tids 4242424 and 4242429: cut to the label
+    column they read alike ("thread 4242…worker)") unless elided where they differ."""
+    from trnscope.core.analysis.timeline import lane_labels
+
+    labels = ["thread 4242 (python)", "thread 4249 (python)", "neuron stream 0"]
+    shown = lane_labels(labels, 16)
+    assert len(set(shown)) == 3 and all(len(s) <= 16 for s in shown) and shown[2] == "neuron stream 0"
+    assert "2" in shown[0].split("…")[1] and "9" in shown[1].split("…")[1]
+    events = [op("aten::mm", 10.0 * k, 5.0, pid=7, tid=tid) for k, tid in enumerate((4242424, 4242429) * 3)]
+    events += [  # named as Kineto names host threads
+        {"ph": "M", "name": "thread_name", "pid": 7, "tid": tid, "args": {"name": f"thread {tid} (python3.11 worker)"}}
+        for tid in (4242424, 4242429)
+    ]
+    trace = write_trace(tmp_path / "two_threads.json", events)
+    assert main(["timeline", str(trace), "--width", "80", "--no-cache"]) == 0
+    rows = [line.split("│")[0] for line in capsys.readouterr().out.splitlines() if "│" in line]
+    threads = [row for row in rows if row.startswith("thre")]
+    assert len(threads) == 2 and threads[0] != threads[1], rows

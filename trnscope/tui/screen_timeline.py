@@ -14,7 +14,7 @@ from textual.binding import Binding
 from textual.widgets import Static
 
 from trnscope.core.analysis.analysis import Analysis
-from trnscope.core.analysis.timeline import Lane, axis, build_lanes, coverage, extent, glyphs, lane_label, under
+from trnscope.core.analysis.timeline import Lane, axis, build_lanes, coverage, extent, glyphs, lane_labels, under
 from trnscope.core.base.intervals import Union
 from trnscope.core.base.text import plural, safe_text
 from trnscope.core.base.units import fmt_time_short
@@ -65,6 +65,7 @@ class TimelineScreen(ExplorerScreen):
         self.title_text = title
         self.lanes: list[Lane] = []  # the lanes drawn (engine lanes left out when hidden)
         self.marks: list[Union | None] = []
+        self.labels: list[str] = []  # each lane's label as drawn (alike ones elided where they differ)
         self._built: list[tuple[Lane, Union | None]] = []  # every lane with its marks
         self.show_engines = True
         self.nested = False
@@ -164,7 +165,7 @@ class TimelineScreen(ExplorerScreen):
         body.append(" " * (LABEL_WIDTH + 1) + axis(self.t0, self.t1, cells, self.origin) + "\n", style="dim")
         for index in range(self.top, min(self.top + visible, len(self.lanes))):
             lane = self.lanes[index]
-            label = lane_label(safe_text(lane.label), LABEL_WIDTH)
+            label = self.labels[index]
             body.append(f"{label:<{LABEL_WIDTH}}", style="bold reverse" if index == self.lane else "bold")
             body.append("│", style="dim")
             shares = coverage(lane, self.t0, self.t1, cells)
@@ -292,6 +293,7 @@ class TimelineScreen(ExplorerScreen):
         chosen = [(lane, mark) for lane, mark in self._built if self.show_engines or lane.kind != "engine"]
         self.lanes = [lane for lane, _ in chosen]
         self.marks = [mark for _, mark in chosen]
+        self.labels = lane_labels([lane.label for lane in self.lanes], LABEL_WIDTH)
 
     def action_engines(self) -> None:
         if not any(lane.kind == "engine" for lane, _ in self._built):

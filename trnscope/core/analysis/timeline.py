@@ -17,7 +17,7 @@ import numpy as np
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.base.arrays import equals_any, order_by_group_then_value, split_by
 from trnscope.core.base.intervals import Union, coverage_grid, unions_of_groups
-from trnscope.core.base.text import safe_text, user_pattern
+from trnscope.core.base.text import distinct_elisions, safe_text, user_pattern
 from trnscope.core.base.units import fmt_time_short
 from trnscope.core.model.roles import Role
 
@@ -280,6 +280,15 @@ def lane_label(label: str, width: int) -> str:
     return label[: width - 1 - tail] + "…" + label[len(label) - tail :]
 
 
+def lane_labels(labels: list[str], width: int) -> list[str]:
+    """Every lane's label (file text, sanitised here) in ``width`` cells; labels that
+    would read alike elided keep where they differ instead ("thread 4242 (python)" and
+    "thread 4249 (python)" both read "thread 424…thon)" at 16 cells)."""
+    safe = [safe_text(label) for label in labels]
+    alike = distinct_elisions(safe, width)
+    return [alike.get(i, lane_label(label, width)) for i, label in enumerate(safe)]
+
+
 # As at load (``kineto.events.MAX_ABS_US``): about 142 years either way, in ns
 MAX_ABS_TIME_NS = 4_500_000_000_000_000_000
 
@@ -315,10 +324,10 @@ def render_text(
     lines = [" " * (label_width + 1) + axis(t0, t1, cells, origin)]
     edges = cell_edges(t0, t1, cells)
     widths = np.maximum(np.diff(edges), 1)
+    labels = lane_labels([lane.label for lane in lanes], label_width)  # thread names come from the file
     for first in range(0, len(lanes), _GRID_BLOCK):  # bounded memory: lanes × cells per block
         block = lanes[first : first + _GRID_BLOCK]
         rows = glyph_rows(coverage_grid([lane.union for lane in block], edges) / widths)
-        for lane, row in zip(block, rows):
-            label = lane_label(safe_text(lane.label), label_width)  # thread names come from the file
+        for label, row in zip(labels[first : first + _GRID_BLOCK], rows):
             lines.append(f"{label:<{label_width}}│{row}")
     return lines
