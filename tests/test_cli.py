@@ -6,13 +6,14 @@ import csv
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS, REPO, requires_corpus
+from conftest import CORPUS, REPO, SAMPLES, requires_corpus
 from trnscope.cli.main import main
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.formats.options import LoadOptions
@@ -647,3 +648,17 @@ def test_neuron_export_says_when_there_is_nothing_raw(tmp_path: Path, capsys) ->
         ntff.unlink()
     assert main(["neuron-export", str(tmp_path / "p"), "--yes"]) == 0
     assert "no raw .pb/.ntff capture to export" in capsys.readouterr().out
+
+
+def test_compare_table_hides_python_frames_as_the_explorer_does(capsys) -> None:
+    """Ranked by change, the frames that wrap a whole step (the script's, the capture
+    harness's) came before every op; the table hides them, as the compare view does,
+    says how many, and shows them on --hide none.  JSON keeps every row."""
+    session = str(SAMPLES / "cpu_rmsnorm_session")
+    code, out, _ = run(capsys, "compare", session, "--limit", "0")
+    assert code == 0 and ".py(" not in out
+    assert re.search(r"\(\d[\d,]* python rows hidden, as in the explorer: --hide none shows them\)", out)
+    code, out, _ = run(capsys, "compare", session, "--limit", "0", "--hide", "none")
+    assert code == 0 and ".py(" in out and "rows hidden" not in out
+    code, out, _ = run(capsys, "compare", session, "--hide", "annotation", "--format", "json")
+    assert any(row["kind"] == "python" for row in json.loads(out)["ops"])

@@ -204,7 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KIND",
-        help="hide op rows of a kind: python, annotation, runtime, op (comma-separated, repeatable)",
+        help="hide op rows of a kind in the table: python (the default), annotation, runtime, op, or none "
+        "(comma-separated, repeatable); JSON and CSV keep every row",
     )
     p.add_argument(
         "--align",

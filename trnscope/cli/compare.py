@@ -181,6 +181,12 @@ def _kernel_runs_lines(comparison: Comparison, width: int, console: Any) -> list
     return hidden
 
 
+# Python frames wrap whole steps: ranked by change, the wrappers (the script's own
+# frames, the capture harness's) would fill the ops table ahead of any op; the
+# explorer's compare view hides them too (p shows them there).
+DEFAULT_HIDE = ("python",)
+
+
 def render_table(comparison: Comparison, limit: int, width: int, hide: tuple[str, ...] = ()) -> str:  # noqa: C901 - one section per table of the output, each laid out for the width
     console = text_console(width)
     for line in variant_legend(comparison):
@@ -236,7 +242,11 @@ def render_table(comparison: Comparison, limit: int, width: int, hide: tuple[str
     if not only_kernels:  # a kernel benchmark's "ops" are its kernels, compared above
         hidden += _rows_table(console, "Ops, by largest change", comparison, _cap(shown, limit), width, True)
     if len(shown) < len(comparison.rows):
-        console.print(f"({len(comparison.rows) - len(shown):,} rows of kind {', '.join(hide)} hidden: --hide)")
+        kinds = sorted({row.kind for row in comparison.rows if row.kind in hide})
+        console.print(
+            f"({len(comparison.rows) - len(shown):,} {'/'.join(kinds)} rows hidden"
+            f"{', as in the explorer' if hide == DEFAULT_HIDE else ''}: --hide none shows them)"
+        )
     if hidden:
         unique = list(dict.fromkeys(hidden))
         console.print(f"(hidden at {width} columns: {', '.join(unique)}; set COLUMNS, or --format csv / json)")
@@ -266,7 +276,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     limit = args.limit if args.limit is not None else (25 if args.format == "table" else 0)
     if limit < 0:
         raise TrnscopeError("--limit must be 0 (no limit) or more")
-    hide = tuple(h for item in getattr(args, "hide", []) or [] for h in item.split(",") if h)
+    asked = tuple(h.strip() for item in getattr(args, "hide", []) or [] for h in item.split(",") if h.strip())
+    hide = DEFAULT_HIDE if not asked else tuple(h for h in asked if h != "none")
     if args.format == "json":
         sys.stdout.write(render_json(comparison, limit))
     elif args.format == "csv":
