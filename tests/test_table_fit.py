@@ -291,3 +291,31 @@ def test_help_and_warning_lines_wrap_under_their_own_text() -> None:
     bracket = next(k for k, line in enumerate(lines) if line.startswith("  [x]"))
     assert lines[bracket + 1].startswith(" " * 7) and lines[bracket + 1].strip()
     assert " ".join(shown.split()) == " ".join(Text.from_markup(markup).plain.split())
+
+
+async def test_the_ops_that_launched_kernels_never_read_alike(tmp_path: Path) -> None:
+    """The device-event table's "Launched by" at 80 columns: two ops that share their
+    head (a forward and a backward) were both cut to "aten::_flash_…"; the column is
+    elided as names are, where they differ."""
+    from trnscope.testing.events import kernel, launch, op, write_trace
+
+    events = []
+    for k, name in enumerate(("aten::_flash_attention_forward", "aten::_flash_attention_backward")):
+        t = 1000.0 * k
+        events += [
+            op(name, t, 100, ext=k + 1),
+            launch(t + 10, 5, correlation=100 + k, ext=k + 1),
+            kernel(f"flash_kernel_{k}", t + 50, 300, correlation=100 + k),
+        ]
+    trace = write_trace(tmp_path / "flash.json", events)
+    app = TrnscopeApp([str(trace)], use_cache=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot)
+        await press(pilot, "t")
+        view = app.screen.query_one(VirtualTable)
+        lines = await _visible_lines(view)
+        header, rows = lines[0], lines[1:3]
+        at = header.index("Launched by")
+        launched = [row[at:].strip() for row in rows]
+        assert all(cell_len(r) <= 14 for r in launched), launched
+        assert len(set(launched)) == 2 and all(r.startswith("aten") for r in launched), launched

@@ -299,7 +299,9 @@ def kernel_model(table: KernelTable, order: np.ndarray, state: OpViewState, widt
         order=order,
         sort_key=key,
         sort_descending=state.descending,
-        names={"name": lambda g: table.name[g]},
+        # the op that launched most of a kernel: two ops that share a head
+        # (aten::_flash_attention_forward / _backward) read alike cut at the end
+        names={"name": lambda g: table.name[g], "op": lambda g: table.top_op[g] or "— unlinked"},
         cells_key=("kernels", id(table), tuple((c.key, c.width) for c in columns)),
     )
 

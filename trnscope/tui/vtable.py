@@ -111,8 +111,10 @@ class TableModel:
     row_style: Callable[[int], str] | None = None  # extra style for a data row ("dim", "bold", …)
     sort_key: str = ""
     sort_descending: bool = True
-    # the full text of a flex column per data row, by column key: texts that would elide
-    # alike are elided where they differ instead (core.base.text.distinct_elisions)
+    # the full text of a column of names per data row, by column key: such a column is
+    # elided in its middle, and texts that would elide alike are elided where they
+    # differ instead (core.base.text.distinct_elisions); every flex column is elided in
+    # its middle too
     names: dict[str, Callable[[int], str]] = field(default_factory=dict)
     # what the cells of a data row depend on (the data, the columns, the width), when
     # the model's maker can say: a new model with the same key shows each data row as
@@ -278,7 +280,7 @@ class VirtualTable(ScrollView, can_focus=True):
             for k, width in zip(self._shown, self._widths):
                 column = columns[k]
                 text_of = self.model.names.get(column.key)
-                if column.flex and text_of is not None:
+                if text_of is not None:
                     found = distinct_elisions([text_of(i) for i in range(self.model.size)], width)
                     self._distinct.update({(column.key, i): text for i, text in found.items()})
 
@@ -310,9 +312,10 @@ class VirtualTable(ScrollView, can_focus=True):
         columns = self.model.columns
         for k, width in zip(self._shown, self._widths):
             value, column = values[k], columns[k]
-            if column.flex and index >= 0:
+            middle = column.flex or column.key in self.model.names
+            if middle and index >= 0:
                 value = self._distinct.get((column.key, index), value)  # elided where it differs from a look-alike
-            line.append_text(self._cell_text(value, width, column.align, middle=column.flex))
+            line.append_text(self._cell_text(value, width, column.align, middle=middle))
             line.append(" ")
         line.truncate(self.size.width, pad=True)
         line.stylize_before(style)  # the row style under the cells' own styles
