@@ -319,3 +319,31 @@ async def test_the_ops_that_launched_kernels_never_read_alike(tmp_path: Path) ->
         launched = [row[at:].strip() for row in rows]
         assert all(cell_len(r) <= 14 for r in launched), launched
         assert len(set(launched)) == 2 and all(r.startswith("aten") for r in launched), launched
+
+
+async def test_where_each_hop_ran_never_reads_alike() -> None:
+    """The drill-down's "Thread / stream" column (from 120 columns): two kernels on two
+    streams of one GPU were both cut to "python3 (GPU 2) / strea…"."""
+    from textual.app import App, ComposeResult
+
+    from trnscope.core.analysis.chain_model import Chain, Gaps, Hop
+    from trnscope.tui.models import chain_model
+
+    hops = [
+        Hop("framework", "aten::mm", 0.0, 50.0, "thread 4163453 (python3)", kind="op"),
+        Hop("device", "gemm_a", 60.0, 10.0, "python3 (GPU 2) / stream 7", kind="kernel", depth=1),
+        Hop("device", "gemm_b", 61.0, 10.0, "python3 (GPU 2) / stream 13", kind="kernel", depth=1),
+    ]
+    chain = Chain("aten::mm", 0, 1, 0, hops, Gaps(0.0, 0.0, 20.0))
+
+    class ChainApp(App[None]):
+        def compose(self) -> ComposeResult:
+            yield VirtualTable(chain_model(chain, 130), id="chain")
+
+    app = ChainApp()
+    async with app.run_test(size=(130, 12)):
+        view = app.query_one(VirtualTable)
+        lines = await _visible_lines(view)
+        at = lines[0].index("Thread / stream")
+        where = [line[at:].strip() for line in lines[2:4]]
+        assert len(set(where)) == 2 and all(cell_len(w) <= 24 for w in where), where

@@ -440,7 +440,10 @@ def chain_model(chain: Chain, width: int, shown: list[int] | None = None) -> Tab
             out.append(Text(hop.thread_or_stream, style="dim"))
         return out
 
-    return TableModel(columns, len(shown), cells)
+    # where each hop ran, elided as names are: "python3 (GPU 2) / stream 7" and "… stream
+    # 13" cut at the end read alike
+    where = {"where": lambda i: chain.hops[shown[i]].thread_or_stream if shown[i] >= 0 else "⏎ / e expands"}
+    return TableModel(columns, len(shown), cells, names=where if wide else {})
 
 
 VARIANT_LETTERS = "ABC"
