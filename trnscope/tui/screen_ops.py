@@ -242,7 +242,8 @@ class OpsScreen(FilterScreen):
 
     def _extras_of(self, table: OpTable) -> OpExtras:
         # each None when the trace lacks [memory] records / shapes of counted ops
-        return OpExtras(memory_columns(self.analysis, table), flops_columns(self.analysis, table))
+        groups = table.row_groups(len(self.analysis.trace.events))  # made once for both
+        return OpExtras(memory_columns(self.analysis, table, groups), flops_columns(self.analysis, table, groups))
 
     def _apply(
         self,

@@ -27,7 +27,7 @@ import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.opfigures import FlopFigures
-from trnscope.core.analysis.optable import OpTable
+from trnscope.core.analysis.optable import OpTable, RowGroups
 from trnscope.core.analysis.table_cache import PerAnalysisCache, PerTableCache
 from trnscope.core.base.jsondepth import decode_bounded
 from trnscope.core.formats.kineto.lazyargs import raw_args_by_chunk
@@ -272,18 +272,21 @@ def flops_columns_ready(analysis: Analysis) -> bool:
     return flops_known(analysis)
 
 
-def flops_columns(analysis: Analysis, table: OpTable) -> FlopFigures | None:
-    """Per op-table group: FLOPs and achieved FLOP/s (once per table)."""
-    return _per_table.get(analysis, table, lambda: _flops_columns(analysis, table))
+def flops_columns(analysis: Analysis, table: OpTable, groups: RowGroups | None = None) -> FlopFigures | None:
+    """Per op-table group: FLOPs and achieved FLOP/s (once per table).  ``groups``: the
+    table's row groups, shared with its memory columns."""
+    return _per_table.get(
+        analysis, table, lambda: _flops_columns(analysis, table, groups or table.row_groups(len(analysis.trace.events)))
+    )
 
 
-def _flops_columns(analysis: Analysis, table: OpTable) -> FlopFigures | None:
+def _flops_columns(analysis: Analysis, table: OpTable, row_groups: RowGroups) -> FlopFigures | None:
     per_row = flops_of_trace(analysis)
     if per_row is None:
         return None
     # only rows of the counted ops: every other row counts 0 and is never unknown
     named = _rows_named.get(analysis, _rows_named_as_counted)
-    group = table.group_of_rows(len(analysis.trace.events))[named]
+    group = row_groups()[named]
     inside = group >= 0
     group = group[inside]
     values = per_row.flops[named[inside]]

@@ -18,7 +18,7 @@ import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.opfigures import MemoryFigures
-from trnscope.core.analysis.optable import OpTable
+from trnscope.core.analysis.optable import OpTable, RowGroups
 from trnscope.core.analysis.table_cache import PerAnalysisCache, PerTableCache
 from trnscope.core.base.arrays import equals_any
 from trnscope.core.formats.kineto.lazyargs import raw_args_by_chunk
@@ -201,18 +201,22 @@ def memory_columns_ready(analysis: Analysis) -> bool:
     return _per_analysis.known(analysis)
 
 
-def memory_columns(analysis: Analysis, table: OpTable) -> MemoryFigures | None:
+def memory_columns(analysis: Analysis, table: OpTable, groups: RowGroups | None = None) -> MemoryFigures | None:
     """Per op-table group: CPU Mem, Self CPU Mem, device Mem, Self device Mem (once per
-    table)."""
-    return _per_table.get(analysis, table, lambda: _memory_columns(analysis, table))
+    table).  ``groups``: the table's row groups, shared with its FLOPs columns."""
+    return _per_table.get(
+        analysis,
+        table,
+        lambda: _memory_columns(analysis, table, groups or table.row_groups(len(analysis.trace.events))),
+    )
 
 
-def _memory_columns(analysis: Analysis, table: OpTable) -> MemoryFigures | None:
+def _memory_columns(analysis: Analysis, table: OpTable, groups: RowGroups) -> MemoryFigures | None:
     per_row = memory_of(analysis)
     if per_row is None:
         return None
     # only the rows with a figure: a fifth of the rows or fewer on real traces
-    group = table.group_of_rows(len(analysis.trace.events))[per_row.rows]
+    group = groups()[per_row.rows]
     inside = group >= 0
     everywhere = bool(inside.all())
     group = group if everywhere else group[inside]

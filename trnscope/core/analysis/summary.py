@@ -171,8 +171,9 @@ def summary_figures(
     trace = analysis.trace
     table = analysis.op_table(group_by, stack_depth, step)
     kernels = analysis.kernel_table(step)
-    memory = memory_columns(analysis, table) if "memory" in extras else None
-    flops = flops_columns(analysis, table) if "flops" in extras else None
+    groups = table.row_groups(len(analysis.trace.events))  # made once for both
+    memory = memory_columns(analysis, table, groups) if "memory" in extras else None
+    flops = flops_columns(analysis, table, groups) if "flops" in extras else None
     available = extras_available(analysis)
     state = {
         name: ("computed" if name in extras else "not computed") if available[name] else "absent"
