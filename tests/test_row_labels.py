@@ -92,7 +92,7 @@ def test_compare_tells_the_twins_apart_without_its_kind_column(
 
 
 def test_a_narrow_text_cell_is_marked_as_cut() -> None:
-    from trnscope.cli.text_table import elide_middle
+    from trnscope.core.base.text import elide_middle_text as elide_middle
 
     assert elide_middle("runtime", 6) == "runti…"  # it read "runtim", as if whole
     assert elide_middle("op", 6) == "op"

@@ -347,3 +347,35 @@ async def test_where_each_hop_ran_never_reads_alike() -> None:
         at = lines[0].index("Thread / stream")
         where = [line[at:].strip() for line in lines[2:4]]
         assert len(set(where)) == 2 and all(cell_len(w) <= 24 for w in where), where
+
+
+def test_wide_characters_are_elided_by_the_cells_they_take(tmp_path: Path, capsys) -> None:
+    """CJK and emoji take two cells: a name of them was cut at its end, unmarked, and
+    an op and its kernel ("…" and "…_k") read the same, in the text table and the
+    explorer.  Elided by cells, the middle goes and the ends stay."""
+    from trnscope.cli.main import main
+    from trnscope.core.base.text import cell_width, distinct_elisions, elide_middle_text, pad_cells
+    from trnscope.testing.events import kernel, launch, op, write_trace
+
+    name = "漢字テスト🙂" * 20
+    for width in (9, 20, 29):
+        shown = elide_middle_text(name, width)
+        assert width - 1 <= cell_width(shown) <= width and "…" in shown
+        assert shown.startswith("漢字") and shown.endswith("🙂")
+    assert elide_middle_text(name + "_k", 29).endswith("_k")
+    assert cell_width(pad_cells("漢字", 6)) == 6 and elide_middle_text("aten::mm", 20) == "aten::mm"
+    alike = [name + "a" + "漢" * 10, name + "b" + "漢" * 10]
+    assert len(set(distinct_elisions(alike, 29).values())) == 2
+
+    events = [
+        op(name, 0, 100, ext=1),
+        launch(10, 5, correlation=7, ext=1),
+        kernel(name + "_k", 50, 200, correlation=7),
+    ]
+    trace = write_trace(tmp_path / "wide.json", events)
+    assert main(["summary", str(trace), "--no-cache"]) == 0
+    table = capsys.readouterr().out.split("\n\n")[0].splitlines()
+    rows = [line for line in table if line.startswith("漢")]
+    assert len(rows) == 2 and rows[0].split("  ")[0] != rows[1].split("  ")[0], rows
+    assert all("…" in row for row in rows)
+    assert len({cell_width(row.split("…")[0]) for row in rows}) == 1  # the columns after stay aligned

@@ -10,7 +10,7 @@ from trnscope.cli.textout import wrap_words, write_json
 from trnscope.cli.width import output_width
 from trnscope.core.analysis.contracts import DiagnoseOut
 from trnscope.core.analysis.diagnose import diagnose
-from trnscope.core.base.text import elide_middle_text, safe_text, shorten
+from trnscope.core.base.text import elide_middle_text, pad_cells, safe_text, shorten
 from trnscope.core.base.units import fmt_time_ns
 from trnscope.core.opening.sources import Mode
 
@@ -36,7 +36,7 @@ def _step_lines(doc: DiagnoseOut, all_steps: bool, width: int) -> list[str]:
     lines.append(f"{'step':<20} {'wall':>12} {'host busy':>12} {'device busy':>12}  bound")
     for s in shown:
         lines.append(
-            f"{elide_middle_text(safe_text(s.step), 20):<20} {fmt_time_ns(s.wall_us * 1000):>12} {fmt_time_ns(s.host_busy_us * 1000):>12} "
+            f"{pad_cells(elide_middle_text(safe_text(s.step), 20), 20)} {fmt_time_ns(s.wall_us * 1000):>12} {fmt_time_ns(s.host_busy_us * 1000):>12} "
             f"{fmt_time_ns(s.device_busy_us * 1000):>12}  {s.bound}"
         )
     return lines
@@ -49,7 +49,7 @@ def render_diagnosis(doc: DiagnoseOut, width: int, all_steps: bool = False) -> s
         lines.append(f"{'device':<20} {'span':>12} {'busy':>12} {'idle':>12} {'idle %':>7}")
         for d in doc.devices:
             lines.append(
-                f"{elide_middle_text(safe_text(d.device), 20):<20} {fmt_time_ns(d.span_us * 1000):>12} {fmt_time_ns(d.busy_us * 1000):>12} "
+                f"{pad_cells(elide_middle_text(safe_text(d.device), 20), 20)} {fmt_time_ns(d.span_us * 1000):>12} {fmt_time_ns(d.busy_us * 1000):>12} "
                 f"{fmt_time_ns(d.idle_us * 1000):>12} {d.idle_pct:>6.1f}%"
             )
     else:

@@ -16,7 +16,7 @@ from trnscope.cli.textout import wrap_words, write_json
 from trnscope.cli.width import output_width
 from trnscope.core.analysis.contracts import RankOut, RanksOut
 from trnscope.core.base.errors import TrnscopeError
-from trnscope.core.base.text import elide_middle_text, safe_text, shorten
+from trnscope.core.base.text import elide_middle_text, pad_cells, safe_text, shorten
 from trnscope.core.base.units import fmt_rate, fmt_size, fmt_time_ns
 from trnscope.core.formats.options import LoadOptions
 from trnscope.core.opening.executors import ExecutorChoice
@@ -159,7 +159,7 @@ def _collective_lines(doc: RanksOut) -> list[str]:
         problems = " !" if c.problems else ""
         size = fmt_size(c.bytes) if c.bytes >= 0 else "—"
         lines.append(
-            f"{c.id:>5} {elide_middle_text(safe_text(c.name), 15):<15}{step:>5}{c.index:>4}{size:>10}"
+            f"{c.id:>5} {pad_cells(elide_middle_text(safe_text(c.name), 15), 15)}{step:>5}{c.index:>4}{size:>10}"
             f"{fmt_time_ns(c.start_skew_us * 1000):>11}{fmt_time_ns(c.latency_us * 1000):>11}{c.last_rank:>5}"
             f" {bandwidth:>11}{problems}"
         )

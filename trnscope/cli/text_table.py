@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trnscope.core.base.text import distinct_elisions, safe_text
+from trnscope.core.base.text import cell_width, distinct_elisions, elide_middle_text, safe_text
 
 
 class NumberColumn:
@@ -55,21 +55,12 @@ def layout(
     spare = width - needed()
     out = []
     for header, cells, min_w, _priority in kept_texts:
-        longest = max([len(header), *(len(c) for c in cells)])
+        longest = max([len(header), *(cell_width(safe_text(c)) for c in cells)])
         extra = max(min(longest - min_w, spare), 0)
         spare -= extra
         out.append((header, cells, min_w + extra))
     kept_numbers.sort(key=lambda c: numbers.index(c))
     return out, kept_numbers, hidden
-
-
-def elide_middle(text: str, width: int) -> str:
-    if len(text) <= width or width < 2:
-        return text[:width]
-    if width < 8:  # too narrow for a head and a tail: the head, marked as cut
-        return text[: width - 1] + "…"
-    tail = (width - 1) // 3
-    return text[: width - 1 - tail] + "…" + text[len(text) - tail :]
 
 
 def print_columns(
@@ -82,11 +73,16 @@ def print_columns(
         t.add_column(header, no_wrap=True, width=width, overflow="crop")
     for column in numbers:
         t.add_column(column.header, justify="right", no_wrap=True, width=column.width)
-    # two different rows never look the same: look-alikes are elided where they differ
-    distinct = [distinct_elisions(cells, width) for _h, cells, width in texts]
+    # sanitised first (an escaped control takes four cells), then elided in cells; two
+    # different rows never look the same: look-alikes are elided where they differ
+    shown = [[safe_text(cell) for cell in cells] for _h, cells, _w in texts]
+    distinct = [distinct_elisions(cells, width) for cells, (_h, _c, width) in zip(shown, texts)]
     for i in range(rows):
         t.add_row(
-            *[safe_text(d.get(i) or elide_middle(cells[i], width)) for (_h, cells, width), d in zip(texts, distinct)],
+            *[
+                d.get(i) or elide_middle_text(cells[i], width)
+                for cells, (_h, _c, width), d in zip(shown, texts, distinct)
+            ],
             *[safe_text(c.cells[i]) for c in numbers],
         )
     console.print(t)

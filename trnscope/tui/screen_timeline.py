@@ -16,7 +16,7 @@ from textual.widgets import Static
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.timeline import Lane, axis, build_lanes, coverage, extent, glyphs, lane_labels, under
 from trnscope.core.base.intervals import Union
-from trnscope.core.base.text import plural, safe_text
+from trnscope.core.base.text import pad_cells, plural, safe_text
 from trnscope.core.base.units import fmt_time_short
 from trnscope.tui.keyhints import KeyHints
 from trnscope.tui.panes import pane
@@ -166,7 +166,7 @@ class TimelineScreen(ExplorerScreen):
         for index in range(self.top, min(self.top + visible, len(self.lanes))):
             lane = self.lanes[index]
             label = self.labels[index]
-            body.append(f"{label:<{LABEL_WIDTH}}", style="bold reverse" if index == self.lane else "bold")
+            body.append(pad_cells(label, LABEL_WIDTH), style="bold reverse" if index == self.lane else "bold")
             body.append("│", style="dim")
             shares = coverage(lane, self.t0, self.t1, cells)
             marked = self.marks[index]

@@ -24,7 +24,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from trnscope.core.base.text import distinct_elisions
+from trnscope.core.base.text import cell_width, distinct_elisions, head_within, tail_within
 from trnscope.tui.safe import safe_cell
 
 MAX_DISTINCT_ROWS = 200_000  # past this, names elide by their middle only (a resize must stay quick)
@@ -87,11 +87,11 @@ def elide_middle(text: Text, width: int) -> Text:
     if text.cell_len <= width or width < 8:
         return text
     plain = text.plain
-    if len(plain) != text.cell_len:  # wide characters: the end cut is exact, use it
-        return text
-    tail = (width - 1) // 3
-    head = width - 1 - tail
-    return Text.assemble(text[:head], "…", text[len(plain) - tail :], no_wrap=True)
+    # in characters that fit the cells (a wide character takes two; a cell the head
+    # leaves goes to the tail)
+    head = head_within(plain, width - 1 - (width - 1) // 3)
+    tail = len(tail_within(plain, width - 1 - cell_width(head)))
+    return Text.assemble(text[: len(head)], "…", text[len(plain) - tail :], no_wrap=True)
 
 
 # ``order`` left out: every data row, in data order.  (An empty order given on purpose,

@@ -17,7 +17,7 @@ import numpy as np
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.base.arrays import equals_any, order_by_group_then_value, split_by
 from trnscope.core.base.intervals import Union, coverage_grid, unions_of_groups
-from trnscope.core.base.text import distinct_elisions, safe_text, user_pattern
+from trnscope.core.base.text import distinct_elisions, elide_middle_text, pad_cells, safe_text, user_pattern
 from trnscope.core.base.units import fmt_time_short
 from trnscope.core.model.roles import Role
 
@@ -274,10 +274,7 @@ def axis(t0: int, t1: int, cells: int, origin: int) -> str:
 def lane_label(label: str, width: int) -> str:
     """``label`` in ``width`` cells, its middle dropped: "thread 19392 (python3) rt"
     keeps both the thread and the "rt" that says it is the runtime lane."""
-    if len(label) <= width:
-        return label
-    tail = max((width - 1) // 3, 3)
-    return label[: width - 1 - tail] + "…" + label[len(label) - tail :]
+    return elide_middle_text(label, width)
 
 
 def lane_labels(labels: list[str], width: int) -> list[str]:
@@ -329,5 +326,5 @@ def render_text(
         block = lanes[first : first + _GRID_BLOCK]
         rows = glyph_rows(coverage_grid([lane.union for lane in block], edges) / widths)
         for label, row in zip(labels[first : first + _GRID_BLOCK], rows):
-            lines.append(f"{label:<{label_width}}│{row}")
+            lines.append(f"{pad_cells(label, label_width)}│{row}")
     return lines

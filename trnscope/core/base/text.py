@@ -15,6 +15,7 @@ nothing and still decodes to the exact text.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 _UNSAFE = re.compile(
     "["
@@ -109,13 +110,56 @@ def plural(count: int, word: str, many: str = "") -> str:
     return f"{count:,} {word if count == 1 else many or word + 's'}"
 
 
+def _char_cells(ch: str) -> int:
+    if unicodedata.combining(ch):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+
+
+def cell_width(text: str) -> int:
+    """Terminal cells ``text`` takes (sanitised text: no controls): CJK and emoji take
+    two, combining marks none."""
+    return len(text) if text.isascii() else sum(map(_char_cells, text))
+
+
+def head_within(text: str, cells: int) -> str:
+    """The longest start of ``text`` that fits ``cells``."""
+    if text.isascii():
+        return text[: max(cells, 0)]
+    used = 0
+    for index, ch in enumerate(text):
+        used += _char_cells(ch)
+        if used > cells:
+            return text[:index]
+    return text
+
+
+def tail_within(text: str, cells: int) -> str:
+    """The longest end of ``text`` that fits ``cells``."""
+    if cells <= 0:
+        return ""
+    if text.isascii():
+        return text[len(text) - cells :]
+    return head_within(text[::-1], cells)[::-1]
+
+
+def pad_cells(text: str, width: int) -> str:
+    """``text`` padded with spaces to ``width`` cells (``str.ljust`` counts characters:
+    a wide character would push the columns after it)."""
+    return text + " " * max(width - cell_width(text), 0)
+
+
 def elide_middle_text(text: str, width: int) -> str:
-    """``text`` in ``width`` characters by dropping its middle (head two thirds, tail
-    one third): long names differ at both ends more often than in the middle."""
-    if len(text) <= width or width < 8:
-        return text[:width]
-    tail = (width - 1) // 3
-    return text[: width - 1 - tail] + "…" + text[len(text) - tail :]
+    """``text`` in ``width`` cells by dropping its middle (head two thirds, tail one
+    third): long names differ at both ends more often than in the middle.  Two-cell
+    characters count as two (one that would straddle a cut goes: the result may be a
+    cell short)."""
+    if cell_width(text) <= width:
+        return text
+    if width < 8:  # too narrow for a head and a tail: the head, marked as cut
+        return head_within(text, width - 1) + "…" if width >= 2 else head_within(text, width)
+    head = head_within(text, width - 1 - (width - 1) // 3)
+    return head + "…" + tail_within(text, width - 1 - cell_width(head))  # a cell the head left goes to the tail
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -133,7 +177,7 @@ def distinct_elisions(names: list[str], width: int) -> dict[int, str]:
     Two different rows never look the same (where ``width`` leaves room to tell)."""
     groups: dict[str, list[int]] = {}
     for index, name in enumerate(names):
-        if len(name) > width:
+        if cell_width(name) > width:
             groups.setdefault(elide_middle_text(name, width), []).append(index)
     out: dict[int, str] = {}
     if width < 12:
@@ -145,11 +189,17 @@ def distinct_elisions(names: list[str], width: int) -> dict[int, str]:
         for i in members:
             name = names[i]
             differs_at = max(_common_prefix(name, other) for other in originals if other != name)
-            head, tail = max(4, width // 4), max(3, width // 6)
+            head, tail = max(4, width // 4), max(3, width // 6)  # in cells, as the window
             window = width - head - tail - 2
-            start = max(head, min(differs_at - window // 4, len(name) - tail - window))
-            if start <= head + 1:
-                out[i] = name[: head + window + 1] + "…" + name[len(name) - tail :]
+            head_text, tail_text = head_within(name, head), tail_within(name, tail)
+            # the window starts a quarter of its cells before the first difference, and
+            # ends before the tail at the latest (all in characters that fit the cells:
+            # a wide character takes two)
+            before_difference = len(tail_within(name[:differs_at], window // 4))
+            last_start = len(name) - len(tail_text) - len(tail_within(name[: len(name) - len(tail_text)], window))
+            start = max(len(head_text), min(differs_at - before_difference, last_start))
+            if start <= len(head_text) + 1:
+                out[i] = head_within(name, head + window + 1) + "…" + tail_text
             else:
-                out[i] = name[:head] + "…" + name[start : start + window] + "…" + name[len(name) - tail :]
+                out[i] = head_text + "…" + head_within(name[start:], window) + "…" + tail_text
     return out
