@@ -379,3 +379,15 @@ def test_wide_characters_are_elided_by_the_cells_they_take(tmp_path: Path, capsy
     assert len(rows) == 2 and rows[0].split("  ")[0] != rows[1].split("  ")[0], rows
     assert all("…" in row for row in rows)
     assert len({cell_width(row.split("…")[0]) for row in rows}) == 1  # the columns after stay aligned
+
+
+def test_a_name_with_control_characters_loses_its_middle_not_its_end(tmp_path: Path, capsys) -> None:
+    """Elided first and sanitised after, "\\x1b" grew to four cells and the table cut
+    the name's end, unmarked; sanitised first, the escapes count as what they show."""
+    from trnscope.cli.main import main
+    from trnscope.testing.events import op, write_trace
+
+    trace = write_trace(tmp_path / "ctl.json", [op("\x1b[31m" * 8 + "aten::mm_tail_end", 0, 10), op("plain", 20, 5)])
+    assert main(["summary", str(trace), "--no-cache"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("\\x1b"))
+    assert "…" in row and row.split()[0].endswith("_tail_end") and "\x1b" not in row
