@@ -349,7 +349,7 @@ async def test_where_each_hop_ran_never_reads_alike() -> None:
         assert len(set(where)) == 2 and all(cell_len(w) <= 24 for w in where), where
 
 
-def test_wide_characters_are_elided_by_the_cells_they_take(tmp_path: Path, capsys) -> None:
+def test_wide_characters_are_elided_by_the_cells_they_take(tmp_path: Path, capsys, monkeypatch) -> None:
     """CJK and emoji take two cells: a name of them was cut at its end, unmarked, and
     an op and its kernel ("…" and "…_k") read the same, in the text table and the
     explorer.  Elided by cells, the middle goes and the ends stay."""
@@ -373,6 +373,7 @@ def test_wide_characters_are_elided_by_the_cells_they_take(tmp_path: Path, capsy
         kernel(name + "_k", 50, 200, correlation=7),
     ]
     trace = write_trace(tmp_path / "wide.json", events)
+    monkeypatch.setenv("COLUMNS", "80")
     assert main(["summary", str(trace), "--no-cache"]) == 0
     table = capsys.readouterr().out.split("\n\n")[0].splitlines()
     rows = [line for line in table if line.startswith("漢")]
@@ -381,13 +382,14 @@ def test_wide_characters_are_elided_by_the_cells_they_take(tmp_path: Path, capsy
     assert len({cell_width(row.split("…")[0]) for row in rows}) == 1  # the columns after stay aligned
 
 
-def test_a_name_with_control_characters_loses_its_middle_not_its_end(tmp_path: Path, capsys) -> None:
+def test_a_name_with_control_characters_loses_its_middle_not_its_end(tmp_path: Path, capsys, monkeypatch) -> None:
     """Elided first and sanitised after, "\\x1b" grew to four cells and the table cut
     the name's end, unmarked; sanitised first, the escapes count as what they show."""
     from trnscope.cli.main import main
     from trnscope.testing.events import op, write_trace
 
     trace = write_trace(tmp_path / "ctl.json", [op("\x1b[31m" * 8 + "aten::mm_tail_end", 0, 10), op("plain", 20, 5)])
+    monkeypatch.setenv("COLUMNS", "80")
     assert main(["summary", str(trace), "--no-cache"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("\\x1b"))
     assert "…" in row and row.split()[0].endswith("_tail_end") and "\x1b" not in row
