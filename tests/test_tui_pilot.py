@@ -697,9 +697,9 @@ async def test_the_table_comes_before_its_slow_extra_columns(monkeypatch) -> Non
     release = threading.Event()
     real = screen_ops.memory_columns
 
-    def slow_memory_columns(analysis, table):  # type: ignore[no-untyped-def]
+    def slow_memory_columns(analysis, table, groups=None):  # type: ignore[no-untyped-def]
         release.wait(30)
-        return real(analysis, table)
+        return real(analysis, table, groups)
 
     monkeypatch.setattr(screen_ops, "memory_columns", slow_memory_columns)
     app = TrnscopeApp([str(H100)], use_cache=False)  # a first open: the records are not read yet
