@@ -15,7 +15,6 @@ nothing and still decodes to the exact text.
 from __future__ import annotations
 
 import re
-import unicodedata
 
 _UNSAFE = re.compile(
     "["
@@ -111,6 +110,8 @@ def plural(count: int, word: str, many: str = "") -> str:
 
 
 def _char_cells(ch: str) -> int:
+    import unicodedata  # here: only names that are not ASCII need it (not on every start)
+
     if unicodedata.combining(ch):
         return 0
     return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
