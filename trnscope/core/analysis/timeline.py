@@ -271,19 +271,15 @@ def axis(t0: int, t1: int, cells: int, origin: int) -> str:
     return "".join(line)
 
 
-def lane_label(label: str, width: int) -> str:
-    """``label`` in ``width`` cells, its middle dropped: "thread 19392 (python3) rt"
-    keeps both the thread and the "rt" that says it is the runtime lane."""
-    return elide_middle_text(label, width)
-
-
 def lane_labels(labels: list[str], width: int) -> list[str]:
-    """Every lane's label (file text, sanitised here) in ``width`` cells; labels that
-    would read alike elided keep where they differ instead ("thread 4242 (python)" and
-    "thread 4249 (python)" both read "thread 424…thon)" at 16 cells)."""
+    """Every lane's label (file text, sanitised here) in ``width`` cells, its middle
+    dropped ("thread 19392 (python3) rt" keeps both the thread and the "rt" that says it
+    is the runtime lane); labels that would read alike elided keep where they differ
+    instead ("thread 4242 (python)" and "thread 4249 (python)" both read
+    "thread 424…thon)" at 16 cells)."""
     safe = [safe_text(label) for label in labels]
     alike = distinct_elisions(safe, width)
-    return [alike.get(i, lane_label(label, width)) for i, label in enumerate(safe)]
+    return [alike.get(i, elide_middle_text(label, width)) for i, label in enumerate(safe)]
 
 
 # As at load (``kineto.events.MAX_ABS_US``): about 142 years either way, in ns
