@@ -393,3 +393,21 @@ def test_a_name_with_control_characters_loses_its_middle_not_its_end(tmp_path: P
     assert main(["summary", str(trace), "--no-cache"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("\\x1b"))
     assert "…" in row and row.split()[0].endswith("_tail_end") and "\x1b" not in row
+
+
+async def test_names_with_control_characters_never_read_alike_in_the_explorer(tmp_path: Path) -> None:
+    """Told apart on the raw text and escaped after ("\\x1b" grows to four cells),
+    two names were elided again, in their middle, and read the same."""
+    from trnscope.testing.events import op, write_trace
+
+    head = "\x1b[0m" * 6
+    events = [
+        op(head + "aten::first_variant_of_the_op_tail", 0, 10),
+        op(head + "aten::second_variant_of_the_op_tail", 20, 5),
+    ]
+    app = TrnscopeApp([str(write_trace(tmp_path / "ctl.json", events))], use_cache=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot)
+        lines = await _visible_lines(app.screen.query_one(VirtualTable))
+        names = [line.split("  ")[0] for line in lines[1:3]]
+        assert len(set(names)) == 2 and all(n.startswith("\\x1b") and "…" in n for n in names), names

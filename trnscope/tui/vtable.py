@@ -24,7 +24,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from trnscope.core.base.text import cell_width, distinct_elisions, head_within, tail_within
+from trnscope.core.base.text import cell_width, distinct_elisions, head_within, safe_text, tail_within
 from trnscope.tui.safe import safe_cell
 
 MAX_DISTINCT_ROWS = 200_000  # past this, names elide by their middle only (a resize must stay quick)
@@ -280,8 +280,8 @@ class VirtualTable(ScrollView, can_focus=True):
             for k, width in zip(self._shown, self._widths):
                 column = columns[k]
                 text_of = self.model.names.get(column.key)
-                if text_of is not None:
-                    found = distinct_elisions([text_of(i) for i in range(self.model.size)], width)
+                if text_of is not None:  # (as drawn: sanitised, an escaped control takes four cells)
+                    found = distinct_elisions([safe_text(text_of(i)) for i in range(self.model.size)], width)
                     self._distinct.update({(column.key, i): text for i, text in found.items()})
 
     def on_resize(self) -> None:
