@@ -411,3 +411,22 @@ async def test_names_with_control_characters_never_read_alike_in_the_explorer(tm
         lines = await _visible_lines(app.screen.query_one(VirtualTable))
         names = [line.split("  ")[0] for line in lines[1:3]]
         assert len(set(names)) == 2 and all(n.startswith("\\x1b") and "…" in n for n in names), names
+
+
+async def test_the_drill_down_title_fits_its_line_and_keeps_its_figures(tmp_path: Path) -> None:
+    """A long op name at 80 columns: the title's end ("by duration") was cut off the
+    line; the name gives way in its middle, the instance and the order stay whole."""
+    from trnscope.testing.events import op, write_trace
+
+    name = "aten::cudnn_convolution_backward_weight_with_a_very_long_name_indeed"
+    trace = write_trace(tmp_path / "long.json", [op(name, 10.0 * k, 5.0 + k) for k in range(3)])
+    app = TrnscopeApp([str(trace)], use_cache=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot)
+        await press(pilot, "enter")
+        title = app.screen.query_one("#drill-title")
+        text = title.render()
+        plain = str(text)
+        assert cell_len(plain) <= title.size.width, plain
+        assert plain.endswith("instance #2 · 3 in all · by duration") and "…" in plain, plain
+        assert plain.startswith("aten::cudnn_conv") and plain.split("  instance")[0].endswith("indeed")

@@ -34,7 +34,7 @@ from trnscope.tui.panes import pane
 from trnscope.tui.screen_base import ExplorerScreen
 from trnscope.tui.status import fit_line
 from trnscope.tui.textpanel import TextPanel
-from trnscope.tui.vtable import VirtualTable, elide_middle
+from trnscope.tui.vtable import VirtualTable
 
 # the hop's args shown under its figures, at most (a 2021 trace's call stack runs to
 # thousands of characters), and the lines the hop's panel has (app.tcss: #hop-detail's
@@ -124,17 +124,16 @@ class DrillScreen(ExplorerScreen):
         view = self.query_one("#instances", VirtualTable)
         index = view.current_index
         name = shown_names(self.table)[self.group]
-        text = Text(no_wrap=True, overflow="ellipsis")
+        pieces: list[tuple[str, str, bool]] = []
         if self.analysis.trace.synthetic:
-            text.append(" SYNTHETIC ", style="bold reverse yellow")
-            text.append(" ")
-        room = max(self.app.size.width - 44 - (12 if self.analysis.trace.synthetic else 0), 12)
-        text.append_text(elide_middle(Text(safe_text(name), style="bold"), room))
+            pieces += [(" SYNTHETIC ", "bold reverse yellow", False), (" ", "", False)]
+        pieces.append((safe_text(name), "bold", True))  # the name gives way, the figures stay whole
         if index >= 0:
             # the same numbering as the # column and chain --instance: #0 is the first in time
-            text.append(f"  instance #{int(self.instance_rank[index])} · {self.rows.size:,} in all")
-        text.append(f"  ·  instances by {'duration' if self.sort_by == 'dur' else 'time'}", style="dim")
-        self.query_one("#drill-title", Static).update(text)
+            pieces.append((f"  instance #{int(self.instance_rank[index])} · {self.rows.size:,} in all", "", False))
+        pieces.append((f" · by {'duration' if self.sort_by == 'dur' else 'time'}", "dim", False))
+        title = self.query_one("#drill-title", Static)
+        title.update(fit_line(pieces, title.size.width or self.app.size.width))
 
     def on_virtual_table_cursor_moved(self, message: VirtualTable.CursorMoved) -> None:
         if message.table.id == "instances" and message.index >= 0:
