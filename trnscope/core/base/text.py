@@ -175,32 +175,42 @@ def distinct_elisions(names: list[str], width: int) -> dict[int, str]:
     """For the names whose middle-elided form (``elide_middle_text``) would read the
     same as another name's, a form that keeps where they differ: the head, an ellipsis,
     a window from just before the first differing character, an ellipsis, the tail.
-    Two different rows never look the same (where ``width`` leaves room to tell)."""
-    groups: dict[str, list[int]] = {}
-    for index, name in enumerate(names):
-        if cell_width(name) > width:
-            groups.setdefault(elide_middle_text(name, width), []).append(index)
+    Two different rows never look the same (where ``width`` leaves room to tell).
+    Each distinct name is elided once, however many rows carry it (the drill-down's
+    thread column: 200,000 rows of seven threads took 1.3-1.8 s, one pass per row)."""
     out: dict[int, str] = {}
     if width < 12:
         return out
-    for members in groups.values():
-        originals = {names[i] for i in members}
+    rows_of: dict[str, list[int]] = {}
+    for index, name in enumerate(names):
+        rows_of.setdefault(name, []).append(index)
+    groups: dict[str, list[str]] = {}
+    for name in rows_of:
+        if cell_width(name) > width:
+            groups.setdefault(elide_middle_text(name, width), []).append(name)
+    for originals in groups.values():
         if len(originals) < 2:
             continue
-        for i in members:
-            name = names[i]
-            differs_at = max(_common_prefix(name, other) for other in originals if other != name)
-            head, tail = max(4, width // 4), max(3, width // 6)  # in cells, as the window
-            window = width - head - tail - 2
-            head_text, tail_text = head_within(name, head), tail_within(name, tail)
-            # the window starts a quarter of its cells before the first difference, and
-            # ends before the tail at the latest (all in characters that fit the cells:
-            # a wide character takes two)
-            before_difference = len(tail_within(name[:differs_at], window // 4))
-            last_start = len(name) - len(tail_text) - len(tail_within(name[: len(name) - len(tail_text)], window))
-            start = max(len(head_text), min(differs_at - before_difference, last_start))
-            if start <= len(head_text) + 1:
-                out[i] = head_within(name, head + window + 1) + "…" + tail_text
-            else:
-                out[i] = head_text + "…" + head_within(name[start:], window) + "…" + tail_text
+        for name in originals:
+            shown = _where_it_differs(name, [other for other in originals if other != name], width)
+            for index in rows_of[name]:
+                out[index] = shown
     return out
+
+
+def _where_it_differs(name: str, others: list[str], width: int) -> str:
+    """``name`` in ``width`` cells: its head, a window from just before where it first
+    differs from ``others``, its tail."""
+    differs_at = max(_common_prefix(name, other) for other in others)
+    head, tail = max(4, width // 4), max(3, width // 6)  # in cells, as the window
+    window = width - head - tail - 2
+    head_text, tail_text = head_within(name, head), tail_within(name, tail)
+    # the window starts a quarter of its cells before the first difference, and ends
+    # before the tail at the latest (all in characters that fit the cells: a wide
+    # character takes two)
+    before_difference = len(tail_within(name[:differs_at], window // 4))
+    last_start = len(name) - len(tail_text) - len(tail_within(name[: len(name) - len(tail_text)], window))
+    start = max(len(head_text), min(differs_at - before_difference, last_start))
+    if start <= len(head_text) + 1:
+        return head_within(name, head + window + 1) + "…" + tail_text
+    return head_text + "…" + head_within(name[start:], window) + "…" + tail_text
