@@ -430,3 +430,6 @@ async def test_the_drill_down_title_fits_its_line_and_keeps_its_figures(tmp_path
         assert cell_len(plain) <= title.size.width, plain
         assert plain.endswith("instance #2 · 3 in all · by duration") and "…" in plain, plain
         assert plain.startswith("aten::cudnn_conv") and plain.split("  instance")[0].endswith("indeed")
+        await pilot.resize_terminal(140, 30)  # wider: the title is fitted again, the name whole
+        await settle(pilot)
+        assert str(title.render()).startswith(name + "  instance #2 · 3 in all · by duration")

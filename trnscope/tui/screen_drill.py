@@ -89,6 +89,7 @@ class DrillScreen(ExplorerScreen):
 
     def on_resize(self) -> None:
         self._set_layout()
+        self.call_after_refresh(self._title)  # fitted to the width, as the chain is
         if self.chain is not None:  # the chain's columns depend on the width
             self.call_after_refresh(self._draw_chain)
 
