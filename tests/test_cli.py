@@ -588,6 +588,24 @@ def test_compare_metric_flag_orders_and_reports_that_metric(capsys) -> None:
     assert refused.value.code == 2
 
 
+def test_a_trace_without_device_work_reports_no_device_not_zero(capsys, monkeypatch) -> None:
+    """A CPU-only variant has no device idle share: 0% would read as a device kept busy
+    (as diagnose itself says, "no device work"); JSON gives null, the texts say so."""
+    session = REPO / "sample_traces" / "cpu_attention_session"
+    assert main(["compare", str(session), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["diagnosis"] and all(row["device_idle_pct"] is None for row in doc["diagnosis"].values())
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["compare", str(session)]) == 0
+    idle = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("device idle"))
+    assert idle.split()[2:] == ["no", "device"] * len(doc["diagnosis"]) and "%" not in idle
+    assert main(["diagnose", str(session), "--select", "eager"]) == 0
+    out = capsys.readouterr().out
+    assert "no device work in this trace (CPU only)" in out
+    steps = [line for line in out.splitlines() if line.startswith("ProfilerStep#")]
+    assert steps and all(line.split()[-2] == "—" for line in steps)  # device busy: none, not 0.000us
+
+
 @requires_corpus
 def test_timeline_nested_lanes_and_colour_on_request(capsys) -> None:
     """--nested: one lane per op depth (aten::linear above aten::addmm above …)."""

@@ -609,6 +609,15 @@ async def test_compare_filter_metric_and_python_rows() -> None:
         assert "no rows match" in str(compare.query_one("#compare-info").render())
         await press(pilot, "escape")  # clears the filter, stays on the compare view
         assert app.screen is compare and compare.filter_text == "" and compare.shown_rows
+        # CPU-only variants launch no device work: v skips the view of device work
+        # per region, which could only say it is empty; the diagnosis says "no device"
+        assert not compare.comparison.kernels and compare.views == ("regions", "ops", "diagnosis")
+        await press(pilot, "v")
+        assert compare.view == "diagnosis"
+        idle = compare.query_one(VirtualTable).model.cells(0)
+        assert idle[0] == "device idle" and set(idle[1:]) == {"no device"}
+        await press(pilot, "v")
+        assert compare.view == "regions"
 
 
 async def test_resize_lays_the_table_out_again_and_columns_can_be_chosen() -> None:

@@ -37,7 +37,7 @@ def _step_lines(doc: DiagnoseOut, all_steps: bool, width: int) -> list[str]:
     for s in shown:
         lines.append(
             f"{pad_cells(elide_middle_text(safe_text(s.step), 20), 20)} {fmt_time_ns(s.wall_us * 1000):>12} {fmt_time_ns(s.host_busy_us * 1000):>12} "
-            f"{fmt_time_ns(s.device_busy_us * 1000):>12}  {s.bound}"
+            f"{fmt_time_ns(s.device_busy_us * 1000) if doc.devices else '—':>12}  {s.bound}"
         )
     return lines
 

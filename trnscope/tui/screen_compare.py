@@ -10,6 +10,7 @@ from textual.widgets import Input, Static
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.compare import METRICS, CompareRow, Comparison, with_metric
+from trnscope.core.analysis.compare_model import idle_share_text
 from trnscope.core.analysis.distribution import sparkline
 from trnscope.core.base.text import safe_text, user_pattern
 from trnscope.core.base.units import fmt_time_short
@@ -37,7 +38,7 @@ VIEW_TITLES = {
 @pane("Compare", order=30)
 class CompareScreen(FilterScreen):
     BINDINGS = [
-        Binding("v", "view", "View", tooltip="(kernel runs →) regions → ops → device work per region → diagnosis"),
+        Binding("v", "view", "View", tooltip="(kernel runs →) regions → ops → device work per region → diagnosis: those with rows"),
         Binding("1", "side(0)", "A", tooltip="enter drills into variant A"),
         Binding("2", "side(1)", "B", tooltip="enter drills into variant B"),
         Binding("3", "side(2)", "C", tooltip="enter drills into variant C"),
@@ -63,8 +64,18 @@ class CompareScreen(FilterScreen):
         self.labels = comparison.labels
         self.root = root
         self.comparison = comparison
-        self.views = ((KERNEL_RUNS,) if comparison.kernel_runs else ()) + VIEWS
-        self.view = KERNEL_RUNS if comparison.kernel_runs else "regions" if self.comparison.regions else "ops"
+        # a view that can hold no row is left out of v's cycle (kernels of CPU-only
+        # variants, regions of a trace without record_function ranges): a dead end
+        # that only said "no rows in this view"; the ops view is always there
+        present = {
+            KERNEL_RUNS: bool(comparison.kernel_runs),
+            "regions": bool(comparison.regions),
+            "ops": True,
+            "kernels": bool(comparison.kernels),
+            "diagnosis": bool(comparison.diagnosis),
+        }
+        self.views = tuple(view for view in (KERNEL_RUNS, *VIEWS) if present[view])
+        self.view = self.views[0]
         self.kernel_rows: list[tuple[int, int]] = []
         self.side = 0
         self._filter = ""
@@ -156,7 +167,7 @@ class CompareScreen(FilterScreen):
     def _diagnosis_model(self) -> TableModel:
         d = self.comparison.diagnosis
         rows = [
-            ("device idle", [f"{x.device_idle_pct:.1f}%" for x in d]),
+            ("device idle", [idle_share_text(x.device_idle_pct) for x in d]),
             ("host-bound steps", [f"{x.host_bound_steps} of {x.steps}" for x in d]),
             ("launches / step", [f"{x.dispatches_per_step:g}" for x in d]),
             ("largest finding", [x.top_finding or "—" for x in d]),

@@ -123,7 +123,7 @@ class DiagnoseScreen(ExplorerScreen):
                 Text(safe_text(s.step)),
                 fit_time_short(s.wall_us * 1000, 9),
                 fit_time_short(s.host_busy_us * 1000, 9),
-                fit_time_short(s.device_busy_us * 1000, 9),
+                fit_time_short(s.device_busy_us * 1000, 9) if doc.devices else "—",
                 Text(s.bound, style="yellow" if s.bound == "host" else "green"),
             ]
 
@@ -167,8 +167,13 @@ class DiagnoseScreen(ExplorerScreen):
             self.query_one("#dg-detail", Static).update(
                 Text(
                     f"{safe_text(s.step)}: wall {fmt_time_short(s.wall_us * 1000)}; host busy "
-                    f"{100 * s.host_busy_us / wall:.0f}%, device busy {100 * s.device_busy_us / wall:.0f}% → "
-                    f"{s.bound}-bound (device-bound when the device is busy half the wall time or more)"
+                    f"{100 * s.host_busy_us / wall:.0f}%, "
+                    + (
+                        f"device busy {100 * s.device_busy_us / wall:.0f}% → {s.bound}-bound (device-bound "
+                        "when the device is busy half the wall time or more)"
+                        if self.doc.devices
+                        else f"no device work → {s.bound}-bound"
+                    )
                 )
             )
             return

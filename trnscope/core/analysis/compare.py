@@ -138,7 +138,7 @@ def variant_diagnosis(analysis: Analysis) -> VariantDiagnosis:
     steps = max(len(doc.steps), 1)
     losses = [f for f in doc.findings if f.severity != "info"]
     return VariantDiagnosis(
-        device_idle_pct=round(100.0 * idle / span, 2) if span else 0.0,
+        device_idle_pct=round(100.0 * idle / span, 2) if span else None,
         host_bound_steps=sum(1 for s in doc.steps if s.bound == "host"),
         steps=len(doc.steps),
         dispatches_per_step=round(launches / steps, 2) if len(ev) else 0.0,

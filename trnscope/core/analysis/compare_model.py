@@ -38,11 +38,18 @@ class CompareRow(msgspec.Struct):
 class VariantDiagnosis(msgspec.Struct):
     """Which variant is best and why, in three numbers (see ``diagnose``)."""
 
-    device_idle_pct: float  # idle share of the devices' spans (all devices together)
+    # idle share of the devices' spans (all devices together); None: no device work at
+    # all (a CPU-only trace), where 0% would read as a device kept busy
+    device_idle_pct: float | None
     host_bound_steps: int
     steps: int
     dispatches_per_step: float  # runtime calls that launched device work, per step
     top_finding: str = ""  # the kind of the finding that accounts for the most time
+
+
+def idle_share_text(device_idle_pct: float | None) -> str:
+    """A variant's device idle share as the comparison tables print it."""
+    return "no device" if device_idle_pct is None else f"{device_idle_pct:.1f}%"
 
 
 class KernelRuns(msgspec.Struct):

@@ -250,7 +250,7 @@ class CompareRowOut(msgspec.Struct, omit_defaults=True):
 
 
 class DiagnosisRowOut(msgspec.Struct):
-    device_idle_pct: float
+    device_idle_pct: float | None  # null: no device work in that variant (CPU only)
     host_bound_steps: int
     steps: int
     dispatches_per_step: float
