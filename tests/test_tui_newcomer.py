@@ -45,6 +45,31 @@ async def test_drill_title_numbers_instances_like_its_column() -> None:
         assert "instance #" in title and "in all" in title
 
 
+def test_many_look_alike_stack_keys_are_told_apart_where_each_differs() -> None:
+    """Grouped by stack, thousands of keys share their start and end and are joined by
+    "←" (not ASCII, one cell): each is compared with its neighbours in sorted order, not
+    with every other key (xDiT's 6,532 keys took 4 s a layout).  Keys alike at their
+    end were each shown where they differ from another neighbour and read the same:
+    those are shown where they differ from each other."""
+    import random
+
+    from trnscope.core.base.text import cell_width, tail_within
+
+    rng = random.Random(3)
+    frame = "/app/xDiT/xfuser/model_executor/models/runner_models/base_model.py(611): profile ← "
+    keys = [frame * 2 + "".join(rng.choice("ab←c") for _ in range(6)) + " ← runner.py(81): main" for _ in range(3000)]
+    width = 30
+    better = distinct_elisions(keys, width)
+    shown = {key: better.get(i, elide_middle_text(key, width)) for i, key in enumerate(keys)}
+    assert len(set(shown.values())) == len(shown)  # two different keys never read the same
+    for key, form in shown.items():
+        assert cell_width(form) <= width
+        at = 0
+        for piece in form.split("…"):  # the head, the window, the tail: the key's own text, in order
+            at = key.index(piece, at) + len(piece)
+    assert tail_within("abc", 5) == "abc" and tail_within("a←c", 9) == "a←c" and tail_within("漢字", 3) == "字"
+
+
 def test_look_alike_names_are_elided_where_they_differ() -> None:
     names = [
         "void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_16x16_128x2_tn_align8>(Params)",

@@ -38,7 +38,12 @@ VIEW_TITLES = {
 @pane("Compare", order=30)
 class CompareScreen(FilterScreen):
     BINDINGS = [
-        Binding("v", "view", "View", tooltip="(kernel runs →) regions → ops → device work per region → diagnosis: those with rows"),
+        Binding(
+            "v",
+            "view",
+            "View",
+            tooltip="(kernel runs →) regions → ops → device work per region → diagnosis: those with rows",
+        ),
         Binding("1", "side(0)", "A", tooltip="enter drills into variant A"),
         Binding("2", "side(1)", "B", tooltip="enter drills into variant B"),
         Binding("3", "side(2)", "C", tooltip="enter drills into variant C"),

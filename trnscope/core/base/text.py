@@ -15,6 +15,8 @@ nothing and still decodes to the exact text.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+from itertools import pairwise
 
 _UNSAFE = re.compile(
     "["
@@ -109,6 +111,7 @@ def plural(count: int, word: str, many: str = "") -> str:
     return f"{count:,} {word if count == 1 else many or word + 's'}"
 
 
+@lru_cache(maxsize=4096)
 def _char_cells(ch: str) -> int:
     import unicodedata  # here: only names that are not ASCII need it (not on every start)
 
@@ -117,15 +120,48 @@ def _char_cells(ch: str) -> int:
     return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
 
 
+# Each distinct character of a text is looked at once, not each of its characters: a
+# stack key of a thousand characters with one "←" in it is otherwise a Python call per
+# character (grouping xDiT by stack measured 3.3 million of them, 1.6 s).
+
+
+_NOT_ASCII = re.compile("[^\x00-\x7f]")
+
+
+def _one_cell_each(text: str) -> bool:
+    """Whether every character of ``text`` takes one cell (then characters are cells)."""
+    return text.isascii() or all(_char_cells(ch) == 1 for ch in set(_NOT_ASCII.findall(text)))
+
+
 def cell_width(text: str) -> int:
     """Terminal cells ``text`` takes (sanitised text: no controls): CJK and emoji take
     two, combining marks none."""
-    return len(text) if text.isascii() else sum(map(_char_cells, text))
+    if text.isascii():
+        return len(text)
+    width = len(text)
+    for ch in set(_NOT_ASCII.findall(text)):
+        if (cells := _char_cells(ch)) != 1:
+            width += (cells - 1) * text.count(ch)
+    return width
 
 
 def head_within(text: str, cells: int) -> str:
     """The longest start of ``text`` that fits ``cells``."""
-    if text.isascii():
+    return _head(text, cells, _one_cell_each(text))
+
+
+def tail_within(text: str, cells: int) -> str:
+    """The longest end of ``text`` that fits ``cells``."""
+    return _tail(text, cells, _one_cell_each(text))
+
+
+# The helpers below take ``narrow``: whether every character of the text takes one cell,
+# found once per name (any part of such a name is narrow too) and not again on each of
+# the slices an elision cuts.
+
+
+def _head(text: str, cells: int, narrow: bool) -> str:
+    if narrow:
         return text[: max(cells, 0)]
     used = 0
     for index, ch in enumerate(text):
@@ -135,13 +171,12 @@ def head_within(text: str, cells: int) -> str:
     return text
 
 
-def tail_within(text: str, cells: int) -> str:
-    """The longest end of ``text`` that fits ``cells``."""
+def _tail(text: str, cells: int, narrow: bool) -> str:
     if cells <= 0:
         return ""
-    if text.isascii():
-        return text[len(text) - cells :]
-    return head_within(text[::-1], cells)[::-1]
+    if narrow:
+        return text[max(len(text) - cells, 0) :]
+    return _head(text[::-1], cells, False)[::-1]
 
 
 def pad_cells(text: str, width: int) -> str:
@@ -155,62 +190,128 @@ def elide_middle_text(text: str, width: int) -> str:
     third): long names differ at both ends more often than in the middle.  Two-cell
     characters count as two (one that would straddle a cut goes: the result may be a
     cell short)."""
-    if cell_width(text) <= width:
+    narrow = _one_cell_each(text)
+    return _elide_middle(text, width, narrow, len(text) if narrow else cell_width(text))
+
+
+def _elide_middle(text: str, width: int, narrow: bool, cells: int) -> str:
+    if cells <= width:
         return text
     if width < 8:  # too narrow for a head and a tail: the head, marked as cut
-        return head_within(text, width - 1) + "…" if width >= 2 else head_within(text, width)
-    head = head_within(text, width - 1 - (width - 1) // 3)
-    return head + "…" + tail_within(text, width - 1 - cell_width(head))  # a cell the head left goes to the tail
+        return _head(text, width - 1, narrow) + "…" if width >= 2 else _head(text, width, narrow)
+    head = _head(text, width - 1 - (width - 1) // 3, narrow)
+    # a cell the head left goes to the tail
+    return head + "…" + _tail(text, width - 1 - (len(head) if narrow else cell_width(head)), narrow)
 
 
 def _common_prefix(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    k = 0
-    while k < n and a[k] == b[k]:
-        k += 1
-    return k
+    """How many characters ``a`` and ``b`` share from their start: a binary search on
+    slices, which compare in C (a loop over characters took seconds on stack keys that
+    share thousands of them)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+# how many times a group of look-alikes is elided again where the forms chosen still
+# read the same (each time only the names that still do)
+_TELL_APART_ROUNDS = 4
 
 
 def distinct_elisions(names: list[str], width: int) -> dict[int, str]:
     """For the names whose middle-elided form (``elide_middle_text``) would read the
     same as another name's, a form that keeps where they differ: the head, an ellipsis,
     a window from just before the first differing character, an ellipsis, the tail.
-    Two different rows never look the same (where ``width`` leaves room to tell).
-    Each distinct name is elided once, however many rows carry it (the drill-down's
-    thread column: 200,000 rows of seven threads took 1.3-1.8 s, one pass per row)."""
+    Two different names of a column never read the same (where ``width`` leaves room to
+    tell): not even where their rows differ in another column, since two stacks or two
+    launching ops that read the same say they are the same.  Each distinct name is
+    elided once, however many rows carry it (the drill-down's thread column: 200,000
+    rows of seven threads took 1.3-1.8 s, one pass per row)."""
     out: dict[int, str] = {}
     if width < 12:
         return out
     rows_of: dict[str, list[int]] = {}
     for index, name in enumerate(names):
         rows_of.setdefault(name, []).append(index)
-    groups: dict[str, list[str]] = {}
-    for name in rows_of:
-        if cell_width(name) > width:
-            groups.setdefault(elide_middle_text(name, width), []).append(name)
-    for originals in groups.values():
-        if len(originals) < 2:
-            continue
-        for name in originals:
-            shown = _where_it_differs(name, [other for other in originals if other != name], width)
+    narrow_names: set[str] = set()
+    alike_groups = _look_alike_groups(rows_of, width, narrow_names)
+    if any(len(alike) > 1 for alike in alike_groups.values()):
+        for name, form in _told_apart(alike_groups, width, narrow_names).items():
             for index in rows_of[name]:
-                out[index] = shown
+                out[index] = form
     return out
 
 
-def _where_it_differs(name: str, others: list[str], width: int) -> str:
-    """``name`` in ``width`` cells: its head, a window from just before where it first
-    differs from ``others``, its tail."""
-    differs_at = max(_common_prefix(name, other) for other in others)
+def _look_alike_groups(rows_of: dict[str, list[int]], width: int, narrow_names: set[str]) -> dict[str, list[str]]:
+    """The names wider than ``width`` by their middle elision; ``narrow_names`` gets
+    those of one cell a character."""
+    groups: dict[str, list[str]] = {}
+    for name in rows_of:
+        narrow = _one_cell_each(name)
+        cells = len(name) if narrow else cell_width(name)
+        if cells > width:
+            groups.setdefault(_elide_middle(name, width, narrow, cells), []).append(name)
+            if narrow:
+                narrow_names.add(name)
+    return groups
+
+
+def _told_apart(alike_groups: dict[str, list[str]], width: int, narrow_names: set[str]) -> dict[str, str]:
+    """Forms for names (grouped by their middle elision) that tell them apart: each
+    name of a group shows where it differs from the name of its group it is most alike.
+    Where forms still read the same (shortened for the window, the heads and tails of
+    two groups can meet; two names alike at their ends can each be shown where they
+    differ from another neighbour), those names are shown where they differ from each
+    other, for a few rounds; the round that left the fewest names reading alike is kept
+    (a window too narrow to show two differences at once can make a round worse).
+    Returns the forms of the names that were told apart."""
+    forms = {name: form for form, names in alike_groups.items() for name in names}
+    pending = [names for names in alike_groups.values() if len(names) > 1]
+    best: dict[str, str] = {}
+    fewest = len(forms) + 1
+    told: set[str] = set()
+    for _ in range(_TELL_APART_ROUNDS):
+        for names in pending:
+            # where a name first differs from all the others is where it differs from
+            # its neighbours in sorted order (the longest common start with any other
+            # name is with one of them): one comparison per name, not one per pair
+            # (grouped by stack at 160 columns, xDiT's 6,532 stack keys took 4 s)
+            ordered = sorted(names)
+            shared = [_common_prefix(a, b) for a, b in pairwise(ordered)]
+            for k, name in enumerate(ordered):
+                differs_at = max(shared[k - 1] if k else 0, shared[k] if k < len(shared) else 0)
+                forms[name] = _where_it_differs(name, differs_at, width, name in narrow_names)
+                told.add(name)
+        readers: dict[str, list[str]] = {}
+        for name, form in forms.items():
+            readers.setdefault(form, []).append(name)
+        pending = [names for names in readers.values() if len(names) > 1]
+        reading_alike = sum(map(len, pending))
+        if reading_alike < fewest:
+            best, fewest = {name: forms[name] for name in told}, reading_alike
+        if not pending:
+            break
+    return best
+
+
+def _where_it_differs(name: str, differs_at: int, width: int, narrow: bool) -> str:
+    """``name`` in ``width`` cells: its head, a window from just before
+    ``differs_at`` (where it first differs from the names that would read the same),
+    its tail."""
     head, tail = max(4, width // 4), max(3, width // 6)  # in cells, as the window
     window = width - head - tail - 2
-    head_text, tail_text = head_within(name, head), tail_within(name, tail)
+    head_text, tail_text = _head(name, head, narrow), _tail(name, tail, narrow)
     # the window starts a quarter of its cells before the first difference, and ends
     # before the tail at the latest (all in characters that fit the cells: a wide
     # character takes two)
-    before_difference = len(tail_within(name[:differs_at], window // 4))
-    last_start = len(name) - len(tail_text) - len(tail_within(name[: len(name) - len(tail_text)], window))
+    before_difference = len(_tail(name[:differs_at], window // 4, narrow))
+    last_start = len(name) - len(tail_text) - len(_tail(name[: len(name) - len(tail_text)], window, narrow))
     start = max(len(head_text), min(differs_at - before_difference, last_start))
     if start <= len(head_text) + 1:
-        return head_within(name, head + window + 1) + "…" + tail_text
-    return head_text + "…" + head_within(name[start:], window) + "…" + tail_text
+        return _head(name, head + window + 1, narrow) + "…" + tail_text
+    return head_text + "…" + _head(name[start:], window, narrow) + "…" + tail_text
