@@ -348,9 +348,7 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
         waited = Union(ev.ts[syncs], ev.ts[syncs] + ev.dur[syncs])
         # what a sync costs is the device idling while the host waits (with nothing queued);
         # waiting while the device is busy is the device's time, not the sync's
-        device_idle_in_wait = waited.length - sum(
-            all_device.covered(int(a), int(b)) for a, b in zip(waited.start, waited.end, strict=True)
-        )
+        device_idle_in_wait = waited.length - int(all_device.covered_in(waited.start, waited.end).sum())
         if waited.length >= 0.05 * wall:
             longest = int(syncs[np.argmax(ev.dur[syncs])])
             names: dict[str, int] = {}
