@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trnscope.core.base.text import cell_width, distinct_elisions, elide_middle_text, safe_text
+from trnscope.core.base.text import cell_width, distinct_elisions, elide_middle_text, head_within, pad_cells, safe_text
 
 
 class NumberColumn:
@@ -68,21 +68,29 @@ def print_columns(
 ) -> None:
     from rich.table import Table
 
+    # Rich lays out the title and the header; the rows, of cells already fitted to
+    # their columns, are joined here as Rich's table would (no edge, two spaces between
+    # columns): Rich rendered a table of 7,800 rows in 2 s, cell by cell
     t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, box=None, header_style="bold")
     for header, _cells, width in texts:
         t.add_column(header, no_wrap=True, width=width, overflow="crop")
     for column in numbers:
         t.add_column(column.header, justify="right", no_wrap=True, width=column.width)
+    console.print(t)
+    if not rows:
+        return
     # sanitised first (an escaped control takes four cells), then elided in cells; two
     # different rows never look the same: look-alikes are elided where they differ
     shown = [[safe_text(cell) for cell in cells] for _h, cells, _w in texts]
     distinct = [distinct_elisions(cells, width) for cells, (_h, _c, width) in zip(shown, texts)]
+    text_widths = [width for _h, _c, width in texts]
+    number_widths = [column.width for column in numbers]  # (each a pass over its cells)
+    lines = []
     for i in range(rows):
-        t.add_row(
-            *[
-                d.get(i) or elide_middle_text(cells[i], width)
-                for cells, (_h, _c, width), d in zip(shown, texts, distinct)
-            ],
-            *[safe_text(c.cells[i]) for c in numbers],
-        )
-    console.print(t)
+        cells = [
+            d.get(i) or elide_middle_text(cells[i], width) for cells, width, d in zip(shown, text_widths, distinct)
+        ]
+        parts = [pad_cells(head_within(text, width), width) for text, width in zip(cells, text_widths)]
+        parts += [safe_text(c.cells[i]).rjust(width) for c, width in zip(numbers, number_widths)]
+        lines.append("  ".join(parts))
+    console.print("\n".join(lines), soft_wrap=True)
