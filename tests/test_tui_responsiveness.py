@@ -436,3 +436,24 @@ async def test_a_rows_device_work_is_ranked_once_per_table(monkeypatch) -> None:
         await pilot.press("enter", "escape", "b")
         await settle(pilot)
         assert len(ranked) == 2  # a new table (grouped by input shape): its landing row ranked for it
+
+
+async def test_scrolling_sends_one_frame_not_an_animation(monkeypatch) -> None:
+    """Over a slow link an animated scroll is ~50 frames for one key (end in the help:
+    1.2 s); the explorer scrolls at once unless TEXTUAL_ANIMATIONS asks otherwise."""
+    from textual.containers import VerticalScroll
+    from tui_helpers import press
+
+    monkeypatch.delenv("TEXTUAL_ANIMATIONS", raising=False)
+    app = TrnscopeApp([str(SAMPLES / "cpu_train_tiny_session")])
+    assert app.animation_level == "none"
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot)
+        await press(pilot, "question_mark")
+        box = app.screen.query_one("#text-box", VerticalScroll)
+        frames = record_calls(app, "_display")
+        box.scroll_end()  # what end does
+        await pilot.pause()
+        assert box.scroll_y == box.max_scroll_y > 0 and len(frames) <= 2
+    monkeypatch.setenv("TEXTUAL_ANIMATIONS", "full")
+    assert TrnscopeApp([str(SAMPLES / "cpu_train_tiny_session")]).animation_level == "full"
