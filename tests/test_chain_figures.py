@@ -155,3 +155,34 @@ def test_device_work_of_every_op_row_group_equals_the_scan(path: Path) -> None:
         if not expected.size:
             expected = np.flatnonzero(device & np.isin(links.raw_parent[np.maximum(links.device_op, 0)], rows))
         np.testing.assert_array_equal(np.sort(analysis.device_work(rows)), expected)
+
+
+@pytest.mark.parametrize("which", ["trn_synthetic", "hand_built"])
+def test_a_chain_whose_hops_read_their_args_when_shown_equals_the_whole_chain(which: str, tmp_path: Path) -> None:
+    """The explorer builds a chain with only its op's args read (a step's chain has tens
+    of thousands of hops) and reads each hop's when it is shown: hop by hop, the same
+    chain as one built with every args read (the CLI's, the copy's)."""
+    import msgspec
+
+    from trnscope.core.analysis.chain import chain_for_row, read_hop_args
+
+    if which == "trn_synthetic":
+        analysis = Analysis(load_source(discover(SAMPLES / "trn_synthetic_rmsnorm_session").select("eager")))
+    else:
+        analysis = Analysis(load_path(_hand_built(tmp_path), NO_CACHE))
+    table = analysis.op_table()
+    compared = 0
+    for group in range(len(table)):
+        rows = table.instances(group)
+        if not rows.size:
+            continue
+        row = int(rows[np.argmax(analysis.trace.events.dur[rows])])
+        whole = chain_for_row(analysis, row, 0, 1)
+        lazy = chain_for_row(analysis, row, 0, 1, every_hops_args=False)
+        unread = [h for h in lazy.hops if not h.args_read]
+        assert all(h.kind != "op" for h in unread)  # the op's shapes give its FLOPs at once
+        for hop in lazy.hops:
+            read_hop_args(analysis, hop)
+        assert msgspec.json.encode(lazy) == msgspec.json.encode(whole)  # details in the same order too
+        compared += bool(unread)
+    assert compared  # some chain had hops whose args waited

@@ -14,7 +14,7 @@ from textual.containers import Container
 from textual.widgets import Static
 
 from trnscope.core.analysis.analysis import Analysis
-from trnscope.core.analysis.chain import chain_for_row, op_group_of_row, render_chain_text
+from trnscope.core.analysis.chain import chain_for_row, op_group_of_row, read_hop_args, render_chain_text
 from trnscope.core.analysis.chain_model import Chain
 from trnscope.core.base.cachedir import writable_dir
 from trnscope.core.base.text import safe_text
@@ -149,7 +149,10 @@ class DrillScreen(ExplorerScreen):
     @work(thread=True, exclusive=True, group="chain", exit_on_error=False)
     def _build_chain(self, index: int) -> None:
         row = int(self.rows[index])
-        chain = chain_for_row(self.analysis, row, int(self.instance_rank[index]), int(self.rows.size))
+        # each hop's args when the hop is shown (a step's chain has tens of thousands)
+        chain = chain_for_row(
+            self.analysis, row, int(self.instance_rank[index]), int(self.rows.size), every_hops_args=False
+        )
         self.app.call_from_thread(self._show_chain, chain)
 
     def _show_chain(self, chain: Chain) -> None:
@@ -183,6 +186,7 @@ class DrillScreen(ExplorerScreen):
             self.query_one("#hop-detail", Static).update(text)
             return
         hop = chain.hops[self.shown[index]]
+        read_hop_args(self.analysis, hop)
         # one line: the hop's and its thread's names give up their middle, not a figure
         text = fit_line(
             [
@@ -283,6 +287,8 @@ class DrillScreen(ExplorerScreen):
     def action_copy(self) -> None:
         if self.chain is None:
             return
+        for hop in self.chain.hops:  # the copy is the chain `trnscope chain` prints, args and all
+            read_hop_args(self.analysis, hop)
         text = render_chain_text(self.chain)
         self.app.copy_to_clipboard(text)
         folder = writable_dir("clipboard")

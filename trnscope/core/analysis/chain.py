@@ -152,13 +152,23 @@ def _add_flops(op_hop: Hop, dur_ns: int, device_us: float) -> None:
 
 
 def build_chain(  # noqa: C901 - the chain's hops in their documented order; each kind is a few lines
-    analysis: Analysis, row: int, *, instance: int = 0, instances: int = 1, lazy_args: bool = True
+    analysis: Analysis,
+    row: int,
+    *,
+    instance: int = 0,
+    instances: int = 1,
+    lazy_args: bool = True,
+    every_hops_args: bool = True,
 ) -> Chain:
+    """The chain of op instance ``row``.  ``lazy_args``: read the events' args for the
+    hops that show them; ``every_hops_args`` False: only the op's now, each other hop's
+    when it is shown (``read_hop_args``): a step's chain has tens of thousands of hops
+    (xDiT's ProfilerStep: 38,535; reading every one's args took ~0.4 s of its 0.6)."""
     trace = analysis.trace
     ev = trace.events
     links = analysis.links
     origin = int(ev.ts[row])
-    hop = _hop_maker(analysis, origin, lazy_args)
+    hop = _hop_maker(analysis, origin, lazy_args and every_hops_args)
 
     hops: list[Hop] = []
     notes: list[str] = []
@@ -169,7 +179,7 @@ def build_chain(  # noqa: C901 - the chain's hops in their documented order; eac
         kind = "python" if role == int(Role.PYTHON) else "parent"
         hops.append(hop(a, kind, depth, details={}))
         depth += 1
-    op_hop = hop(row, "op", depth)
+    op_hop = _hop_maker(analysis, origin, lazy_args)(row, "op", depth)  # its shapes give the FLOPs
     hops.append(op_hop)
     forward = int(forward_links(trace, links)[row])
     if forward >= 0:
@@ -247,6 +257,20 @@ def build_chain(  # noqa: C901 - the chain's hops in their documented order; eac
     )
 
 
+_KINDS_WITH_ARGS = ("op", "runtime", "kernel", "memory")  # the hops whose event's args are shown
+
+
+def read_hop_args(analysis: Analysis, hop: Hop) -> None:
+    """Read the args of a hop built without them (``build_chain(every_hops_args=False)``),
+    placed where a chain built with them has them: after the category, before what the
+    chain added (the launching call, the queue time)."""
+    if hop.args_read or hop.row < 0:
+        return
+    read = _details(analysis, hop.row, True)
+    hop.details = {**read, **{key: value for key, value in hop.details.items() if key not in read}}
+    hop.args_read = True
+
+
 def _hop_maker(analysis: Analysis, origin: int, lazy_args: bool) -> HopMaker:
     """Hops of this analysis's rows, times from ``origin``."""
     trace = analysis.trace
@@ -255,18 +279,18 @@ def _hop_maker(analysis: Analysis, origin: int, lazy_args: bool) -> HopMaker:
     def hop(r: int, kind: str, depth: int = 0, details: dict[str, Any] | None = None, name: str | None = None) -> Hop:
         role = Role(int(ev.role[r]))
         layer = LAYER_NAMES.get(LAYER_OF_ROLE[role], "framework")
+        with_args = details is None and kind in _KINDS_WITH_ARGS
         return Hop(
             layer=layer,
             name=name or trace.names[int(ev.name[r])],
             start_us=us(int(ev.ts[r]) - origin),
             dur_us=us(max(int(ev.dur[r]), 0)),
             thread_or_stream=trace.threads[int(ev.thread[r])].display,
-            details=details
-            if details is not None
-            else _details(analysis, r, lazy_args and kind in ("op", "runtime", "kernel", "memory")),
+            details=details if details is not None else _details(analysis, r, lazy_args and with_args),
             kind=kind,
             depth=depth,
             row=int(r),
+            args_read=lazy_args or not with_args,
         )
 
     return hop
@@ -305,8 +329,9 @@ def _unlinked_device_chain(analysis: Analysis, row: int, instance: int, instance
     )  # fmt: skip
 
 
-def chain_for_row(analysis: Analysis, row: int, instance: int, instances: int) -> Chain:
-    """A device row's chain is its launching op's chain; an unlinked one stands alone."""
+def chain_for_row(analysis: Analysis, row: int, instance: int, instances: int, every_hops_args: bool = True) -> Chain:
+    """A device row's chain is its launching op's chain; an unlinked one stands alone.
+    ``every_hops_args``: as ``build_chain``'s."""
     ev = analysis.trace.events
     if int(ev.role[row]) in (
         int(Role.KERNEL),
@@ -316,7 +341,7 @@ def chain_for_row(analysis: Analysis, row: int, instance: int, instances: int) -
     ):
         op = int(analysis.links.device_op[row])
         if op >= 0:
-            chain = build_chain(analysis, op, instance=instance, instances=instances)
+            chain = build_chain(analysis, op, instance=instance, instances=instances, every_hops_args=every_hops_args)
             chain.notes.insert(
                 0, f"device event {analysis.trace.names[int(ev.name[row])]!r}: chain of the op that launched it"
             )
@@ -344,7 +369,7 @@ def chain_for_row(analysis: Analysis, row: int, instance: int, instances: int) -
             Gaps(0.0, 0.0, hop.dur_us),
             ["not linked to any op: launched outside the capture window or by an unprofiled thread"],
         )
-    return build_chain(analysis, row, instance=instance, instances=instances)
+    return build_chain(analysis, row, instance=instance, instances=instances, every_hops_args=every_hops_args)
 
 
 def op_group_of_row(analysis: Analysis, row: int) -> int | None:

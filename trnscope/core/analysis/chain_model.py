@@ -27,6 +27,9 @@ class Hop(msgspec.Struct):
     kind: str = ""  # python, parent, op, child, runtime, kernel, memory, execution, engine, instruction
     depth: int = 0
     row: int = -1
+    # False while the event's args are still unread (a chain built with every hop's
+    # args left for later: ``chain.read_hop_args`` reads them when the hop is shown)
+    args_read: bool = True
 
 
 class Gaps(msgspec.Struct):
