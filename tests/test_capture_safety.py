@@ -97,3 +97,33 @@ def test_partial_and_lock_names_stay_beside_the_target(tmp_path: Path) -> None:
     assert (tmp_path / ".s.lock").exists()
     workspace.abort()
     assert not (tmp_path / ".s.lock").exists() and os.listdir(tmp_path) == []
+
+
+def test_a_signal_as_the_partial_folder_appears_leaves_nothing(tmp_path: Path, monkeypatch) -> None:
+    """SIGTERM right after the partial folder is made (before the capture's own guard
+    began) left the folder and its lock behind (one run in four of the test above, on a
+    loaded machine): the signal is held while the folder is made and lands inside the
+    guard, which removes both."""
+    from trnscope.capture import workspace as ws
+
+    class Ended(BaseException):
+        pass
+
+    def ended(signum: int, frame: object) -> None:
+        raise Ended
+
+    made = ws.SessionWorkspace.__init__
+
+    def made_then_signalled(self: ws.SessionWorkspace, out: Path) -> None:
+        made(self, out)
+        assert self.temp.is_dir()
+        os.kill(os.getpid(), signal.SIGTERM)  # as the test above sends it, at the worst moment
+
+    previous = signal.signal(signal.SIGTERM, ended)
+    try:
+        monkeypatch.setattr(ws.SessionWorkspace, "__init__", made_then_signalled)
+        with pytest.raises(Ended), ws.partial_session(tmp_path / "session"):
+            pytest.fail("the block ran although the signal had come")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert os.listdir(tmp_path) == []

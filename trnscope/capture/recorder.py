@@ -30,7 +30,7 @@ from trnscope.capture.device import (
     synchronize,
 )
 from trnscope.capture.reference import reference_rows
-from trnscope.capture.workspace import SessionWorkspace, check_label, one_line
+from trnscope.capture.workspace import check_label, one_line, partial_session
 from trnscope.core.base import settings
 from trnscope.core.base.errors import TrnscopeError
 from trnscope.core.base.text import plural
@@ -229,49 +229,55 @@ def compare(  # noqa: C901 - each variant checked, profiled or recorded as faile
     for label in variants:
         check_label(label)
     plan = plan or plan_device(options.device)
-    workspace = SessionWorkspace(Path(out))
-    manifest = new_manifest(plan, demo=demo)
-    reference_output: Any = None
-    try:
-        for index, (label, fn) in enumerate(variants.items()):
-            description = (descriptions or {}).get(label, "")
-            log(f"{label}: checking result" if index else f"{label}: reference run")
-            try:
-                result = fn(*inputs)
-                synchronize(plan)
-                if index == 0:
-                    reference_output, error = result, 0.0
-                else:
-                    error = _max_abs_error(result, reference_output)
-                    if not _close(result, reference_output, options.rtol, options.atol):
-                        raise ValueError(f"result differs from {next(iter(variants))!r}: max abs error {error:.3g}")
-                log(f"{label}: profiling {options.warmup} warm-up + {options.steps} steps")
-                record = profile_callable(
-                    fn, inputs, label=label, folder=workspace.temp, plan=plan, options=options, description=description
-                )
-                record.result_max_abs_error = error
-            except Exception as failure:  # a failing variant is recorded; the session goes on
-                if settings.debug():
-                    traceback.print_exc()
-                log(f"{label}: FAILED {one_line(failure)}")
-                record = VariantRecord(
-                    label=label,
-                    description=description,
-                    status="failed",
-                    error=one_line(failure),
-                    input_shapes=_shapes(inputs),
-                )
-            manifest.variants.append(record)
-        if not manifest.ok_variants():
-            errors = "; ".join(f"{v.label}: {v.error}" for v in manifest.variants)
-            raise TrnscopeError(f"every variant failed ({errors})")
-        for note in noise_notes(manifest):
-            log(f"warning: {note}")
-            manifest.notes = "; ".join(n for n in (manifest.notes, note) if n)
-        return workspace.commit(manifest)
-    except BaseException:
-        workspace.abort()
-        raise
+    with partial_session(Path(out)) as workspace:
+        manifest = new_manifest(plan, demo=demo)
+        reference_output: Any = None
+        try:
+            for index, (label, fn) in enumerate(variants.items()):
+                description = (descriptions or {}).get(label, "")
+                log(f"{label}: checking result" if index else f"{label}: reference run")
+                try:
+                    result = fn(*inputs)
+                    synchronize(plan)
+                    if index == 0:
+                        reference_output, error = result, 0.0
+                    else:
+                        error = _max_abs_error(result, reference_output)
+                        if not _close(result, reference_output, options.rtol, options.atol):
+                            raise ValueError(f"result differs from {next(iter(variants))!r}: max abs error {error:.3g}")
+                    log(f"{label}: profiling {options.warmup} warm-up + {options.steps} steps")
+                    record = profile_callable(
+                        fn,
+                        inputs,
+                        label=label,
+                        folder=workspace.temp,
+                        plan=plan,
+                        options=options,
+                        description=description,
+                    )
+                    record.result_max_abs_error = error
+                except Exception as failure:  # a failing variant is recorded; the session goes on
+                    if settings.debug():
+                        traceback.print_exc()
+                    log(f"{label}: FAILED {one_line(failure)}")
+                    record = VariantRecord(
+                        label=label,
+                        description=description,
+                        status="failed",
+                        error=one_line(failure),
+                        input_shapes=_shapes(inputs),
+                    )
+                manifest.variants.append(record)
+            if not manifest.ok_variants():
+                errors = "; ".join(f"{v.label}: {v.error}" for v in manifest.variants)
+                raise TrnscopeError(f"every variant failed ({errors})")
+            for note in noise_notes(manifest):
+                log(f"warning: {note}")
+                manifest.notes = "; ".join(n for n in (manifest.notes, note) if n)
+            return workspace.commit(manifest)
+        except BaseException:
+            workspace.abort()
+            raise
 
 
 def record(
@@ -288,23 +294,29 @@ def record(
     options = options or CaptureOptions()
     check_label(label)
     plan = plan_device(options.device)
-    workspace = SessionWorkspace(Path(out))
-    manifest = new_manifest(plan)
-    try:
+    with partial_session(Path(out)) as workspace:
+        manifest = new_manifest(plan)
         try:
-            manifest.variants.append(
-                profile_callable(
-                    fn, inputs, label=label, folder=workspace.temp, plan=plan, options=options, description=description
+            try:
+                manifest.variants.append(
+                    profile_callable(
+                        fn,
+                        inputs,
+                        label=label,
+                        folder=workspace.temp,
+                        plan=plan,
+                        options=options,
+                        description=description,
+                    )
                 )
-            )
-        except TrnscopeError:
+            except TrnscopeError:
+                raise
+            except Exception as failure:
+                raise TrnscopeError(f"the workload raised {one_line(failure)}") from None
+            return workspace.commit(manifest)
+        except BaseException:
+            workspace.abort()
             raise
-        except Exception as failure:
-            raise TrnscopeError(f"the workload raised {one_line(failure)}") from None
-        return workspace.commit(manifest)
-    except BaseException:
-        workspace.abort()
-        raise
 
 
 @contextlib.contextmanager

@@ -9,11 +9,14 @@ import fcntl
 import os
 import re
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
 from trnscope.core.base.cachedir import atomic_write_bytes
 from trnscope.core.base.errors import TrnscopeError
+from trnscope.core.base.signals import endings_held
 from trnscope.core.base.text import safe_text
 from trnscope.core.model.session import SESSION_FILE, SessionManifest, encode_manifest
 
@@ -110,3 +113,21 @@ class SessionWorkspace:
     def abort(self) -> None:
         shutil.rmtree(self.temp, ignore_errors=True)
         self._close_lock(remove=True)
+
+
+@contextmanager
+def partial_session(out: Path) -> Iterator[SessionWorkspace]:
+    """A ``SessionWorkspace`` whose partial folder and lock go on any way out of the
+    block but its commit.  Ctrl+C, SIGTERM and SIGHUP are held while the folder is made
+    and arrive inside the guard: a SIGTERM just after the folder appeared and before the
+    capture's own ``try`` left ``.<name>.partial-<pid>`` and its lock behind (seen in
+    one run of four on a loaded machine)."""
+    workspace: SessionWorkspace | None = None
+    try:
+        with endings_held():
+            workspace = SessionWorkspace(out)
+        yield workspace
+    except BaseException:
+        if workspace is not None:
+            workspace.abort()  # (after a commit there is nothing left to remove)
+        raise
