@@ -16,7 +16,7 @@ from typing import IO
 
 from trnscope.core.base.cachedir import atomic_write_bytes
 from trnscope.core.base.errors import TrnscopeError
-from trnscope.core.base.signals import endings_held
+from trnscope.core.base.signals import endings_deferred
 from trnscope.core.base.text import safe_text
 from trnscope.core.model.session import SESSION_FILE, SessionManifest, encode_manifest
 
@@ -118,13 +118,13 @@ class SessionWorkspace:
 @contextmanager
 def partial_session(out: Path) -> Iterator[SessionWorkspace]:
     """A ``SessionWorkspace`` whose partial folder and lock go on any way out of the
-    block but its commit.  Ctrl+C, SIGTERM and SIGHUP are held while the folder is made
-    and arrive inside the guard: a SIGTERM just after the folder appeared and before the
-    capture's own ``try`` left ``.<name>.partial-<pid>`` and its lock behind (seen in
-    one run of four on a loaded machine)."""
+    block but its commit.  Ctrl+C, SIGTERM and SIGHUP wait while the folder and its lock
+    are made and arrive inside the guard: a SIGTERM just after the folder appeared and
+    before the capture's own ``try`` left ``.<name>.partial-<pid>`` and its lock behind
+    (one run in four of a test on a loaded machine)."""
     workspace: SessionWorkspace | None = None
     try:
-        with endings_held():
+        with endings_deferred():
             workspace = SessionWorkspace(out)
         yield workspace
     except BaseException:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 ENDINGS = frozenset({signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])})
 
@@ -34,3 +35,31 @@ def let_endings_through() -> None:
     """In a process forked while they were held: receive them again."""
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, ENDINGS)
+
+
+@contextmanager
+def endings_deferred() -> Iterator[None]:
+    """Ctrl+C, SIGTERM and SIGHUP noted during the block and delivered, to the handlers
+    in place before it, when it ends.  Unlike ``endings_held`` this holds them whatever
+    thread the kernel gives them to: a mask holds a signal only from the threads that
+    block it, and in a process with other threads (torch's, a test runner's) one of
+    those took SIGTERM and the main thread ran its handler at once.  Main thread only
+    (elsewhere the block runs as it is)."""
+    arrived: list[int] = []
+
+    def note(signum: int, frame: Any) -> None:
+        arrived.append(signum)
+
+    previous: dict[int, Any] = {}
+    try:
+        try:
+            for ending in ENDINGS:
+                previous[ending] = signal.signal(ending, note)
+        except ValueError:  # not the main thread: nothing to defer with
+            pass
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for signum in arrived:
+            signal.raise_signal(signum)
