@@ -207,7 +207,7 @@ def noise_notes(manifest: SessionManifest) -> list[str]:
     return notes
 
 
-def compare(  # noqa: C901 - each variant checked, profiled or recorded as failed, and the noise notes, in one session
+def compare(
     variants: Mapping[str, Callable[..., Any]],
     inputs: Sequence[Any],
     *,
@@ -232,52 +232,48 @@ def compare(  # noqa: C901 - each variant checked, profiled or recorded as faile
     with partial_session(Path(out)) as workspace:
         manifest = new_manifest(plan, demo=demo)
         reference_output: Any = None
-        try:
-            for index, (label, fn) in enumerate(variants.items()):
-                description = (descriptions or {}).get(label, "")
-                log(f"{label}: checking result" if index else f"{label}: reference run")
-                try:
-                    result = fn(*inputs)
-                    synchronize(plan)
-                    if index == 0:
-                        reference_output, error = result, 0.0
-                    else:
-                        error = _max_abs_error(result, reference_output)
-                        if not _close(result, reference_output, options.rtol, options.atol):
-                            raise ValueError(f"result differs from {next(iter(variants))!r}: max abs error {error:.3g}")
-                    log(f"{label}: profiling {options.warmup} warm-up + {options.steps} steps")
-                    record = profile_callable(
-                        fn,
-                        inputs,
-                        label=label,
-                        folder=workspace.temp,
-                        plan=plan,
-                        options=options,
-                        description=description,
-                    )
-                    record.result_max_abs_error = error
-                except Exception as failure:  # a failing variant is recorded; the session goes on
-                    if settings.debug():
-                        traceback.print_exc()
-                    log(f"{label}: FAILED {one_line(failure)}")
-                    record = VariantRecord(
-                        label=label,
-                        description=description,
-                        status="failed",
-                        error=one_line(failure),
-                        input_shapes=_shapes(inputs),
-                    )
-                manifest.variants.append(record)
-            if not manifest.ok_variants():
-                errors = "; ".join(f"{v.label}: {v.error}" for v in manifest.variants)
-                raise TrnscopeError(f"every variant failed ({errors})")
-            for note in noise_notes(manifest):
-                log(f"warning: {note}")
-                manifest.notes = "; ".join(n for n in (manifest.notes, note) if n)
-            return workspace.commit(manifest)
-        except BaseException:
-            workspace.abort()
-            raise
+        for index, (label, fn) in enumerate(variants.items()):
+            description = (descriptions or {}).get(label, "")
+            log(f"{label}: checking result" if index else f"{label}: reference run")
+            try:
+                result = fn(*inputs)
+                synchronize(plan)
+                if index == 0:
+                    reference_output, error = result, 0.0
+                else:
+                    error = _max_abs_error(result, reference_output)
+                    if not _close(result, reference_output, options.rtol, options.atol):
+                        raise ValueError(f"result differs from {next(iter(variants))!r}: max abs error {error:.3g}")
+                log(f"{label}: profiling {options.warmup} warm-up + {options.steps} steps")
+                record = profile_callable(
+                    fn,
+                    inputs,
+                    label=label,
+                    folder=workspace.temp,
+                    plan=plan,
+                    options=options,
+                    description=description,
+                )
+                record.result_max_abs_error = error
+            except Exception as failure:  # a failing variant is recorded; the session goes on
+                if settings.debug():
+                    traceback.print_exc()
+                log(f"{label}: FAILED {one_line(failure)}")
+                record = VariantRecord(
+                    label=label,
+                    description=description,
+                    status="failed",
+                    error=one_line(failure),
+                    input_shapes=_shapes(inputs),
+                )
+            manifest.variants.append(record)
+        if not manifest.ok_variants():
+            errors = "; ".join(f"{v.label}: {v.error}" for v in manifest.variants)
+            raise TrnscopeError(f"every variant failed ({errors})")
+        for note in noise_notes(manifest):
+            log(f"warning: {note}")
+            manifest.notes = "; ".join(n for n in (manifest.notes, note) if n)
+        return workspace.commit(manifest)
 
 
 def record(
@@ -297,26 +293,22 @@ def record(
     with partial_session(Path(out)) as workspace:
         manifest = new_manifest(plan)
         try:
-            try:
-                manifest.variants.append(
-                    profile_callable(
-                        fn,
-                        inputs,
-                        label=label,
-                        folder=workspace.temp,
-                        plan=plan,
-                        options=options,
-                        description=description,
-                    )
+            manifest.variants.append(
+                profile_callable(
+                    fn,
+                    inputs,
+                    label=label,
+                    folder=workspace.temp,
+                    plan=plan,
+                    options=options,
+                    description=description,
                 )
-            except TrnscopeError:
-                raise
-            except Exception as failure:
-                raise TrnscopeError(f"the workload raised {one_line(failure)}") from None
-            return workspace.commit(manifest)
-        except BaseException:
-            workspace.abort()
+            )
+        except TrnscopeError:
             raise
+        except Exception as failure:
+            raise TrnscopeError(f"the workload raised {one_line(failure)}") from None
+        return workspace.commit(manifest)
 
 
 @contextlib.contextmanager
