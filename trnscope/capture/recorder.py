@@ -246,13 +246,7 @@ def compare(
                         raise ValueError(f"result differs from {next(iter(variants))!r}: max abs error {error:.3g}")
                 log(f"{label}: profiling {options.warmup} warm-up + {options.steps} steps")
                 record = profile_callable(
-                    fn,
-                    inputs,
-                    label=label,
-                    folder=workspace.temp,
-                    plan=plan,
-                    options=options,
-                    description=description,
+                    fn, inputs, label=label, folder=workspace.temp, plan=plan, options=options, description=description
                 )
                 record.result_max_abs_error = error
             except Exception as failure:  # a failing variant is recorded; the session goes on
@@ -295,13 +289,7 @@ def record(
         try:
             manifest.variants.append(
                 profile_callable(
-                    fn,
-                    inputs,
-                    label=label,
-                    folder=workspace.temp,
-                    plan=plan,
-                    options=options,
-                    description=description,
+                    fn, inputs, label=label, folder=workspace.temp, plan=plan, options=options, description=description
                 )
             )
         except TrnscopeError:

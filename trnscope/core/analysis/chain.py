@@ -179,7 +179,9 @@ def build_chain(  # noqa: C901 - the chain's hops in their documented order; eac
         kind = "python" if role == int(Role.PYTHON) else "parent"
         hops.append(hop(a, kind, depth, details={}))
         depth += 1
-    op_hop = _hop_maker(analysis, origin, lazy_args)(row, "op", depth)  # its shapes give the FLOPs
+    op_hop = hop(row, "op", depth)
+    if lazy_args:
+        read_hop_args(analysis, op_hop)  # now, whatever the other hops wait for: its shapes give the FLOPs
     hops.append(op_hop)
     forward = int(forward_links(trace, links)[row])
     if forward >= 0:
