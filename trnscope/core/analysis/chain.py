@@ -11,7 +11,8 @@ duration; ``gaps`` sums where the time went.
 
 from __future__ import annotations
 
-from typing import Any
+import itertools
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -169,6 +170,7 @@ def build_chain(  # noqa: C901 - the chain's hops in their documented order; eac
     links = analysis.links
     origin = int(ev.ts[row])
     hop = _hop_maker(analysis, origin, lazy_args and every_hops_args)
+    many = _hops_maker(analysis, origin, lazy_args and every_hops_args)
 
     hops: list[Hop] = []
     notes: list[str] = []
@@ -190,11 +192,8 @@ def build_chain(  # noqa: C901 - the chain's hops in their documented order; eac
     subtree = subtree[subtree != row]
     subtree = subtree[np.argsort(ev.ts[subtree], kind="stable")]
     children = subtree[links.raw_parent[subtree] == row]
-    for c in children.tolist():
-        role = int(ev.role[c])
-        if role in (int(Role.RUNTIME), int(Role.DRIVER)):
-            continue
-        hops.append(hop(c, "child", depth + 1, details={}))
+    children = children[~equals_any(ev.role[children], (Role.RUNTIME, Role.DRIVER))]
+    hops += many(children, "child", depth + 1, args=False)
 
     # Runtime calls under the op: its own (no other op between) at the op's depth + 1,
     # those made inside a child op under that child (depth + 2), so nesting shows.
@@ -203,40 +202,35 @@ def build_chain(  # noqa: C901 - the chain's hops in their documented order; eac
     launching, launched = _device_rows_by_op(analysis)
     device_rows = np.sort(values_of_keys(launching, launched, np.concatenate([[row], subtree]))).astype(np.int64)
     device_rows = device_rows[np.argsort(ev.ts[device_rows], kind="stable")]
-    own_rows: set[int] = set()
-    for r, o in zip(launch_rows.tolist(), owner.tolist()):
-        if o == row or o < 0:
-            own_rows.add(r)
-            hops.append(hop(r, "runtime", depth + 1))
-        else:
-            inner = hop(r, "runtime", depth + 2)
-            inner.details["in child op"] = trace.names[int(ev.name[o])]
-            hops.append(inner)
+    own = (owner == row) | (owner < 0)
+    own_rows = set(launch_rows[own].tolist())
+    runtime_hops = many(launch_rows, "runtime", np.where(own, depth + 1, depth + 2))
+    for runtime_hop, o, is_own in zip(runtime_hops, ev.name[owner].tolist(), own.tolist()):
+        if not is_own:
+            runtime_hop.details["in child op"] = trace.names[o]
+    hops += runtime_hops
     # driver events elsewhere (PrivateUse1 driver threads) that share a correlation
     corr = ev.correlation[launch_rows]
     corr = corr[corr >= 0]
     if corr.size:
         drivers = np.sort(values_of_keys(*_driver_rows_by_correlation(analysis), sorted_unique(corr))).astype(np.int64)
         drivers = drivers[~is_member(sorted_unique(launch_rows), drivers)]
-        for r in drivers.tolist():
-            hops.append(hop(r, "runtime", depth + 1))
+        hops += many(drivers, "runtime", depth + 1)
 
     providers = device_hop_providers(analysis)
     context = ChainContext(trace=trace, hops=hops, hop=hop, origin=origin, depth=depth)
-    for d in device_rows.tolist():
-        launch = int(links.device_launch[d])
-        provider = next((p for p in providers if p.claims(d)), None)
+    claimed = [next((p for p in providers if p.claims(d)), None) for d in device_rows.tolist()] if providers else []
+    if any(p is not None for p in claimed):
+        # a backend draws its own rows (a NeuronCore execution and its engines), in place
+        plain = device_rows[np.array([p is None for p in claimed], dtype=bool)]
+    else:
+        plain, claimed = device_rows, []
+    plain_hops = iter(_device_hops(analysis, many, plain, depth + 2))
+    for d, provider in itertools.zip_longest(device_rows.tolist(), claimed):
         if provider is not None:
             provider.device_hops(context, d)
-            continue
-        role = int(ev.role[d])
-        kind = {int(Role.MEMORY): "memory", int(Role.DEVICE_ANNOTATION): "device_annotation"}.get(role, "kernel")
-        device_hop = hop(d, kind, depth + 2)
-        if launch >= 0 and kind != "device_annotation":
-            launch_end = int(ev.ts[launch] + max(int(ev.dur[launch]), 0))
-            device_hop.details["launched by"] = trace.names[int(ev.name[launch])]
-            device_hop.details["queue_us"] = us(max(0, int(ev.ts[d]) - launch_end))
-        hops.append(device_hop)
+        else:
+            hops.append(next(plain_hops))
     for provider in providers:
         provider.extra_hops(context, np.concatenate([[row], subtree]))
 
@@ -296,6 +290,93 @@ def _hop_maker(analysis: Analysis, origin: int, lazy_args: bool) -> HopMaker:
         )
 
     return hop
+
+
+class ManyHops(Protocol):
+    def __call__(
+        self, rows: np.ndarray, kind: str | list[str], depth: int | np.ndarray, args: bool = True
+    ) -> list[Hop]: ...
+
+
+def _hops_maker(analysis: Analysis, origin: int, lazy_args: bool) -> ManyHops:
+    """``_hop_maker``'s hops for many rows at once, the same hops: a step's chain has
+    tens of thousands (xDiT's ProfilerStep: 38,535), and reading each one's columns one
+    scalar at a time was most of its quarter second.  ``args`` False: as ``details={}``."""
+    trace = analysis.trace
+    ev = trace.events
+    layer_of_role = {int(role): LAYER_NAMES.get(layer, "framework") for role, layer in LAYER_OF_ROLE.items()}
+    cats = trace.cats
+
+    def many(rows: np.ndarray, kind: str | list[str], depth: int | np.ndarray, args: bool = True) -> list[Hop]:
+        if not rows.size:
+            return []
+        rows = rows.astype(np.int64, copy=False)
+        n = int(rows.size)
+        kinds = [kind] * n if isinstance(kind, str) else kind
+        depths = depth.tolist() if isinstance(depth, np.ndarray) else [depth] * n
+        names = trace.names
+        # (integer nanoseconds over 1000.0 are already ``us``'s rounding to the nanosecond)
+        starts = ((ev.ts[rows] - origin) / 1000.0).tolist()
+        durs = (np.maximum(ev.dur[rows], 0) / 1000.0).tolist()
+        thread_ids = ev.thread[rows]
+        displays = {t: trace.threads[t].display for t in np.unique(thread_ids).tolist()}
+        out: list[Hop] = []
+        for r, role, name, start, dur, thread, cat, k, d in zip(
+            rows.tolist(),
+            ev.role[rows].tolist(),
+            ev.name[rows].tolist(),
+            starts,
+            durs,
+            thread_ids.tolist(),
+            ev.cat[rows].tolist(),
+            kinds,
+            depths,
+        ):
+            with_args = args and k in _KINDS_WITH_ARGS
+            if not args:
+                details: dict[str, Any] = {}
+            elif lazy_args and with_args:
+                details = _details(analysis, r, True)
+            else:
+                details = {"category": cats[cat] if cat < len(cats) else ""}
+            out.append(
+                Hop(
+                    layer=layer_of_role[role],
+                    name=names[name],
+                    start_us=start,
+                    dur_us=dur,
+                    thread_or_stream=displays[thread],
+                    details=details,
+                    kind=k,
+                    depth=d,
+                    row=r,
+                    args_read=lazy_args or not with_args,
+                )
+            )
+        return out
+
+    return many
+
+
+_DEVICE_KINDS = {int(Role.MEMORY): "memory", int(Role.DEVICE_ANNOTATION): "device_annotation"}
+
+
+def _device_hops(analysis: Analysis, many: ManyHops, rows: np.ndarray, depth: int) -> list[Hop]:
+    """Hops of device rows no backend draws: kernels, copies and device annotations,
+    each with the call that launched it and its wait in the queue."""
+    ev = analysis.trace.events
+    names = analysis.trace.names
+    kinds = [_DEVICE_KINDS.get(role, "kernel") for role in ev.role[rows].tolist()]
+    device_hops = many(rows, kinds, depth)
+    launches = analysis.links.device_launch[rows]
+    safe = np.maximum(launches, 0)
+    launch_ends = ev.ts[safe] + np.maximum(ev.dur[safe], 0)
+    queued = (np.maximum(0, ev.ts[rows] - launch_ends) / 1000.0).tolist()
+    for device_hop, launch, name, queue_us in zip(device_hops, launches.tolist(), ev.name[safe].tolist(), queued):
+        if launch >= 0 and device_hop.kind != "device_annotation":
+            device_hop.details["launched by"] = names[name]
+            device_hop.details["queue_us"] = queue_us
+    return device_hops
 
 
 def _unlinked_device_chain(analysis: Analysis, row: int, instance: int, instances: int) -> Chain | None:
