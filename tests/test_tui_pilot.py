@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.widgets import Label
@@ -188,6 +189,60 @@ async def test_copy_writes_chain_text(isolated_cache: Path) -> None:
         await press(pilot, "enter", "c")
         files = list((isolated_cache / "clipboard").glob("chain-*.txt"))
         assert files and "dispatch" in files[0].read_text()
+
+
+async def test_copy_that_cannot_save_says_so(isolated_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The copy runs in a worker: a file it cannot write is a line in its notice (the
+    chain still goes to the clipboard), not a worker dying unseen."""
+    notices: list[str] = []
+
+    write_text = Path.write_text
+
+    def refuse(self: Path, *args: Any, **kwargs: Any) -> int:
+        if self.name.startswith("chain-"):
+            raise OSError(28, "No space left on device")
+        return write_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", refuse)
+    app = TrnscopeApp([str(TRN)])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_loaded(pilot)
+        await press(pilot, "enter")
+        monkeypatch.setattr(app.screen, "notify", lambda message, **kwargs: notices.append(message))
+        await press(pilot, "c")
+        await settle(pilot)
+        assert any(n.startswith("copied ") and "not saved (No space left on device)" in n for n in notices), notices
+        assert not list((isolated_cache / "clipboard").glob("chain-*.txt"))
+
+
+async def test_regrouping_elides_the_names_off_the_ui_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Eliding a column of names apart passes over every name (~65 ms for a real trace's
+    6,532 stack keys): a regrouping does it in its worker, and the table uses that
+    layout as made, at the width it has."""
+    import threading
+
+    import trnscope.tui.vtable as vtable
+
+    made_on: list[bool] = []
+    distinct = vtable.distinct_elisions
+
+    def recording(names: list[str], width: int) -> dict[int, str]:
+        made_on.append(threading.current_thread() is threading.main_thread())
+        return distinct(names, width)
+
+    monkeypatch.setattr(vtable, "distinct_elisions", recording)
+    app = TrnscopeApp([str(CPU_SESSION)])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_loaded(pilot)
+        screen = app.screen
+        for grouping in ("shape", "stack", "op"):
+            del made_on[:]
+            await press(pilot, "b")
+            assert screen.state.group_by == grouping
+            view = screen.query_one("#table", VirtualTable)
+            assert made_on and not any(made_on), (grouping, made_on)
+            assert view.model.layout is not None and view.model.layout.table_width == view.table_width
+            assert view._distinct is view.model.layout.distinct
 
 
 async def test_compare_keys() -> None:

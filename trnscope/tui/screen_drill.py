@@ -42,6 +42,7 @@ from trnscope.tui.vtable import VirtualTable
 _DETAIL_CHARS = 600
 _DETAIL_LINES = 6
 _DETAIL_LINES_SHORT = 4  # under 32 rows: the chain above keeps the op, its runtime calls and device work
+_COPY_NOTICE_HOPS = 2_000  # a copy of more hops says it has begun (it reads every hop's args)
 
 
 @pane("Drill-down", order=20)
@@ -287,15 +288,29 @@ class DrillScreen(ExplorerScreen):
     def action_copy(self) -> None:
         if self.chain is None:
             return
-        for hop in self.chain.hops:  # the copy is the chain `trnscope chain` prints, args and all
+        if len(self.chain.hops) > _COPY_NOTICE_HOPS:  # a step's chain: its args take a moment to read
+            self.notify(f"copying the chain's {len(self.chain.hops):,} hops…")
+        self._copy_chain(self.chain)
+
+    @work(thread=True, exclusive=True, group="copy", exit_on_error=False)
+    def _copy_chain(self, chain: Chain) -> None:
+        """The chain `trnscope chain` prints, args and all, off the UI thread: reading
+        the args of a step's 38,535 hops and writing them out took ~0.8 s."""
+        for hop in chain.hops:
             read_hop_args(self.analysis, hop)
-        text = render_chain_text(self.chain)
-        self.app.copy_to_clipboard(text)
+        text = render_chain_text(chain)
         folder = writable_dir("clipboard")
         where = ""
         if folder is not None:
-            safe = "".join(ch if (ch.isascii() and ch.isalnum()) or ch in "._-" else "_" for ch in self.chain.op)[:60]
-            path = Path(folder) / f"chain-{safe}-{self.chain.instance}.txt"
-            path.write_text(text)
-            where = f"; saved to {path}"
+            safe = "".join(ch if (ch.isascii() and ch.isalnum()) or ch in "._-" else "_" for ch in chain.op)[:60]
+            path = Path(folder) / f"chain-{safe}-{chain.instance}.txt"
+            try:
+                path.write_text(text)
+                where = f"; saved to {path}"
+            except OSError as error:
+                where = f"; not saved ({safe_text(error.strerror or str(error))})"
+        self.app.call_from_thread(self._copied, text, where)
+
+    def _copied(self, text: str, where: str) -> None:
+        self.app.copy_to_clipboard(text)
         self.notify(f"copied {text.count(chr(10))} lines (OSC 52){where}")
