@@ -46,7 +46,7 @@ from trnscope.tui.panes import pane
 from trnscope.tui.safe import plain
 from trnscope.tui.status import fitting_parts, status_text
 from trnscope.tui.textpanel import TextPanel
-from trnscope.tui.vtable import VirtualTable
+from trnscope.tui.vtable import TableModel, VirtualTable, lay_out, table_width_of
 
 GROUPS = ("op", "shape", "stack")
 KERNEL_SORT_TITLES = {"total": "total", "calls": "calls", "mean": "mean", "max": "max", "min": "min", "name": "name"}
@@ -220,13 +220,45 @@ class OpsScreen(FilterScreen):
                     # columns when they are ready.  Later tables only sum figures per
                     # row already known: one screen update, not two
                     self.app.call_from_thread(
-                        self._apply, table, order, state, keep, NO_EXTRAS, self._landing_detail(table, order, keep)
+                        self._apply,
+                        table,
+                        order,
+                        state,
+                        keep,
+                        NO_EXTRAS,
+                        self._landing_detail(table, order, keep),
+                        self._model_of(table, order, state, NO_EXTRAS),
                     )
                     keep = None  # the cursor is placed; the second apply keeps it where the user is
                 extras = self._extras_of(table)
         self.app.call_from_thread(
-            self._apply, table, order, state, keep, extras, self._landing_detail(table, order, keep)
+            self._apply,
+            table,
+            order,
+            state,
+            keep,
+            extras,
+            self._landing_detail(table, order, keep),
+            self._model_of(table, order, state, extras),
         )
+
+    def _model_of(
+        self, table: OpTable | KernelTable, order: np.ndarray, state: OpViewState, extras: OpExtras
+    ) -> TableModel:
+        """The table's model, its columns laid out here in the worker for the width the
+        table has now (a model of other cells: a regrouping elides every name of its
+        name columns, ~65 ms for a real trace's stack keys; a new filter or order keeps
+        the layout the table has)."""
+        view = self.query_one(VirtualTable)
+        width = view.size.width or self.app.size.width
+        model = (
+            op_model(table, order, state, width, extras)
+            if isinstance(table, OpTable)
+            else kernel_model(table, order, state, width)
+        )
+        if model.cells_key is None or model.cells_key != view.model.cells_key:
+            model.layout = lay_out(model, table_width_of(width))
+        return model
 
     def _landing_detail(
         self, table: OpTable | KernelTable, order: np.ndarray, keep: str | None
@@ -251,8 +283,9 @@ class OpsScreen(FilterScreen):
         order: np.ndarray,
         state: OpViewState,
         keep: str | None,
-        extras: OpExtras = NO_EXTRAS,
-        detail: tuple[int, Text] | None = None,
+        extras: OpExtras,
+        detail: tuple[int, Text] | None,
+        model: TableModel,
     ) -> None:
         if state.__dict__ != self.state.__dict__:
             return  # a newer request is on its way
@@ -260,12 +293,6 @@ class OpsScreen(FilterScreen):
         previous = self._selected_name()
         self._table = table
         self._extras = extras
-        width = view.size.width or self.app.size.width
-        model = (
-            op_model(table, order, state, width, extras)
-            if state.mode == "ops"
-            else kernel_model(table, order, state, width)
-        )
         view.set_model(model, _row_named(table, keep or previous))
         if detail is not None and view.current_index == detail[0]:
             self.query_one("#detail", Static).update(detail[1])

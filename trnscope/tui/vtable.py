@@ -121,6 +121,9 @@ class TableModel:
     # the last one did — a new filter or order of the same table — and the table keeps
     # the rows it has rendered, and its elisions.  None: nothing is kept.
     cells_key: Hashable | None = None
+    # the columns laid out ahead, off the UI thread (``lay_out``): used when made for
+    # the width the table has when the model is set, else laid out again there
+    layout: ColumnLayout | None = None
 
     def __post_init__(self) -> None:
         if self.order is _ALL_ROWS:
@@ -129,6 +132,41 @@ class TableModel:
     @property
     def rows(self) -> int:
         return int(self.order.size)
+
+
+@dataclass(frozen=True)
+class ColumnLayout:
+    """Which columns a table of one width shows, each one's width, and the names of
+    its name columns as elided where they differ from a look-alike."""
+
+    table_width: int
+    shown: list[int]
+    widths: list[int]
+    distinct: dict[tuple[str, int], str]
+
+
+def lay_out(model: TableModel, table_width: int) -> ColumnLayout:
+    """The layout of ``model``'s columns in ``table_width`` cells: pure, so a worker can
+    make it ahead of ``set_model`` (``TableModel.layout``) — eliding a real trace's 6,532
+    stack keys apart takes ~65 ms that the UI thread need not wait through."""
+    columns = model.columns
+    shown, widths = fit_columns(columns, table_width) if columns else ([], [])
+    distinct: dict[tuple[str, int], str] = {}
+    if model.size <= MAX_DISTINCT_ROWS:
+        for k, width in zip(shown, widths):
+            column = columns[k]
+            text_of = model.names.get(column.key)
+            if text_of is not None:  # (as drawn: sanitised, an escaped control takes four cells)
+                found = distinct_elisions([safe_text(text_of(i)) for i in range(model.size)], width)
+                distinct.update({(column.key, i): text for i, text in found.items()})
+    return ColumnLayout(table_width, shown, widths, distinct)
+
+
+def table_width_of(widget_width: int) -> int:
+    """The cells the columns of a table this wide may use: its width less the vertical
+    scroll bar's column, whether or not it shows (so the layout does not change with the
+    number of rows)."""
+    return max(widget_width - 1, 10)
 
 
 class VirtualTable(ScrollView, can_focus=True):
@@ -261,28 +299,24 @@ class VirtualTable(ScrollView, can_focus=True):
     # -- layout -------------------------------------------------------------------
     @property
     def table_width(self) -> int:
-        """The cells the columns may use: the widget's width less the vertical scroll
-        bar's column, whether or not it shows (so the layout does not change with the
-        number of rows)."""
-        return max(self.size.width - 1, 10)
+        """The cells the columns may use (``table_width_of`` the widget's width)."""
+        return table_width_of(self.size.width)
 
     def _layout_columns(self) -> None:
         self._laid_out_for = self.size.width
         columns = self.model.columns
-        self._shown, self._widths = fit_columns(columns, self.table_width) if columns else ([], [])
+        ahead = self.model.layout
+        layout = (
+            ahead
+            if ahead is not None and ahead.table_width == self.table_width
+            else lay_out(self.model, self.table_width)
+        )
+        self._shown, self._widths, self._distinct = layout.shown, layout.widths, layout.distinct
         hidden = [columns[k].title for k in range(len(columns)) if k not in self._shown]
         if hidden != self.hidden_columns:
             self.hidden_columns = hidden
             if self.size.width:  # (not before the first layout gives it a width)
                 self.post_message(self.ColumnsHidden(self, hidden))
-        self._distinct = {}
-        if self.model.size <= MAX_DISTINCT_ROWS:
-            for k, width in zip(self._shown, self._widths):
-                column = columns[k]
-                text_of = self.model.names.get(column.key)
-                if text_of is not None:  # (as drawn: sanitised, an escaped control takes four cells)
-                    found = distinct_elisions([safe_text(text_of(i)) for i in range(self.model.size)], width)
-                    self._distinct.update({(column.key, i): text for i, text in found.items()})
 
     def on_resize(self) -> None:
         # only a new width lays the columns out again (and re-elides every name): the
