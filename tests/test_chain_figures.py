@@ -186,3 +186,22 @@ def test_a_chain_whose_hops_read_their_args_when_shown_equals_the_whole_chain(wh
         assert msgspec.json.encode(lazy) == msgspec.json.encode(whole)  # details in the same order too
         compared += bool(unread)
     assert compared  # some chain had hops whose args waited
+
+
+def test_a_chain_is_quick_by_the_rows_it_holds(tmp_path: Path) -> None:
+    """``chain_is_quick``: the rows under the op and the device work they launched —
+    the count the explorer decides by whether to build a chain at once or in a worker;
+    a kernel's chain is its launching op's."""
+    from trnscope.core.analysis.chain import chain_for_row, chain_is_quick
+
+    analysis = Analysis(load_path(_hand_built(tmp_path), NO_CACHE))
+    ev, names = analysis.trace.events, analysis.trace.names
+    op = int(np.flatnonzero(np.array([names[i] for i in ev.name]) == "aten::op")[0])
+    kernel = int(np.flatnonzero(np.array([names[i] for i in ev.name]) == "k1")[0])  # launched by aten::op itself
+    # aten::op holds itself, two runtime calls, the child op and its runtime call (5
+    # rows), and the device work they launched: the chain's device hops
+    device_hops = [h for h in chain_for_row(analysis, op, 0, 1).hops if h.layer == "device"]
+    held = 5 + len(device_hops)
+    assert {h.name for h in device_hops} >= {"k1", "k2"}
+    assert chain_is_quick(analysis, op, rows=held) and not chain_is_quick(analysis, op, rows=held - 1)
+    assert chain_is_quick(analysis, kernel, rows=held) and not chain_is_quick(analysis, kernel, rows=held - 1)

@@ -338,7 +338,7 @@ async def test_where_each_hop_ran_never_reads_alike() -> None:
 
     class ChainApp(App[None]):
         def compose(self) -> ComposeResult:
-            yield VirtualTable(chain_model(chain, 130), id="chain")
+            yield VirtualTable(chain_model(chain), id="chain")
 
     app = ChainApp()
     async with app.run_test(size=(130, 12)):

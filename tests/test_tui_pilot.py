@@ -245,6 +245,65 @@ async def test_regrouping_elides_the_names_off_the_ui_thread(monkeypatch: pytest
             assert view._distinct is view.model.layout.distinct
 
 
+async def test_a_small_chain_is_in_the_drill_downs_first_frame(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chain of a few hops is built when the pane mounts, so its first frame shows it;
+    one that is not quick to build comes from a worker, the same chain."""
+    import trnscope.tui.screen_drill as screen_drill
+
+    built_in_worker: list[int] = []
+    worker = screen_drill.DrillScreen._build_chain
+
+    def recording(self: DrillScreen, index: int) -> object:
+        built_in_worker.append(index)
+        return worker(self, index)
+
+    monkeypatch.setattr(screen_drill.DrillScreen, "_build_chain", recording)
+    app = TrnscopeApp([str(TRN)])
+    async with app.run_test(size=(160, 40)) as pilot:
+        await wait_loaded(pilot)
+        await pilot.press("enter")
+        drill = app.screen
+        assert isinstance(drill, DrillScreen)
+        assert drill.chain is not None and drill.query_one("#chain", VirtualTable).model.size > 0  # before any frame
+        await settle(pilot)
+        assert built_in_worker == []
+        at_mount = drill.chain
+        await press(pilot, "escape")
+        monkeypatch.setattr(screen_drill, "chain_is_quick", lambda analysis, row: False)
+        await pilot.press("enter")
+        await settle(pilot)
+        drill = app.screen
+        assert isinstance(drill, DrillScreen)
+        assert len(built_in_worker) == 1 and drill.chain == at_mount
+
+
+async def test_resizing_the_drill_down_keeps_the_place_in_the_chain() -> None:
+    """The chain's table lays its columns out for each width itself (where each hop ran,
+    from 120 cells): a resize no longer redraws the chain and moves its cursor back to
+    the op, and leaving out that column of context is not announced as a narrow table."""
+    app = TrnscopeApp([str(TRN)])
+    notices: list[str] = []
+    async with app.run_test(size=(100, 40)) as pilot:
+        await wait_loaded(pilot)
+        app.notify = lambda message, **kwargs: notices.append(message)  # type: ignore[method-assign]
+        await press(pilot, "enter", "tab")
+        drill = app.screen
+        assert isinstance(drill, DrillScreen) and drill.chain is not None
+        chain_view = drill.query_one("#chain", VirtualTable)
+        await press(pilot, "down", "down")
+        place = chain_view.cursor
+        header = chain_view.render_line(0).text
+        assert "Thread / stream" not in header
+        await pilot.resize_terminal(260, 40)
+        await settle(pilot)
+        assert chain_view.size.width >= 120 and "Thread / stream" in chain_view.render_line(0).text
+        assert chain_view.cursor == place
+        await pilot.resize_terminal(100, 40)
+        await settle(pilot)
+        assert "Thread / stream" not in chain_view.render_line(0).text and chain_view.cursor == place
+        assert not [n for n in notices if "left out" in n], notices
+
+
 async def test_compare_keys() -> None:
     app = TrnscopeApp([str(TRN)])
     async with app.run_test(size=(100, 30)) as pilot:

@@ -397,8 +397,10 @@ def context_summary(chain: Chain) -> str:
     return "in " + " ← ".join(parts) if parts else ""
 
 
-def chain_model(chain: Chain, width: int, shown: list[int] | None = None) -> TableModel:
-    wide = width >= 120
+def chain_model(chain: Chain, shown: list[int] | None = None) -> TableModel:
+    """The chain's hops, one a row (``shown``: the hops on rows, -1 for the folded
+    context).  Not fitted to a width: the table lays the columns out for the width it
+    has, so the pane can show a chain before its first layout."""
     shown = shown if shown is not None else list(range(len(chain.hops)))
     summary = context_summary(chain)
     # with the context folded, indent from the op: its nesting under 30 frames is one line up
@@ -408,21 +410,20 @@ def chain_model(chain: Chain, width: int, shown: list[int] | None = None) -> Tab
         Column("dur", "Duration", 10),
         Column("layer", "Layer", 9, "left"),
         Column("hop", "Hop", 20, "left", flex=True),
+        # where each hop ran, in a table 120 cells wide or more (its scroll bar's column
+        # aside): in a narrower one the hops' names have the room
+        Column("where", "Thread / stream", 24, "left", shown_from=_WIDE_CHAIN - 1),
     ]
-    if wide:
-        columns.append(Column("where", "Thread / stream", 24, "left"))
 
     def cells(i: int) -> list[str | Text]:
         if shown[i] < 0:
-            line: list[str | Text] = [
+            return [
                 "",
                 "",
                 Text("context", style="dim"),
                 Text("▸ (e) " + summary, style="dim italic"),
+                Text("⏎ / e expands", style="dim"),
             ]
-            if wide:
-                line.append(Text("⏎ / e expands", style="dim"))
-            return line
         hop = chain.hops[shown[i]]
         indent = "  " * min(max(hop.depth - base, 0), 8)
         style = LAYER_STYLE.get(hop.layer, "")
@@ -430,20 +431,21 @@ def chain_model(chain: Chain, width: int, shown: list[int] | None = None) -> Tab
             style = "dim"
         elif hop.kind == "op":
             style = "bold"
-        out: list[str | Text] = [
+        return [
             fit_time_short(hop.start_us * 1000, 10),
             fit_time_short(hop.dur_us * 1000, 10),
             Text(hop.layer, style=LAYER_STYLE.get(hop.layer, "")),
             Text(indent + hop.name, style=style),
+            Text(hop.thread_or_stream, style="dim"),
         ]
-        if wide:
-            out.append(Text(hop.thread_or_stream, style="dim"))
-        return out
 
     # where each hop ran, elided as names are: "python3 (GPU 2) / stream 7" and "… stream
     # 13" cut at the end read alike
     where = {"where": lambda i: chain.hops[shown[i]].thread_or_stream if shown[i] >= 0 else "⏎ / e expands"}
-    return TableModel(columns, len(shown), cells, names=where if wide else {})
+    return TableModel(columns, len(shown), cells, names=where)
+
+
+_WIDE_CHAIN = 120  # the chain table's width (scroll bar included) from which it shows where each hop ran
 
 
 VARIANT_LETTERS = "ABC"

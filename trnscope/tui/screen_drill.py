@@ -14,7 +14,13 @@ from textual.containers import Container
 from textual.widgets import Static
 
 from trnscope.core.analysis.analysis import Analysis
-from trnscope.core.analysis.chain import chain_for_row, op_group_of_row, read_hop_args, render_chain_text
+from trnscope.core.analysis.chain import (
+    chain_for_row,
+    chain_is_quick,
+    op_group_of_row,
+    read_hop_args,
+    render_chain_text,
+)
 from trnscope.core.analysis.chain_model import Chain
 from trnscope.core.base.cachedir import writable_dir
 from trnscope.core.base.text import safe_text
@@ -86,13 +92,25 @@ class DrillScreen(ExplorerScreen):
     def on_mount(self) -> None:
         self._set_layout()
         self._show_instances()
-        self.query_one("#instances", VirtualTable).focus()
+        view = self.query_one("#instances", VirtualTable)
+        view.focus()
+        index = view.current_index
+        if index >= 0 and chain_is_quick(self.analysis, int(self.rows[index])):
+            # a small chain now, in the pane's first frame: from a worker it came two
+            # frames later (its message waits for the mount's layout and resizes)
+            self._chain_row = int(self.rows[index])
+            self._show_chain(self._chain_of(index))
 
     def on_resize(self) -> None:
         self._set_layout()
-        self.call_after_refresh(self._title)  # fitted to the width, as the chain is
-        if self.chain is not None:  # the chain's columns depend on the width
-            self.call_after_refresh(self._draw_chain)
+        self.call_after_refresh(self._title)  # fitted to the width, as the hop's lines are
+        if self.chain is not None:  # (the chain's table lays its columns out itself)
+            self.call_after_refresh(self._refit_hop)
+
+    def _refit_hop(self) -> None:
+        index = self.query_one("#chain", VirtualTable).cursor
+        if self.chain is not None and 0 <= index < len(self.shown):
+            self._show_hop(index)
 
     def _set_layout(self) -> None:
         body = self.query_one("#drill-body", Container)
@@ -149,12 +167,17 @@ class DrillScreen(ExplorerScreen):
 
     @work(thread=True, exclusive=True, group="chain", exit_on_error=False)
     def _build_chain(self, index: int) -> None:
-        row = int(self.rows[index])
+        self.app.call_from_thread(self._show_chain, self._chain_of(index))
+
+    def _chain_of(self, index: int) -> Chain:
         # each hop's args when the hop is shown (a step's chain has tens of thousands)
-        chain = chain_for_row(
-            self.analysis, row, int(self.instance_rank[index]), int(self.rows.size), every_hops_args=False
+        return chain_for_row(
+            self.analysis,
+            int(self.rows[index]),
+            int(self.instance_rank[index]),
+            int(self.rows.size),
+            every_hops_args=False,
         )
-        self.app.call_from_thread(self._show_chain, chain)
 
     def _show_chain(self, chain: Chain) -> None:
         self.chain = chain
@@ -167,7 +190,7 @@ class DrillScreen(ExplorerScreen):
         self.shown = visible_hops(chain, self.show_context)
         op_hop = next((i for i, h in enumerate(chain.hops) if h.kind == "op"), 0)
         start = self.shown.index(op_hop) if op_hop in self.shown else 0
-        view.set_model(chain_model(chain, view.size.width or self.app.size.width, self.shown))
+        view.set_model(chain_model(chain, self.shown))
         view.move_to(start)
         # the op on the first line under its context: its runtime calls and device work
         # follow (after the refresh, when the table knows its new height)

@@ -40,7 +40,7 @@ def fit_columns(columns: Sequence[Column], width: int) -> tuple[list[int], list[
     least its own width while they can, down to ``FLEX_FLOOR``.  When even that does
     not fit, the last columns are left out (models order their columns by importance),
     never the first."""
-    kept = list(range(len(columns)))
+    kept = [k for k, column in enumerate(columns) if width >= column.shown_from]
     while True:
         widths = _flex_widths(columns, kept, width)
         if widths is not None or len(kept) == 1:
@@ -79,6 +79,10 @@ class Column:
     width: int = 10  # fixed width; for the flex column, its minimum
     align: str = "right"  # "left" | "right"
     flex: bool = False
+    # the table width from which the column is part of the layout at all: a column of
+    # context that would only take room from the names in a narrower table (not "left
+    # out for want of width": it is not in a narrow table's design)
+    shown_from: int = 0
 
 
 def elide_middle(text: Text, width: int) -> Text:
@@ -312,7 +316,11 @@ class VirtualTable(ScrollView, can_focus=True):
             else lay_out(self.model, self.table_width)
         )
         self._shown, self._widths, self._distinct = layout.shown, layout.widths, layout.distinct
-        hidden = [columns[k].title for k in range(len(columns)) if k not in self._shown]
+        hidden = [
+            column.title
+            for k, column in enumerate(columns)
+            if k not in self._shown and self.table_width >= column.shown_from
+        ]
         if hidden != self.hidden_columns:
             self.hidden_columns = hidden
             if self.size.width:  # (not before the first layout gives it a width)
@@ -369,8 +377,12 @@ class VirtualTable(ScrollView, can_focus=True):
         return self._render_cells(titles, style)
 
     def render_line(self, y: int) -> Strip:
-        if not self._widths:
+        if self._laid_out_for != self.size.width:
+            # a model set before the first layout (a pane's mount) was laid out for no
+            # width: lay it out for this one before drawing, rather than drawing a frame
+            # of the few columns that fit ten cells and correcting it on the resize
             self._layout_columns()
+            self._cache.clear()
         if y == 0:
             return self._header()
         _, scroll_y = self.scroll_offset

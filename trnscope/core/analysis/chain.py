@@ -319,7 +319,7 @@ def _hops_maker(analysis: Analysis, origin: int, lazy_args: bool) -> ManyHops:
         starts = ((ev.ts[rows] - origin) / 1000.0).tolist()
         durs = (np.maximum(ev.dur[rows], 0) / 1000.0).tolist()
         thread_ids = ev.thread[rows]
-        displays = {t: trace.threads[t].display for t in np.unique(thread_ids).tolist()}
+        displays = {t: trace.threads[t].display for t in set(thread_ids.tolist())}
         out: list[Hop] = []
         for r, role, name, start, dur, thread, cat, k, d in zip(
             rows.tolist(),
@@ -412,16 +412,34 @@ def _unlinked_device_chain(analysis: Analysis, row: int, instance: int, instance
     )  # fmt: skip
 
 
+_DEVICE_ROLES = frozenset(
+    int(role) for role in (Role.KERNEL, Role.MEMORY, Role.DEVICE_ANNOTATION, Role.SYSTEM_HARDWARE)
+)  # rows whose chain is the chain of the op that launched them
+QUICK_CHAIN_ROWS = 1_000  # a chain over at most this many rows builds in a few milliseconds
+
+
+def chain_is_quick(analysis: Analysis, row: int, rows: int = QUICK_CHAIN_ROWS) -> bool:
+    """Whether ``row``'s chain is small enough to build at once, where a UI shows it
+    (a step's chain, 38,535 hops, takes a worker ~0.13 s): the rows under its op and
+    the device work they launched, at most ``rows`` of them."""
+    ev = analysis.trace.events
+    op = row
+    if int(ev.role[row]) in _DEVICE_ROLES:
+        op = int(analysis.links.device_op[row])
+        if op < 0:
+            return True  # a device row no op launched: itself, or its backend's few stages
+    subtree = _subtree(analysis, op)
+    if subtree.size > rows:
+        return False
+    launching, launched = _device_rows_by_op(analysis)
+    return subtree.size + values_of_keys(launching, launched, subtree).size <= rows
+
+
 def chain_for_row(analysis: Analysis, row: int, instance: int, instances: int, every_hops_args: bool = True) -> Chain:
     """A device row's chain is its launching op's chain; an unlinked one stands alone.
     ``every_hops_args``: as ``build_chain``'s."""
     ev = analysis.trace.events
-    if int(ev.role[row]) in (
-        int(Role.KERNEL),
-        int(Role.MEMORY),
-        int(Role.DEVICE_ANNOTATION),
-        int(Role.SYSTEM_HARDWARE),
-    ):
+    if int(ev.role[row]) in _DEVICE_ROLES:
         op = int(analysis.links.device_op[row])
         if op >= 0:
             chain = build_chain(analysis, op, instance=instance, instances=instances, every_hops_args=every_hops_args)
