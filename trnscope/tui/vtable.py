@@ -205,6 +205,10 @@ class VirtualTable(ScrollView, can_focus=True):
     VirtualTable {
         height: 1fr;
         overflow-x: hidden;
+        /* the scroll bar's column always drawn (a track when every row fits), as the
+           columns are laid out without it: a new row count needs no second layout
+           (and frame) for a scroll bar coming or going */
+        overflow-y: scroll;
         background: $surface;
         scrollbar-size-vertical: 1;
     }
