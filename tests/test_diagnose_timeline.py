@@ -502,3 +502,74 @@ def test_lanes_whose_labels_elide_alike_keep_where_they_differ(tmp_path: Path, c
     rows = [line.split("│")[0] for line in capsys.readouterr().out.splitlines() if "│" in line]
     threads = [row for row in rows if row.startswith("thre")]
     assert len(threads) == 2 and threads[0] != threads[1], rows
+
+
+@pytest.mark.parametrize("at_once", [True, False])
+async def test_the_timeline_and_the_diagnosis_open_with_their_figures(at_once: bool, monkeypatch) -> None:
+    """A trace of at most ``AT_ONCE_EVENTS`` events: the lanes and the diagnosis are
+    computed as the pane mounts, so its first frame shows them (not "building lanes…"
+    and, a frame later, the lanes).  A larger one: in a worker, the same figures."""
+    import threading
+
+    import trnscope.tui.screen_base as screen_base
+    import trnscope.tui.screen_diagnose as screen_diagnose
+    import trnscope.tui.screen_timeline as screen_timeline
+    from trnscope.tui.app import TrnscopeApp
+    from trnscope.tui.screen_diagnose import DiagnoseScreen
+    from trnscope.tui.screen_timeline import TimelineScreen
+
+    on_ui_thread: list[bool] = []
+
+    def recorded(compute):  # type: ignore[no-untyped-def]
+        def run(*args, **kwargs):  # type: ignore[no-untyped-def]
+            on_ui_thread.append(threading.current_thread() is threading.main_thread())
+            return compute(*args, **kwargs)
+
+        return run
+
+    monkeypatch.setattr(screen_timeline, "build_lanes", recorded(screen_timeline.build_lanes))
+    monkeypatch.setattr(screen_diagnose, "diagnose", recorded(screen_diagnose.diagnose))
+    if not at_once:
+        monkeypatch.setattr(screen_base, "AT_ONCE_EVENTS", 0)
+    app = TrnscopeApp([str(SAMPLES / "trn_synthetic_rmsnorm_session")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_loaded(pilot)
+        await pilot.press("T")
+        timeline = app.screen
+        assert isinstance(timeline, TimelineScreen)
+        if at_once:
+            assert timeline.lanes  # before any frame
+        await settle(pilot)
+        assert timeline.lanes and any(m is not None for m in timeline.marks)
+        await press(pilot, "escape")
+        await pilot.press("d")
+        diagnosis = app.screen
+        assert isinstance(diagnosis, DiagnoseScreen)
+        if at_once:  # the first finding's message is under the table with it, not a frame later
+            assert diagnosis.doc is not None
+            assert str(diagnosis.query_one("#dg-detail").render()) == diagnosis.doc.findings[0].message
+        await settle(pilot)
+        assert diagnosis.doc is not None and diagnosis.doc.findings
+    assert on_ui_thread == [at_once, at_once]
+
+
+async def test_a_pane_whose_figures_fail_says_so_and_stays(monkeypatch) -> None:
+    """Computed at once or in a worker, figures that fail are a notification; the app
+    goes on (an exception in on_mount would have ended it)."""
+    import trnscope.tui.screen_diagnose as screen_diagnose
+    from trnscope.tui.app import TrnscopeApp
+
+    def broken(analysis: Analysis) -> DiagnoseOut:
+        raise ValueError("a figure nobody could compute")
+
+    monkeypatch.setattr(screen_diagnose, "diagnose", broken)
+    notices: list[str] = []
+    app = TrnscopeApp([str(SAMPLES / "trn_synthetic_rmsnorm_session")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_loaded(pilot)
+        monkeypatch.setattr(app, "notify", lambda message, **kwargs: notices.append(message))
+        await press(pilot, "d")
+        assert app.is_running
+        assert any(n.startswith("diagnose failed: ValueError: a figure nobody could compute") for n in notices), notices
+        await press(pilot, "escape")
+        assert app.is_running

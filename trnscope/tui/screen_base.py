@@ -4,6 +4,9 @@ exception in a worker never ends the app)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
@@ -11,6 +14,15 @@ from textual.worker import Worker, WorkerState
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.base.text import safe_text
 from trnscope.tui.vtable import VirtualTable
+
+Figures = TypeVar("Figures")
+
+# A pane whose figures pass over every event (the timeline's lanes, the diagnosis)
+# computes them as it opens, for its first frame, up to this many events: 5-13 ms on
+# the real traces of 132,000-239,000 events (2 cores).  Past it they come from a worker
+# while the pane says what it is doing: from a worker they came a frame later (20-30 ms),
+# after a frame of the placeholder.
+AT_ONCE_EVENTS = 300_000
 
 
 class ExplorerScreen(Screen[None]):
@@ -53,11 +65,35 @@ class ExplorerScreen(Screen[None]):
             titles = ", ".join(safe_text(title) for title in message.titles)
             self.app.notify(f"too narrow for every column: left out {titles} (a wider terminal shows them)")
 
+    def figures(
+        self, compute: Callable[[], Figures], show: Callable[[Figures], None], *, events: int, group: str
+    ) -> None:
+        """``show(compute())``: at once for a trace of at most ``AT_ONCE_EVENTS`` events,
+        else from a thread worker (exclusive in ``group``).  Either way a failure is a
+        notification, never the end of the app."""
+        if events <= AT_ONCE_EVENTS:
+            try:
+                figures = compute()
+            except Exception as error:  # as a worker's error would be reported
+                self._report_failure(group, error)
+                return
+            show(figures)
+            return
+
+        def in_worker() -> None:
+            figures = compute()
+            self.app.call_from_thread(show, figures)
+
+        self.run_worker(in_worker, thread=True, exclusive=True, group=group, exit_on_error=False)
+
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state is not WorkerState.ERROR:
             return
         error = event.worker.error
-        what = event.worker.group if event.worker.group != "default" else "background work"
+        self._report_failure(event.worker.group, error if isinstance(error, BaseException) else Exception(str(error)))
+
+    def _report_failure(self, group: str, error: BaseException) -> None:
+        what = group if group != "default" else "background work"
         self.app.notify(
             f"{what} failed: {type(error).__name__}: {error} (the screen stays usable; TRNSCOPE_DEBUG=1 shows more)",
             severity="error",

@@ -5,7 +5,6 @@ points at."""
 from __future__ import annotations
 
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
@@ -52,12 +51,15 @@ class DiagnoseScreen(ExplorerScreen):
         self.query_one("#dg-summary", Static).update(Text("diagnosing…", style="dim"))
         self._run()
 
-    @work(thread=True, exclusive=True, group="diagnose", exit_on_error=False)
     def _run(self) -> None:
         # once per analysis: leaving the diagnosis for the timeline of a step and coming
         # back shows it again at once (diagnose() is 150-300 ms at 2.9 M events)
-        doc = self.analysis.derived(("diagnosis", None), lambda: diagnose(self.analysis))
-        self.app.call_from_thread(self._show, doc)
+        self.figures(
+            lambda: self.analysis.derived(("diagnosis", None), lambda: diagnose(self.analysis)),
+            self._show,
+            events=len(self.analysis.trace.events),
+            group="diagnose",
+        )
 
     def _show(self, doc: DiagnoseOut) -> None:
         self.doc = doc
@@ -109,6 +111,8 @@ class DiagnoseScreen(ExplorerScreen):
         view.focus()
         if not findings:
             self.query_one("#dg-detail", Static).update(Text("no finding above its threshold", style="dim"))
+        else:  # now, in the frame that shows the table, not when its cursor message comes
+            self._show_detail(view.current_index)
 
     def _show_steps(self, doc: DiagnoseOut) -> None:
         steps = doc.steps
@@ -137,13 +141,10 @@ class DiagnoseScreen(ExplorerScreen):
         view = self.query_one("#findings", VirtualTable)
         view.set_model(TableModel(columns, len(order), cells))
         view.focus()
-        self.query_one("#dg-detail", Static).update(
-            Text(
-                f"{len(order):,} steps, {'slowest first' if self.view == 'slowest steps' else 'in time order'}"
-                " · ⏎ opens the timeline on one",
-                style="dim",
-            )
-        )
+        if order:  # the step under the cursor, in the frame that shows the table
+            self._show_detail(view.current_index)
+        else:
+            self.query_one("#dg-detail", Static).update(Text("no steps in this trace", style="dim"))
 
     def action_view(self) -> None:
         self.view = _VIEWS[(_VIEWS.index(self.view) + 1) % len(_VIEWS)]
@@ -161,8 +162,12 @@ class DiagnoseScreen(ExplorerScreen):
         return None, -1
 
     def on_virtual_table_cursor_moved(self, message: VirtualTable.CursorMoved) -> None:
-        if self.view != "findings" and self.doc is not None and 0 <= message.index < len(self.step_order):
-            s = self.doc.steps[self.step_order[message.index]]
+        self._show_detail(message.index)
+
+    def _show_detail(self, index: int) -> None:
+        """The line under the table: the finding's message, or the step's figures."""
+        if self.view != "findings" and self.doc is not None and 0 <= index < len(self.step_order):
+            s = self.doc.steps[self.step_order[index]]
             wall = max(s.wall_us, 1e-9)
             self.query_one("#dg-detail", Static).update(
                 Text(
@@ -177,9 +182,9 @@ class DiagnoseScreen(ExplorerScreen):
                 )
             )
             return
-        if self.doc is None or not 0 <= message.index < len(self.doc.findings):
+        if self.doc is None or not 0 <= index < len(self.doc.findings):
             return
-        finding = self.doc.findings[message.index]
+        finding = self.doc.findings[index]
         self.query_one("#dg-detail", Static).update(Text(safe_text(finding.message)))
 
     def on_virtual_table_selected(self, message: VirtualTable.Selected) -> None:

@@ -8,7 +8,6 @@ import itertools
 
 import numpy as np
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
@@ -86,8 +85,13 @@ class TimelineScreen(ExplorerScreen):
         self.query_one("#tl-title", Static).update(Text("timeline: building lanes…", style="dim"))
         self._build()
 
-    @work(thread=True, exclusive=True, group="timeline", exit_on_error=False)
     def _build(self) -> None:
+        self.figures(self._lanes, self._ready_from, events=len(self.analysis.trace.events), group="timeline")
+
+    def _ready_from(self, built: tuple[list[Lane], list[Union | None]]) -> None:
+        self._ready(*built)
+
+    def _lanes(self) -> tuple[list[Lane], list[Union | None]]:
         lanes = build_lanes(self.analysis, nested=self.nested)
         marks: list[Union | None] = []
         ev = self.analysis.trace.events
@@ -101,7 +105,7 @@ class TimelineScreen(ExplorerScreen):
         for lane in lanes:
             mine = lane.rows[highlighted[lane.rows]] if self.highlight.size else lane.rows[:0]
             marks.append(Union(ev.ts[mine], ev.ts[mine] + np.maximum(ev.dur[mine], 0)) if mine.size else None)
-        self.app.call_from_thread(self._ready, lanes, marks)
+        return lanes, marks
 
     def _ready(self, lanes: list[Lane], marks: list[Union | None]) -> None:
         self._built = list(zip(lanes, marks))
