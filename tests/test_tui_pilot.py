@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from textual.widgets import Label
-from tui_helpers import palette_results, press, press_until_exit, settle, wait_loaded
+from tui_helpers import ChangingFrames, palette_results, press, press_until_exit, settle, wait_loaded
 
 from conftest import CORPUS, SAMPLES, requires_corpus
 from trnscope.core.model.vocab import PH_X
@@ -319,6 +319,40 @@ async def test_a_tables_scroll_bar_column_is_there_whatever_its_rows() -> None:
         assert view.show_vertical_scrollbar and view.scrollbar_size_vertical == 1
         await press(pilot, "escape")
         assert view.model.rows > view.size.height and view.show_vertical_scrollbar
+
+
+@pytest.mark.parametrize("size", [(160, 48), (80, 24)])
+async def test_each_pane_opens_in_one_changing_frame(size: tuple[int, int]) -> None:
+    """What a key shows comes in one frame, not a frame of placeholders or of a layout
+    for no width and then the real one a frame or two later (each such frame was 20-40
+    ms of the key on a real trace, and bytes on a slow link): the drill-down with its
+    chain, the timeline with its lanes, the diagnosis with its detail, the help with its
+    scroll bar, a filter keystroke that leaves a few rows, and clearing it."""
+    app = TrnscopeApp([str(TRN)])
+    async with app.run_test(size=size) as pilot:
+        await wait_loaded(pilot)
+        frames = ChangingFrames(app)
+        for keys in (["enter"], ["escape"], ["T"], ["escape"], ["d"], ["escape"], ["question_mark"], ["escape"]):
+            await settle(pilot)
+            frames.reset()
+            await press(pilot, *keys)
+            assert len(frames.changed) == 1, (keys, [sorted(rows) for rows in frames.changed])
+        await press(pilot, "slash")
+        for field in app.screen.query("Input"):
+            field.cursor_blink = False  # a blink is a frame of its own
+        await press(pilot, *"aten::mu")
+        field_region = app.screen.query_one("Input").region
+        typed_in = set(range(field_region.y, field_region.bottom))
+        await settle(pilot)
+        frames.reset()
+        await press(pilot, "l")
+        # (the field shows the key at once, in a frame of its own: the rows come after)
+        assert len([rows for rows in frames.changed if not rows <= typed_in]) == 1, frames.changed
+        await settle(pilot)
+        frames.reset()
+        await press(pilot, "escape")
+        # the field closes at once; the rows of the whole table come after, in one frame
+        assert len(frames.changed) == 2, [sorted(rows) for rows in frames.changed]
 
 
 async def test_compare_keys() -> None:

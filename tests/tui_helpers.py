@@ -66,3 +66,51 @@ async def palette_results(pilot: Any, timeout: float = 10.0) -> None:
         if steady >= 3:  # the same results for 0.3 s: the search has finished adding
             return
     raise AssertionError("the command palette showed no results")
+
+
+class ChangingFrames:
+    """Counts the frames after a key press that change what a terminal shows: each
+    frame the app composes is written onto a model of the screen's cells (character
+    and style); a frame that repaints what is there does not count.  (The same model as
+    ``bench/tui_latency.py``'s "change" timing.)"""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.cells: dict[tuple[int, int], tuple[str, Any]] = {}
+        self.changed: list[set[int]] = []  # per changing frame since ``reset``: its rows
+        compose = app._display
+
+        def display(screen: Any, renderable: Any) -> None:
+            compose(screen, renderable)
+            if renderable is not None:
+                rows = self._apply(renderable)
+                if rows:
+                    self.changed.append(rows)
+
+        app._display = display
+
+    def reset(self) -> None:
+        self.changed = []
+
+    def _apply(self, frame: Any) -> set[int]:
+        from rich.cells import cell_len
+
+        console = self.app.console
+        rows: set[int] = set()
+        x = y = 0
+        for segment in frame.__rich_console__(console, console.options):
+            if segment.control:
+                for code in segment.control:
+                    if code[0].name == "CURSOR_MOVE_TO":
+                        x, y = code[1], code[2]
+                continue
+            if segment.text == "\n":
+                x, y = 0, y + 1
+                continue
+            for char in segment.text:
+                value = (char, segment.style)
+                if self.cells.get((x, y)) != value:
+                    self.cells[(x, y)] = value
+                    rows.add(y)
+                x += max(cell_len(char), 1)
+        return rows

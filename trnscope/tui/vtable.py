@@ -434,6 +434,14 @@ class VirtualTable(ScrollView, can_focus=True):
 
     # -- cursor -------------------------------------------------------------------
     def _scroll_cursor_into_view(self, animate: bool = False) -> None:
+        if not self.size.height:
+            # not laid out yet (a model set as its pane mounts): the cursor on the
+            # second row, the row before it above as context, whatever the height the
+            # layout gives (with no height every row but the first was out of view:
+            # the op of a drill-down's chain went to the top, its context line out of
+            # view, for a frame); ``on_resize`` keeps the cursor in view once laid out
+            self.scroll_to(y=max(self.cursor - 1, 0), animate=False, immediate=True)
+            return
         height = max(self.size.height - 1, 1)
         _, top = self.scroll_offset
         if self.cursor < top:
