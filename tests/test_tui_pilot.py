@@ -355,6 +355,38 @@ async def test_each_pane_opens_in_one_changing_frame(size: tuple[int, int]) -> N
         assert len(frames.changed) == 2, [sorted(rows) for rows in frames.changed]
 
 
+async def test_a_workers_result_for_a_row_the_cursor_left_is_not_shown() -> None:
+    """A detail or a chain from a worker arrives after the cursor may have moved on (a
+    thread worker cannot be stopped): the row's detail and the instance's chain shown
+    are always those of the row and instance under the cursor."""
+    from rich.text import Text
+
+    app = TrnscopeApp([str(TRN)])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_loaded(pilot)
+        ops = app.screen
+        assert isinstance(ops, OpsScreen)
+        detail = ops.query_one("#detail")
+        shown = str(detail.render())
+        table, here = ops._table, ops.query_one("#table", VirtualTable).current_index
+        assert table is not None
+        ops._show_detail(table, here + 1, Text("the detail of a row the cursor left"))
+        assert str(detail.render()) == shown
+        ops._show_detail(table, here, Text("this row's detail"))
+        assert str(detail.render()) == "this row's detail"
+        await press(pilot, "enter")
+        drill = app.screen
+        assert isinstance(drill, DrillScreen) and drill.chain is not None
+        chain, instances = drill.chain, drill.query_one("#instances", VirtualTable)
+        elsewhere = int(instances.model.order[1])  # the instance one row below the cursor
+        other = drill._chain_of(elsewhere)
+        drill._show_built_chain(int(drill.rows[elsewhere]), other)
+        assert drill.chain is chain
+        await press(pilot, "down")
+        assert instances.current_index == elsewhere
+        assert drill.chain is not None and drill.chain.row == other.row
+
+
 async def test_compare_keys() -> None:
     app = TrnscopeApp([str(TRN)])
     async with app.run_test(size=(100, 30)) as pilot:

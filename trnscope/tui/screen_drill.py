@@ -167,7 +167,12 @@ class DrillScreen(ExplorerScreen):
 
     @work(thread=True, exclusive=True, group="chain", exit_on_error=False)
     def _build_chain(self, index: int) -> None:
-        self.app.call_from_thread(self._show_chain, self._chain_of(index))
+        chain = self._chain_of(index)
+        self.app.call_from_thread(self._show_built_chain, int(self.rows[index]), chain)
+
+    def _show_built_chain(self, row: int, chain: Chain) -> None:
+        if row == self._chain_row:  # (not the chain of an instance the cursor has left since)
+            self._show_chain(chain)
 
     def _chain_of(self, index: int) -> Chain:
         # each hop's args when the hop is shown (a step's chain has tens of thousands)

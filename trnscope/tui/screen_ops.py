@@ -379,7 +379,13 @@ class OpsScreen(FilterScreen):
     def _detail(self, group: int) -> None:
         table = self._table
         if table is not None:
-            self.app.call_from_thread(self.query_one("#detail", Static).update, self._detail_text(table, group))
+            self.app.call_from_thread(self._show_detail, table, group, self._detail_text(table, group))
+
+    def _show_detail(self, table: OpTable | KernelTable, group: int, text: Text) -> None:
+        # (a worker's detail of a row the cursor has left since, or of a table since
+        # replaced, is not shown over the detail of the row the cursor is on)
+        if table is self._table and self.query_one(VirtualTable).current_index == group:
+            self.query_one("#detail", Static).update(text)
 
     def _detail_text(self, table: OpTable | KernelTable, group: int) -> Text:  # noqa: C901 - one line per figure the detail shows, each only when the row has it
         """What the detail under the table says about row ``group`` (off the UI thread:
