@@ -169,8 +169,8 @@ def build_chain(  # noqa: C901 - the chain's hops in their documented order; eac
     ev = trace.events
     links = analysis.links
     origin = int(ev.ts[row])
-    hop = _hop_maker(analysis, origin, lazy_args and every_hops_args)
     many = _hops_maker(analysis, origin, lazy_args and every_hops_args)
+    hop = _hop_maker(analysis, origin, lazy_args and every_hops_args)
 
     hops: list[Hop] = []
     notes: list[str] = []
@@ -268,26 +268,17 @@ def read_hop_args(analysis: Analysis, hop: Hop) -> None:
 
 
 def _hop_maker(analysis: Analysis, origin: int, lazy_args: bool) -> HopMaker:
-    """Hops of this analysis's rows, times from ``origin``."""
-    trace = analysis.trace
-    ev = trace.events
+    """Hops of this analysis's rows, times from ``origin``, one at a time (``_hops_maker``'s,
+    with the hop's own ``details`` or ``name`` when given)."""
+    many = _hops_maker(analysis, origin, lazy_args)
 
     def hop(r: int, kind: str, depth: int = 0, details: dict[str, Any] | None = None, name: str | None = None) -> Hop:
-        role = Role(int(ev.role[r]))
-        layer = LAYER_NAMES.get(LAYER_OF_ROLE[role], "framework")
-        with_args = details is None and kind in _KINDS_WITH_ARGS
-        return Hop(
-            layer=layer,
-            name=name or trace.names[int(ev.name[r])],
-            start_us=us(int(ev.ts[r]) - origin),
-            dur_us=us(max(int(ev.dur[r]), 0)),
-            thread_or_stream=trace.threads[int(ev.thread[r])].display,
-            details=details if details is not None else _details(analysis, r, lazy_args and with_args),
-            kind=kind,
-            depth=depth,
-            row=int(r),
-            args_read=lazy_args or not with_args,
-        )
+        made = many(np.array([r], dtype=np.int64), kind, depth, args=details is None)[0]
+        if details is not None:
+            made.details = details
+        if name:
+            made.name = name
+        return made
 
     return hop
 
