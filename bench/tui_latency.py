@@ -40,40 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from common import OUT, TARGET_BYTES, ensure_trace
+from tui_helpers import TerminalCells
 
 import trnscope.tui  # noqa: F401 - before Textual, as the CLI imports it: the explorer's frame rate
-
-
-class TerminalCells:
-    """What a terminal shows: each cell's character and style, as frames set them."""
-
-    def __init__(self) -> None:
-        self.cells: dict[tuple[int, int], tuple[str, Any]] = {}
-
-    def apply(self, frame: Any, console: Any) -> bool:
-        """Write one frame (a Textual compositor update) onto the cells; whether any
-        cell changed."""
-        from rich.cells import cell_len
-
-        changed = False
-        x = y = 0
-        cells = self.cells
-        for segment in frame.__rich_console__(console, console.options):
-            if segment.control:
-                for code in segment.control:
-                    if code[0].name == "CURSOR_MOVE_TO":
-                        x, y = code[1], code[2]
-                continue
-            if segment.text == "\n":
-                x, y = 0, y + 1
-                continue
-            for char in segment.text:
-                value = (char, segment.style)
-                if cells.get((x, y)) != value:
-                    cells[(x, y)] = value
-                    changed = True
-                x += max(cell_len(char), 1)
-        return changed
 
 
 async def measure(path: Path) -> dict:

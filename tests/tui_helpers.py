@@ -68,36 +68,21 @@ async def palette_results(pilot: Any, timeout: float = 10.0) -> None:
     raise AssertionError("the command palette showed no results")
 
 
-class ChangingFrames:
-    """Counts the frames after a key press that change what a terminal shows: each
-    frame the app composes is written onto a model of the screen's cells (character
-    and style); a frame that repaints what is there does not count.  (The same model as
-    ``bench/tui_latency.py``'s "change" timing.)"""
+class TerminalCells:
+    """What a terminal shows: each cell's character and style, as frames set them (the
+    model ``ChangingFrames`` and ``bench/tui_latency.py``'s "change" timing share)."""
 
-    def __init__(self, app: Any) -> None:
-        self.app = app
+    def __init__(self) -> None:
         self.cells: dict[tuple[int, int], tuple[str, Any]] = {}
-        self.changed: list[set[int]] = []  # per changing frame since ``reset``: its rows
-        compose = app._display
 
-        def display(screen: Any, renderable: Any) -> None:
-            compose(screen, renderable)
-            if renderable is not None:
-                rows = self._apply(renderable)
-                if rows:
-                    self.changed.append(rows)
-
-        app._display = display
-
-    def reset(self) -> None:
-        self.changed = []
-
-    def _apply(self, frame: Any) -> set[int]:
+    def apply(self, frame: Any, console: Any) -> set[int]:
+        """Write one frame (a Textual compositor update) onto the cells; the rows it
+        changed (none: it repainted what was there)."""
         from rich.cells import cell_len
 
-        console = self.app.console
         rows: set[int] = set()
         x = y = 0
+        cells = self.cells
         for segment in frame.__rich_console__(console, console.options):
             if segment.control:
                 for code in segment.control:
@@ -109,8 +94,31 @@ class ChangingFrames:
                 continue
             for char in segment.text:
                 value = (char, segment.style)
-                if self.cells.get((x, y)) != value:
-                    self.cells[(x, y)] = value
+                if cells.get((x, y)) != value:
+                    cells[(x, y)] = value
                     rows.add(y)
                 x += max(cell_len(char), 1)
         return rows
+
+
+class ChangingFrames:
+    """Counts the frames after a key press that change what a terminal shows: each
+    frame the app composes is written onto a model of the screen's cells; a frame that
+    repaints what is there does not count."""
+
+    def __init__(self, app: Any) -> None:
+        self.terminal = TerminalCells()
+        self.changed: list[set[int]] = []  # per changing frame since ``reset``: its rows
+        compose = app._display
+
+        def display(screen: Any, renderable: Any) -> None:
+            compose(screen, renderable)
+            if renderable is not None:
+                rows = self.terminal.apply(renderable, app.console)
+                if rows:
+                    self.changed.append(rows)
+
+        app._display = display
+
+    def reset(self) -> None:
+        self.changed = []

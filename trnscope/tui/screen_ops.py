@@ -202,6 +202,20 @@ class OpsScreen(FilterScreen):
     def rebuild(self, keep: str | None = None) -> None:
         state = OpViewState(**{**self.state.__dict__, "columns": dict(self.state.columns)})
         table: OpTable | KernelTable
+
+        def show(extras: OpExtras, keep: str | None) -> None:
+            # the table's model, laid out, and the landing row's detail: made here
+            self.app.call_from_thread(
+                self._apply,
+                table,
+                order,
+                state,
+                keep,
+                extras,
+                self._landing_detail(table, order, keep),
+                self._model_of(table, order, state, extras),
+            )
+
         if state.mode == "kernels":
             table = self.analysis.kernel_table(state.step)
             order = kernel_order(table, state)
@@ -219,28 +233,10 @@ class OpsScreen(FilterScreen):
                     # op's shapes (seconds on a large trace): the table now, its extra
                     # columns when they are ready.  Later tables only sum figures per
                     # row already known: one screen update, not two
-                    self.app.call_from_thread(
-                        self._apply,
-                        table,
-                        order,
-                        state,
-                        keep,
-                        NO_EXTRAS,
-                        self._landing_detail(table, order, keep),
-                        self._model_of(table, order, state, NO_EXTRAS),
-                    )
+                    show(NO_EXTRAS, keep)
                     keep = None  # the cursor is placed; the second apply keeps it where the user is
                 extras = self._extras_of(table)
-        self.app.call_from_thread(
-            self._apply,
-            table,
-            order,
-            state,
-            keep,
-            extras,
-            self._landing_detail(table, order, keep),
-            self._model_of(table, order, state, extras),
-        )
+        show(extras, keep)
 
     def _model_of(
         self, table: OpTable | KernelTable, order: np.ndarray, state: OpViewState, extras: OpExtras

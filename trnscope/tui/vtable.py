@@ -181,8 +181,8 @@ def _sanitised(texts: list[str]) -> list[str]:
 
 def table_width_of(widget_width: int) -> int:
     """The cells the columns of a table this wide may use: its width less the vertical
-    scroll bar's column, whether or not it shows (so the layout does not change with the
-    number of rows)."""
+    scroll bar's column (always drawn: the layout does not change with the number of
+    rows)."""
     return max(widget_width - 1, 10)
 
 
