@@ -327,12 +327,25 @@ async def test_each_pane_opens_in_one_changing_frame(size: tuple[int, int]) -> N
     for no width and then the real one a frame or two later (each such frame was 20-40
     ms of the key on a real trace, and bytes on a slow link): the drill-down with its
     chain, the timeline with its lanes, the diagnosis with its detail, the help with its
-    scroll bar, a filter keystroke that leaves a few rows, and clearing it."""
+    scroll bar, the comparison and its next view with the row's figures, a filter
+    keystroke that leaves a few rows, and clearing it."""
     app = TrnscopeApp([str(TRN)])
     async with app.run_test(size=size) as pilot:
         await wait_loaded(pilot)
         frames = ChangingFrames(app)
-        for keys in (["enter"], ["escape"], ["T"], ["escape"], ["d"], ["escape"], ["question_mark"], ["escape"]):
+        for keys in (
+            ["enter"],
+            ["escape"],
+            ["T"],
+            ["escape"],
+            ["d"],
+            ["escape"],
+            ["question_mark"],
+            ["escape"],
+            ["c"],  # the comparison of the session's variants, its row's figures below it
+            ["v"],
+            ["escape"],
+        ):
             await settle(pilot)
             frames.reset()
             await press(pilot, *keys)

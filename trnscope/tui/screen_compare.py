@@ -168,6 +168,8 @@ class CompareScreen(FilterScreen):
                 )
             )
         view.set_model(compare_model(self.comparison, self.shown_rows, view.size.width or self.app.size.width))
+        if self.shown_rows:  # the cursor row's figures with the table, in its frame (not on its cursor message)
+            self._row_detail(view.current_index)
 
     def _diagnosis_model(self) -> TableModel:
         d = self.comparison.diagnosis
@@ -231,9 +233,13 @@ class CompareScreen(FilterScreen):
         if self.view == KERNEL_RUNS:
             self._kernel_detail(message.index)
             return
+        self._row_detail(message.index)
+
+    def _row_detail(self, index: int) -> None:
+        """The line under the table: the row's figures, one line per variant."""
         rows = self._rows()
-        if 0 <= message.index < len(rows):
-            row = rows[message.index]
+        if 0 <= index < len(rows):
+            row = rows[index]
             width = self._detail_width()
             # one line per variant, so that every variant's figures fit the panel: the
             # names (the variant's, its top kernel's) give up their middle
