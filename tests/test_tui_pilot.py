@@ -400,6 +400,32 @@ async def test_a_workers_result_for_a_row_the_cursor_left_is_not_shown() -> None
         assert drill.chain is not None and drill.chain.row == other.row
 
 
+async def test_the_comparison_keeps_the_row_under_the_cursor() -> None:
+    """A resize, another metric or another variant redraws the comparison's table: the
+    row under the cursor stays under it (it went back to the first row); another view
+    starts at its first row."""
+    app = TrnscopeApp([str(TRN)])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_loaded(pilot)
+        await press(pilot, "c")
+        compare = app.screen
+        assert isinstance(compare, CompareScreen)
+        while compare.view != "ops":
+            await press(pilot, "v")
+        view = compare.query_one(VirtualTable)
+        assert len(compare.shown_rows) > 3
+        await press(pilot, "down", "down", "down")
+        key = compare.shown_rows[view.current_index].key
+        for change in (["m"], ["2"], ["1"]):
+            await press(pilot, *change)
+            assert compare.shown_rows[view.current_index].key == key, change
+        await pilot.resize_terminal(140, 30)
+        await settle(pilot)
+        assert compare.shown_rows[view.current_index].key == key
+        await press(pilot, "v")
+        assert view.cursor == 0
+
+
 async def test_compare_keys() -> None:
     app = TrnscopeApp([str(TRN)])
     async with app.run_test(size=(100, 30)) as pilot:

@@ -84,6 +84,7 @@ class CompareScreen(FilterScreen):
         self.kernel_rows: list[tuple[int, int]] = []
         self.side = 0
         self._filter = ""
+        self._shown_view = ""  # the view whose rows the table shows (its cursor's row is kept)
         self.show_python = False  # Python frames crowd the op view; p shows them
         self.shown_rows: list[CompareRow] = []
 
@@ -135,6 +136,8 @@ class CompareScreen(FilterScreen):
         metric = METRICS[self.comparison.primary]
         title.append(f"   {metric}, Δ vs A", style="dim")
         self.query_one("#compare-title", Static).update(title)
+        here = self._cursor_key()
+        self._shown_view = self.view
         self.shown_rows = self._select_rows()
         info = f"{self.view}: {VIEW_TITLES[self.view]}"
         if self.filter_text:
@@ -167,9 +170,19 @@ class CompareScreen(FilterScreen):
                     style="dim",
                 )
             )
-        view.set_model(compare_model(self.comparison, self.shown_rows, view.size.width or self.app.size.width))
+        # the row under the cursor stays under it when the same view is shown again (a
+        # resize, another metric, variant or filter), by its key: it went back to the top
+        keep = next((i for i, row in enumerate(self.shown_rows) if (self.view, row.key) == here), None)
+        view.set_model(compare_model(self.comparison, self.shown_rows, view.size.width or self.app.size.width), keep)
         if self.shown_rows:  # the cursor row's figures with the table, in its frame (not on its cursor message)
             self._row_detail(view.current_index)
+
+    def _cursor_key(self) -> tuple[str, str] | None:
+        """(view, key) of the row under the cursor, when the table shows a view's rows."""
+        index = self.query_one(VirtualTable).current_index
+        if self._shown_view in ("", KERNEL_RUNS, "diagnosis") or not 0 <= index < len(self.shown_rows):
+            return None
+        return self._shown_view, self.shown_rows[index].key
 
     def _diagnosis_model(self) -> TableModel:
         d = self.comparison.diagnosis
