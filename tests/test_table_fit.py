@@ -8,7 +8,7 @@ import random
 from pathlib import Path
 
 from rich.cells import cell_len
-from tui_helpers import press, settle, wait_loaded
+from tui_helpers import open_comparison, press, settle, wait_loaded
 
 from conftest import SAMPLES
 from trnscope.tui.app import TrnscopeApp
@@ -232,14 +232,9 @@ def test_fit_line_keeps_whole_pieces_whole_within_the_width() -> None:
 async def test_the_comparison_detail_gives_every_variant_one_whole_line_of_figures() -> None:
     """At 80×24 the detail under a comparison has four lines: the row's name and one line
     per variant, its letter first, its figures whole; the names give up their middle."""
-    from trnscope.tui.screen_compare import CompareScreen
-
     app = TrnscopeApp([str(TRN)])
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_loaded(pilot)
-        await press(pilot, "c")
-        screen = app.screen
-        assert isinstance(screen, CompareScreen)
+        screen = await open_comparison(pilot)
         panel = screen.query_one("#compare-detail")
         for _ in range(3):
             lines = panel._shown.plain.split("\n")

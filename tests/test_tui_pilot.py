@@ -7,7 +7,15 @@ from typing import Any
 
 import pytest
 from textual.widgets import Label
-from tui_helpers import ChangingFrames, palette_results, press, press_until_exit, settle, wait_loaded
+from tui_helpers import (
+    ChangingFrames,
+    open_comparison,
+    palette_results,
+    press,
+    press_until_exit,
+    settle,
+    wait_loaded,
+)
 
 from conftest import CORPUS, SAMPLES, requires_corpus
 from trnscope.core.model.vocab import PH_X
@@ -406,10 +414,7 @@ async def test_the_comparison_keeps_the_row_under_the_cursor() -> None:
     starts at its first row."""
     app = TrnscopeApp([str(TRN)])
     async with app.run_test(size=(100, 30)) as pilot:
-        await wait_loaded(pilot)
-        await press(pilot, "c")
-        compare = app.screen
-        assert isinstance(compare, CompareScreen)
+        compare = await open_comparison(pilot)
         while compare.view != "ops":
             await press(pilot, "v")
         view = compare.query_one(VirtualTable)
@@ -429,10 +434,7 @@ async def test_the_comparison_keeps_the_row_under_the_cursor() -> None:
 async def test_compare_keys() -> None:
     app = TrnscopeApp([str(TRN)])
     async with app.run_test(size=(100, 30)) as pilot:
-        await wait_loaded(pilot)
-        await press(pilot, "c")
-        compare = app.screen
-        assert isinstance(compare, CompareScreen)
+        compare = await open_comparison(pilot)
         assert compare.view == "regions"
         await press(pilot, "v")
         assert compare.view == "ops"

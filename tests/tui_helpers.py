@@ -122,3 +122,15 @@ class ChangingFrames:
 
     def reset(self) -> None:
         self.changed = []
+
+
+async def open_comparison(pilot: Any) -> Any:
+    """Once the first screen is up, ``c``: the comparison of the session's variants
+    (a ``CompareScreen``, checked)."""
+    from trnscope.tui.screen_compare import CompareScreen
+
+    await wait_loaded(pilot)
+    await press(pilot, "c")
+    screen = pilot.app.screen
+    assert isinstance(screen, CompareScreen)
+    return screen
