@@ -142,40 +142,45 @@ class EventTimes(msgspec.Struct):
 def event_times(trace: Trace, links: Links) -> EventTimes:
     ev = trace.events
     n = len(ev)
-    dur = np.maximum(ev.dur, 0)
     alive = links.in_tree & (links.merged_into < 0)
     parent = links.parent
 
-    # sums by np.add.at: exact in int64, and faster than a float bincount here
-    cpu_total = np.where(alive, dur, 0)
+    # Each figure reads the durations of the rows it needs, clipped at zero (an instant
+    # in the tree has none): no full-length copy of them, as these arrays set the peak
+    # memory of an open.  Sums by np.add.at: exact in int64, and faster than a float
+    # bincount here.
+    cpu_total = np.where(alive, ev.dur, 0)
+    np.maximum(cpu_total, 0, out=cpu_total)
     children = np.flatnonzero(alive & (parent >= 0))
     self_cpu = cpu_total.copy()
-    np.subtract.at(self_cpu, parent[children], dur[children])
+    np.subtract.at(self_cpu, parent[children], cpu_total[children])
 
     device_rows = np.flatnonzero(
         equals_any(ev.role, (Role.KERNEL, Role.MEMORY, Role.DEVICE_ANNOTATION)) & (ev.ph == PH_X)
     )
+    device_dur = np.maximum(ev.dur[device_rows], 0)
     kernel_owner = np.full(n, -1, dtype=np.int64)
     owner = links.device_op[device_rows].copy()
     owner = _owner_after_folding(links, owner)
     kernel_owner[device_rows] = owner
 
     own_kernels = np.zeros(n, dtype=np.int64)
-    attributed = device_rows[owner >= 0]
-    np.add.at(own_kernels, kernel_owner[attributed], dur[attributed])
+    attributed = owner >= 0
+    np.add.at(own_kernels, owner[attributed], device_dur[attributed])
+    del owner, attributed
     device_total = own_kernels.copy()
     # children before parents: deepest first
-    depth = np.where(alive, links.depth, -1)
-    order = children[_deepest_first(depth[children])]
+    order = children[_deepest_first(links.depth[children])]
     if order.size:
-        levels = depth[order]
+        levels = links.depth[order]
         boundaries = np.flatnonzero(np.diff(levels)) + 1
         for level_rows in np.split(order, boundaries):
             carrying = level_rows[device_total[level_rows] != 0]
             np.add.at(device_total, parent[carrying], device_total[carrying])
-    device_total[device_rows] = dur[device_rows]
+    del order, children
+    device_total[device_rows] = device_dur
     self_device = own_kernels  # nothing reads own_kernels after this: no copy
-    self_device[device_rows] = dur[device_rows]
+    self_device[device_rows] = device_dur
 
     memory_rows = _top_level_memory_records(trace, links)
     rows = np.concatenate([np.flatnonzero(alive), device_rows, memory_rows])

@@ -329,9 +329,11 @@ def _host_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nda
     end = ev.ts + np.maximum(ev.dur, 0)
     in_tree = _host_tree_mask(trace)
     tree_rows = np.flatnonzero(in_tree)
+    p, d = nest(ev.ts, end, ev.thread, tree_rows)
+    del end
+    # (allocated only now: the nesting sets the link's peak memory)
     raw_parent = np.full(n, -1, dtype=np.int64)
     depth = np.full(n, -1, dtype=np.int32)
-    p, d = nest(ev.ts, end, ev.thread, tree_rows)
     raw_parent[tree_rows] = p
     depth[tree_rows] = d
     parent, merged_into = _remove_duplicate_nodes(trace, raw_parent, in_tree)

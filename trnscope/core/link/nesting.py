@@ -98,6 +98,8 @@ def nest_sorted(start: np.ndarray, stop: np.ndarray, thread: np.ndarray) -> tupl
         # be thrown away (15 ms of 56 on xDiT).
         segment = _segments(start, stop, group)
         if np.count_nonzero(_in_segments_of(segment, overlapping)) * _REDO_ALL_BEYOND >= n:
+            # what only the laminar pass reads goes first: this path sets the link's peak
+            del group, first_of_thread, overlapping
             return _nest_any_sorted(start, stop, segment)
     del overlapping
     group_start = np.flatnonzero(first_of_thread)
@@ -246,14 +248,13 @@ def _nest_any_sorted(start: np.ndarray, stop: np.ndarray, group: np.ndarray) -> 
     """The stack loop's answer for events sorted by (group, start, -stop), on any
     overlaps, without the loop: each event's parent is the nearest earlier event of its
     group that ends at or after its reach (module docstring)."""
-    n = start.size
-    reach = stop + (stop == start)
-    first_of_group = np.empty(n, dtype=bool)
-    first_of_group[0] = True
-    np.not_equal(group[1:], group[:-1], out=first_of_group[1:])
-    group_first = np.maximum.accumulate(np.where(first_of_group, np.arange(n), 0))
-    parent = nearest_earlier_reaching(stop, reach)
-    parent[parent < group_first] = -1
+    parent = nearest_earlier_reaching(stop, stop + (stop == start))
+    # the nearest such event may belong to an earlier group: then there is none (a
+    # parent is earlier, and groups ascend, so it is in another group exactly when its
+    # group differs)
+    found = np.flatnonzero(parent >= 0)
+    parent[found[group[parent[found]] != group[found]]] = -1
+    del found
     return parent, _depth_from_parents(parent)
 
 
@@ -266,10 +267,12 @@ def nearest_earlier_reaching(values: np.ndarray, reach: np.ndarray) -> np.ndarra
     descends into it, always to the right child when that one does.  Queries move
     together, one tree level per step: O(n log n) work in whole-array operations."""
     n = values.size
-    answer = np.full(n, -1, dtype=np.int64)
     if n < 2:
-        return answer
+        return np.full(n, -1, dtype=np.int64)
     size = 1 << (n - 1).bit_length()
+    # Positions and tree nodes fit int32 below 2**30 events: the queries in flight then
+    # take half the memory (this function sets the peak of a link that needs it).
+    position = np.int32 if 2 * size < 2**31 else np.int64
     tree = np.full(2 * size, np.iinfo(np.int64).min, dtype=np.int64)
     tree[size : size + n] = values
     level = size
@@ -277,13 +280,15 @@ def nearest_earlier_reaching(values: np.ndarray, reach: np.ndarray) -> np.ndarra
         half = level // 2
         np.maximum(tree[level : 2 * level : 2], tree[level + 1 : 2 * level : 2], out=tree[half:level])
         level = half
-    query = np.arange(1, n, dtype=np.int64)
-    node = query - 1 + size
+    answer: np.ndarray = np.full(n, -1, dtype=position)
+    query: np.ndarray = np.arange(1, n, dtype=position)
+    node: np.ndarray = query - 1 + size
     want = reach[1:]
     at_leaf = tree[node] >= want
     answer[query[at_leaf]] = query[at_leaf] - 1
     keep = ~at_leaf
     query, node, want = query[keep], node[keep], want[keep]
+    del at_leaf, keep
     down_query: list[np.ndarray] = []
     down_node: list[np.ndarray] = []
     while query.size:
@@ -293,8 +298,9 @@ def nearest_earlier_reaching(values: np.ndarray, reach: np.ndarray) -> np.ndarra
         node = node >> 1
         keep = ~sibling_holds & (node > 1)
         query, node, want = query[keep], node[keep], want[keep]
-    query = np.concatenate(down_query) if down_query else np.empty(0, dtype=np.int64)
-    node = np.concatenate(down_node) if down_node else np.empty(0, dtype=np.int64)
+    query = np.concatenate(down_query) if down_query else np.empty(0, dtype=position)
+    node = np.concatenate(down_node) if down_node else np.empty(0, dtype=position)
+    del down_query, down_node
     want = reach[query]
     while query.size:
         inner = node < size
@@ -302,22 +308,25 @@ def nearest_earlier_reaching(values: np.ndarray, reach: np.ndarray) -> np.ndarra
             break
         right = 2 * node[inner] + 1
         node[inner] = np.where(tree[right] >= want[inner], right, right - 1)
+    del tree, want
     answer[query] = node - size
-    return answer
+    return answer.astype(np.int64, copy=False)
 
 
 def _depth_from_parents(parent: np.ndarray) -> np.ndarray:
     """Number of ancestors of each node (parents point to earlier positions), by
     pointer jumping: O(n log depth)."""
-    depth = (parent >= 0).astype(np.int64)  # edges from each node up to ``up``
-    up = parent.copy()
+    # (positions fit int32 below 2**31 events: half the memory of int64)
+    position = np.int32 if parent.size < 2**31 else np.int64
+    depth: np.ndarray = (parent >= 0).astype(position)  # edges from each node up to ``up``
+    up: np.ndarray = parent.astype(position)
     live = np.flatnonzero(up >= 0)
     while live.size:
         above = up[live]
         depth[live] += depth[above]
         up[live] = up[above]
         live = live[up[live] >= 0]
-    return depth.astype(np.int32)
+    return depth.astype(np.int32, copy=False)
 
 
 def _stack_sorted(start: np.ndarray, stop: np.ndarray, group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
