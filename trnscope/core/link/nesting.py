@@ -259,7 +259,8 @@ def _nest_any_sorted(start: np.ndarray, stop: np.ndarray, group: np.ndarray) -> 
 
 
 def nearest_earlier_reaching(values: np.ndarray, reach: np.ndarray) -> np.ndarray:
-    """For each position i, the largest j < i with ``values[j] >= reach[i]``, else -1.
+    """For each position i, the largest j < i with ``values[j] >= reach[i]``, else -1
+    (int32 below 2**30 positions, else int64).
 
     A max segment tree over ``values``; every query climbs from leaf i - 1, checking
     the left sibling of each node on its way up (the subtrees it checks cover the
@@ -310,7 +311,7 @@ def nearest_earlier_reaching(values: np.ndarray, reach: np.ndarray) -> np.ndarra
         node[inner] = np.where(tree[right] >= want[inner], right, right - 1)
     del tree, want
     answer[query] = node - size
-    return answer.astype(np.int64, copy=False)
+    return answer
 
 
 def _depth_from_parents(parent: np.ndarray) -> np.ndarray:
