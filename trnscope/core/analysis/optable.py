@@ -146,8 +146,8 @@ def event_times(trace: Trace, links: Links) -> EventTimes:
     parent = links.parent
 
     # Each figure reads the durations of the rows it needs, clipped at zero (an instant
-    # in the tree has none): no full-length copy of them, as these arrays set the peak
-    # memory of an open.  Sums by np.add.at: exact in int64, and faster than a float
+    # in the tree has none): no full-length copy of them beside the five full-length
+    # figures this keeps.  Sums by np.add.at: exact in int64, and faster than a float
     # bincount here.
     cpu_total = np.where(alive, ev.dur, 0)
     np.maximum(cpu_total, 0, out=cpu_total)
