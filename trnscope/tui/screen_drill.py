@@ -82,15 +82,17 @@ class DrillScreen(ExplorerScreen):
         self._orders: dict[str, np.ndarray] = {}  # instance orders made so far, by sort
 
     def compose(self) -> ComposeResult:
+        # laid out for the terminal's size from the start: classes changed after the
+        # mount restyle the pane (7 ms a call at 80x24)
+        body, detail = self._layout_classes()
         yield TextPanel(id="drill-title")
-        with Container(id="drill-body"):
+        with Container(id="drill-body", classes=" ".join(sorted(body))):
             yield VirtualTable(id="instances")
             yield VirtualTable(id="chain")
-        yield TextPanel(id="hop-detail", grow_only=True)
+        yield TextPanel(id="hop-detail", grow_only=True, classes=" ".join(sorted(detail)))
         yield KeyHints()
 
     def on_mount(self) -> None:
-        self._set_layout()
         self._show_instances()
         view = self.query_one("#instances", VirtualTable)
         view.focus()
@@ -112,16 +114,21 @@ class DrillScreen(ExplorerScreen):
         if self.chain is not None and 0 <= index < len(self.shown):
             self._show_hop(index)
 
+    def _layout_classes(self) -> tuple[set[str], set[str]]:
+        """The classes of the body and of the hop's panel at this terminal size: side by
+        side when wide; on a short screen the instance list gives up rows so the chain's
+        story fits, and the hop's panel keeps to four lines."""
+        short = {"short"} if self.app.size.height < 32 else set()
+        return {"wide" if self.app.size.width >= 140 else "narrow", *short}, short
+
     def _set_layout(self) -> None:
-        body = self.query_one("#drill-body", Container)
-        wide = self.app.size.width >= 140
-        body.set_class(wide, "wide")
-        body.set_class(not wide, "narrow")
-        # on a short screen the instance list gives up rows so the chain's story fits,
-        # and the hop's panel keeps to four lines
-        short = self.app.size.height < 32
-        body.set_class(short, "short")
-        self.query_one("#hop-detail", Static).set_class(short, "short")
+        body, detail = self._layout_classes()
+        for widget, wanted in (
+            (self.query_one("#drill-body", Container), body),
+            (self.query_one("#hop-detail"), detail),
+        ):
+            for name in ("wide", "narrow", "short"):
+                widget.set_class(name in wanted, name)
 
     def _show_instances(self) -> None:
         if self.sort_by not in self._orders:  # each order once: sorting back and forth costs nothing
