@@ -3,6 +3,7 @@ next load); SIGTERM ends a command through its cleanup."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -384,3 +385,65 @@ def test_endings_are_held_across_the_workers_fork_and_the_workers_let_them_throu
         _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert not (ENDINGS & signal.pthread_sigmask(signal.SIG_BLOCK, []))
+
+
+PLAIN_FORK = """
+import json, os, signal, sys
+from pathlib import Path
+from trnscope.core.formats.kineto import loader, parallel
+loader.PARALLEL_MIN_BYTES = 0
+how = sys.argv[2]
+if how != "works":
+    real = parallel.decode_claimed_ranges
+
+    def failing(*args, **kwargs):
+        if how == "raises":
+            raise ValueError("a decode that fails")
+        os.kill(os.getpid(), signal.SIGKILL)  # a helper killed (the OOM killer)
+
+    parallel.decode_claimed_ranges = failing
+trace = loader.load_kineto(Path(sys.argv[1]), loader.LoadOptions(workers=2, use_cache=False), chunk_bytes=1 << 16)
+zombies = []
+for status in Path("/proc").glob("[0-9]*/status"):
+    try:
+        text = status.read_text()
+    except OSError:
+        continue
+    if f"PPid:\\t{os.getpid()}\\n" in text:
+        zombies.append(status.parent.name)
+print(json.dumps({
+    "workers": trace.stats.workers,
+    "events": len(trace.events),
+    "ts": int(trace.events.ts.sum()),
+    "pool_modules": sorted(m for m in ("multiprocessing", "concurrent.futures") if m in sys.modules),
+    "children": zombies,
+}))
+"""
+
+
+@pytest.mark.parametrize("how", ["works", "raises", "killed"])
+def test_the_command_line_forks_its_decode_helpers_itself(big_trace: Path, how: str) -> None:
+    """A process without other threads (the CLI) forks its decode's helpers itself: no
+    pool, so neither ``concurrent.futures`` nor ``multiprocessing`` is loaded; a helper
+    that fails or is killed leaves the load to decode in this process, as complete as
+    ever; every helper is reaped."""
+    done = subprocess.run(
+        [sys.executable, "-c", PLAIN_FORK, str(big_trace), how], cwd=str(REPO), capture_output=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    whole = (
+        json.loads(
+            subprocess.run(
+                [sys.executable, "-c", PLAIN_FORK, str(big_trace), "works"],
+                cwd=str(REPO),
+                capture_output=True,
+                timeout=120,
+            ).stdout
+        )
+        if how != "works"
+        else got
+    )
+    assert got["workers"] == (2 if how == "works" else 1)
+    assert (got["events"], got["ts"]) == (whole["events"], whole["ts"])
+    assert got["pool_modules"] == [] and got["children"] == []

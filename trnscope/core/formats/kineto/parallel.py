@@ -6,23 +6,27 @@ until none is left, so a process that meets denser events or starts late takes f
 ranges instead of keeping the others waiting.  A range's result is kept only if the
 range before it decoded exactly up to its cut (``ScanReport.stopped_at``).  Results come
 back through files in shared memory (``/dev/shm``), mapped, not pickled.  Processes are
-forked when this process has no other thread (the CLI), else they come from a fork
-server started before the UI takes over stdio — or were forked ahead of the decode
-(``fork_helpers_ahead``), while this process still ran no other thread."""
+forked when this process has no other thread (the CLI: plainly, ``_ForkedHelpers``),
+else they come from a fork server started before the UI takes over stdio — or were
+forked ahead of the decode (``fork_helpers_ahead``), while this process still ran no
+other thread; those two are a ``concurrent.futures`` pool."""
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import multiprocessing
+import mmap
 import os
+import pickle
+import select
 import signal
 import struct
 import threading
+import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import msgspec
 import numpy as np
@@ -39,6 +43,9 @@ from trnscope.core.formats.kineto.events import (
     ChunkColumns,
 )
 from trnscope.core.formats.source import PlainSource, Progress
+
+if TYPE_CHECKING:  # (the pool and its modules load only where a pool is used: ~15 ms)
+    from concurrent.futures import ProcessPoolExecutor
 
 _PR_SET_PDEATHSIG = 1
 _LOADER_PID_UNKNOWN = -1  # a fork server's child: its parent is the server, not the load
@@ -356,6 +363,9 @@ class _HelpersAhead:
     range needed."""
 
     def __init__(self, helpers: int) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
         ctx = multiprocessing.get_context("fork")
         self.helpers = helpers
         self.owner = os.getpid()
@@ -403,7 +413,7 @@ def fork_helpers_ahead(workers: int) -> bool:
     ``close_helpers_ahead`` ends helpers no decode took."""
     global _ahead
     helpers = workers - 1
-    if helpers < 1 or "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
+    if helpers < 1 or not _may_fork_plainly():
         return False
     with _ahead_lock:
         if _ahead is not None:
@@ -443,6 +453,8 @@ def pool_context() -> Any:
     Why not start the server here: from a threaded process whose stdio a UI has taken
     over, starting it (and multiprocessing's resource tracker) fails half-way — after
     creating a named semaphore it then cannot register, which would stay in /dev/shm."""
+    import multiprocessing
+
     methods = multiprocessing.get_all_start_methods()
     if "fork" in methods and threading.active_count() == 1:
         return multiprocessing.get_context("fork")
@@ -456,6 +468,8 @@ def start_worker_server() -> None:
     process's own: a full-screen UI replaces stdout/stderr, and starting a server
     process then fails.  Cheap when already running; harmless where unsupported."""
     global _worker_server_started
+    import multiprocessing
+
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return
     try:
@@ -506,7 +520,153 @@ def _range_starts(buf: Any, first: int, size: int, processes: int, chunk_bytes: 
     return [first, *_split_points(buf, first, size, parts)]
 
 
-def _parallel_decode(  # noqa: C901 - pool start, progress thread, own ranges and cleanup must share one try/finally
+def _may_fork_plainly() -> bool:
+    """Whether this process may fork its helpers as it is: it runs no other thread (a
+    child of a threaded process can inherit a lock some other thread held)."""
+    return hasattr(os, "fork") and threading.active_count() == 1
+
+
+def _shared_int64(count: int) -> Any:
+    """``count`` int64 counters shared with the processes forked from here (anonymous
+    shared memory, as ``multiprocessing.Array`` would be, without loading it)."""
+    return memoryview(mmap.mmap(-1, 8 * count)).cast("q")
+
+
+class _PoolHelpers:
+    """The helper processes of a ``concurrent.futures`` pool: forked ahead of the
+    decode, or started by a fork server (a process that runs threads)."""
+
+    def __init__(self, executor: ProcessPoolExecutor) -> None:
+        self.executor = executor
+        self.futures: list[Any] = []
+        self.stopped: list[Any] = []
+
+    def start(self, work: Callable[[], Any]) -> None:
+        self.futures.append(self.executor.submit(work))
+
+    def result(self, index: int, cancelled: Callable[[], bool]) -> Any:
+        while True:
+            if cancelled():
+                raise LoadCancelled()
+            with contextlib.suppress(TimeoutError):
+                return self.futures[index].result(timeout=0.1)
+
+    def stop(self) -> None:
+        """Stop every helper now rather than wait for its ranges."""
+        self.stopped = list(getattr(self.executor, "_processes", {}).values())
+        for process in self.stopped:
+            process.terminate()
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=True, cancel_futures=True)
+        for process in self.stopped:
+            # a worker that outlives its SIGTERM by a second is killed rather than let
+            # it hold the load's cleanup (seen once: one stopped while still starting
+            # stayed waiting for work until the cleanup was cut short at 10 s)
+            process.join(timeout=1)
+            if process.is_alive():
+                process.kill()
+                process.join(timeout=5)
+        _discard_unread(self.futures)
+
+
+class _ForkedHelpers:
+    """Helper processes forked straight from this process, each decoding at once, for
+    a process that runs no other thread (the CLI; a plain fork is then safe, as the
+    gzip read-ahead's is).  Without a pool, no manager or queue-feeder thread stands
+    between a helper and its work (those threads need the GIL, which this process's own
+    decode holds), and neither ``concurrent.futures`` nor ``multiprocessing`` is
+    imported (14-17 ms of every command that decodes in parallel; `summary` 0.91-0.99x
+    the time on the real traces decoded in parallel, 2-4 MB less peak memory).  A
+    helper sends its result down a pipe, pickled (it comes from this same program), and
+    ends with ``os._exit``; one that fails or dies leaves the load to decode in this
+    process, as a pool's broken worker does."""
+
+    def __init__(self, slots: Any, shared: Any) -> None:
+        self.slots, self.shared = slots, shared
+        self.children: list[tuple[int, int]] = []  # (pid, the read end of its pipe)
+        self.reaped: set[int] = set()
+
+    def start(self, work: Callable[[], Any]) -> None:
+        reader, writer = os.pipe()
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            os.close(reader)
+            self._run(work, writer, parent)
+        os.close(writer)
+        self.children.append((pid, reader))
+
+    def _run(self, work: Callable[[], Any], writer: int, parent: int) -> NoReturn:
+        """The helper's whole life: never returns into the code that forked it."""
+        code = 1
+        try:
+            try:
+                _init_worker(self.slots, self.shared, memory_configured(), parent)
+                payload = b"R" + pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
+                code = 0
+            except BaseException as error:  # told to the loading process, which falls back
+                payload = b"E" + f"{type(error).__name__}: {error}".encode(errors="replace")
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(writer, view) :]
+        finally:
+            os._exit(code)
+
+    def result(self, index: int, cancelled: Callable[[], bool]) -> Any:
+        pid, reader = self.children[index]
+        received = bytearray()
+        while True:
+            if cancelled():
+                raise LoadCancelled()
+            ready, _, _ = select.select([reader], [], [], 0.1)
+            if ready:
+                data = os.read(reader, 1 << 20)
+                if not data:
+                    break
+                received += data
+        status = self._reap(pid, block=True)
+        if status != 0 or received[:1] != b"R":
+            told = bytes(received[1:201]).decode(errors="replace") if received[:1] == b"E" else f"exit status {status}"
+            raise RuntimeError(f"a decode worker failed: {told}")
+        return pickle.loads(received[1:])
+
+    def _reap(self, pid: int, block: bool) -> int | None:
+        """The helper's exit code once it has ended (None while it runs)."""
+        if pid in self.reaped:
+            return 0
+        try:
+            done, status = os.waitpid(pid, 0 if block else os.WNOHANG)
+        except ChildProcessError:
+            done, status = pid, 0
+        if done != pid:
+            return None
+        self.reaped.add(pid)
+        return os.waitstatus_to_exitcode(status)
+
+    def stop(self) -> None:
+        """Stop every helper now rather than wait for its ranges."""
+        for pid, _ in self.children:
+            if pid not in self.reaped:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGTERM)
+
+    def close(self) -> None:
+        """Reap every helper (one that outlives its SIGTERM by a second is killed) and
+        close the pipes."""
+        for pid, reader in self.children:
+            deadline = time.monotonic() + 1
+            while self._reap(pid, block=False) is None and time.monotonic() < deadline:
+                time.sleep(0.005)
+            if pid not in self.reaped:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                self._reap(pid, block=True)
+            with contextlib.suppress(OSError):
+                os.close(reader)
+
+
+def _parallel_decode(  # noqa: C901 - helpers' start, progress thread, own ranges and cleanup must share one try/finally
     source: PlainSource,
     first: int,
     workers: int,
@@ -524,12 +684,20 @@ def _parallel_decode(  # noqa: C901 - pool start, progress thread, own ranges an
         if ahead is not None:
             ahead.close()
         raise
-    executor: ProcessPoolExecutor | None = None
+    ctx = None
+    claims: Any  # where the ranges' numbers are claimed, and its writing end
+    writer: Any
     if ahead is not None:  # forked already (a helper that finds no range left returns at once)
         helpers, slots, claims, writer = ahead.helpers, ahead.slots, ahead.claims, ahead.writer
         shared = (claims, ahead.needed)
         ahead.needed[0] = len(starts) - 1
-        executor = ahead.executor
+    elif _may_fork_plainly():
+        helpers = min(workers, len(starts)) - 1
+        slots = _shared_int64(2 * (helpers + 1))
+        reader, write_end = os.pipe()
+        claims, writer = os.fdopen(reader, "rb", buffering=0), os.fdopen(write_end, "wb", buffering=0)
+        shared = (claims, _shared_int64(1))
+        shared[1][0] = len(starts) - 1
     else:
         helpers = min(workers, len(starts)) - 1  # worker processes beside this one
         ctx = pool_context()
@@ -548,41 +716,48 @@ def _parallel_decode(  # noqa: C901 - pool start, progress thread, own ranges an
     def report_progress() -> None:
         while not done_event.wait(0.1):
             if progress is not None:
-                values = slots[:]
+                values = list(slots[:])
                 progress("parse", first + sum(values[0::2]), size, sum(values[1::2]))
 
     reporter = threading.Thread(target=report_progress, daemon=True)
     sweep_spills()
-    if executor is None:
+    runner: _PoolHelpers | _ForkedHelpers
+    if ahead is not None:
+        runner = _PoolHelpers(ahead.executor)
+    elif ctx is None:
+        runner = _ForkedHelpers(slots, shared)
+    else:
+        from concurrent.futures import ProcessPoolExecutor
+
         parent = os.getpid() if ctx.get_start_method() == "fork" else _LOADER_PID_UNKNOWN
-        executor = ProcessPoolExecutor(
-            max_workers=helpers,
-            mp_context=ctx,
-            initializer=_init_worker,
-            initargs=(slots, shared, memory_configured(), parent),
+        runner = _PoolHelpers(
+            ProcessPoolExecutor(
+                max_workers=helpers,
+                mp_context=ctx,
+                initializer=_init_worker,
+                initargs=(slots, shared, memory_configured(), parent),
+            )
         )
-    futures = []
     memory_fds: list[int] = []
     # (os.urandom, not ``secrets``: that module loads OpenSSL's bindings, ~3 ms of a start)
     load_token = os.urandom(4).hex()
-    processes: list[Any] = []
     decoded: dict[int, RangeResult] = {}
     try:
         memory_fds = [_memory_file(slot) for slot in range(1, helpers + 1)]
-        with endings_held():  # the first submit forks the workers: no handler inside fork
-            futures = [
-                executor.submit(
-                    decode_claimed_ranges,
-                    source.plain_path,
-                    starts,
-                    slot,
-                    chunk_bytes,
-                    os.getpid(),
-                    load_token,
-                    memory_fds[slot - 1],
+        with endings_held():  # the helpers are forked now: no handler inside fork
+            for slot in range(1, helpers + 1):
+                runner.start(
+                    partial(
+                        decode_claimed_ranges,
+                        source.plain_path,
+                        starts,
+                        slot,
+                        chunk_bytes,
+                        os.getpid(),
+                        load_token,
+                        memory_fds[slot - 1],
+                    )
                 )
-                for slot in range(1, helpers + 1)
-            ]
         reporter.start()  # after the workers are forked: a forked child gets no copy of a running thread
         # this process claims ranges too, waiting alone would leave a core idle; but not
         # while it is busy elsewhere (importing the UI): then the workers take them
@@ -590,39 +765,21 @@ def _parallel_decode(  # noqa: C901 - pool start, progress thread, own ranges an
         decoded.update(_decode_claimed(source.buffer, starts, shared, slots, 0, chunk_bytes, cancelled))
         if cancelled():
             raise LoadCancelled()
-        for slot, future in enumerate(futures, start=1):
-            while True:
-                if cancelled():
-                    raise LoadCancelled()
-                try:
-                    decoded.update(_unspill(future.result(timeout=0.1), memory_fds[slot - 1]))
-                    break
-                except TimeoutError:
-                    continue
+        for slot in range(1, helpers + 1):
+            decoded.update(_unspill(runner.result(slot - 1, cancelled), memory_fds[slot - 1]))
     except BaseException:
         # cancelled, interrupted (Ctrl+C, SIGTERM) or failed: stop the workers now
         # rather than wait for their ranges
-        processes = list(getattr(executor, "_processes", {}).values())
-        for process in processes:
-            process.terminate()
+        runner.stop()
         raise
     finally:
         done_event.set()
-        executor.shutdown(wait=True, cancel_futures=True)
+        runner.close()
         for fd in memory_fds:  # a mapping keeps its pages; the file goes with its last holder
             if fd >= 0:
                 with contextlib.suppress(OSError):
                     os.close(fd)
-        for process in processes:
-            # a worker that outlives its SIGTERM by a second is killed rather than let
-            # it hold the load's cleanup (seen once: one stopped while still starting
-            # stayed waiting for work until the cleanup was cut short at 10 s)
-            process.join(timeout=1)
-            if process.is_alive():
-                process.kill()
-                process.join(timeout=5)
         claims.close()
-        _discard_unread(futures)
         _remove_spills_of_load(os.getpid(), load_token)
     # Keep ranges up to the first one whose end could not be proven: that range ran
     # on to the end of the array by itself, so later ranges are redundant.
