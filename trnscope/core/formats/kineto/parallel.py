@@ -163,13 +163,13 @@ def _open_result_file(loader_pid: int, load_token: str, memory_fd: int) -> tuple
     load killed with SIGKILL leaves nothing behind), else a named file in /dev/shm
     (named after the loading process, so what a killed load leaves is found and
     removed).  ("" as the path: the memory file.)"""
-    import tempfile
-
     if memory_fd >= 0:
         try:
             return open(f"/proc/{loader_pid}/fd/{memory_fd}", "r+b"), ""
         except OSError:
             pass
+    import tempfile  # (here only: ~5-10 ms of the helper's start, before its first range)
+
     try:
         handle, path = tempfile.mkstemp(prefix=_spill_prefix(loader_pid, load_token), dir=_spill_folder())
     except OSError:
