@@ -576,8 +576,8 @@ class _ForkedHelpers:
     gzip read-ahead's is).  Without a pool, no manager or queue-feeder thread stands
     between a helper and its work (those threads need the GIL, which this process's own
     decode holds), and neither ``concurrent.futures`` nor ``multiprocessing`` is
-    imported (14-17 ms of every command that decodes in parallel; `summary` 0.91-0.99x
-    the time on the real traces decoded in parallel, 2-4 MB less peak memory).  A
+    imported (14-17 ms of every command that decodes in parallel; `summary` 0.89-0.99x
+    the time on the real traces decoded in parallel, 2.6-3.6 MB less peak memory).  A
     helper sends its result down a pipe, pickled (it comes from this same program), and
     ends with ``os._exit``; one that fails or dies leaves the load to decode in this
     process, as a pool's broken worker does."""
@@ -629,7 +629,10 @@ class _ForkedHelpers:
         if status != 0 or received[:1] != b"R":
             told = bytes(received[1:201]).decode(errors="replace") if received[:1] == b"E" else f"exit status {status}"
             raise RuntimeError(f"a decode worker failed: {told}")
-        return pickle.loads(received[1:])
+        try:
+            return pickle.loads(received[1:])
+        except Exception as error:  # cut short (a helper whose end this process did not see)
+            raise RuntimeError(f"a decode worker's result was unreadable: {error}") from None
 
     def _reap(self, pid: int, block: bool) -> int | None:
         """The helper's exit code once it has ended (None while it runs)."""
