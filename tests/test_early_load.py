@@ -218,7 +218,7 @@ def test_ctrl_c_or_sigterm_cancels_a_load_then_does_what_it_did() -> None:
 # Run in a fresh process: helpers are forked only while the process runs no other
 # thread, and a test process may run some (and may have a fork server from another test).
 _EXPLORER_WITH_HELPERS = r"""
-import json, multiprocessing, sys
+import json, os, sys
 from trnscope.core.formats.kineto import loader, parallel
 loader.PARALLEL_MIN_BYTES = 0  # the small test trace decodes in parallel too
 from trnscope.cli.arguments import build_parser
@@ -227,7 +227,7 @@ helpers = []
 fork_ahead = parallel.fork_helpers_ahead
 def recording(workers):  # the helpers' pids, before the load's decode takes them
     forked = fork_ahead(workers)
-    helpers.extend(sorted(p.pid for p in parallel._ahead.executor._processes.values()) if forked else [])
+    helpers.extend(sorted(pid for pid, _ in parallel._ahead.runner.children) if forked else [])
     return forked
 parallel.fork_helpers_ahead = recording
 args = build_parser().parse_args(["open", sys.argv[1], *sys.argv[2:]])
@@ -238,7 +238,7 @@ out = {
     "server": parallel._worker_server_started,
     "workers": analysis.trace.stats.workers,
     "events": len(analysis.trace.events),
-    "left": [p.pid for p in multiprocessing.active_children()],
+    "left": [pid for pid in helpers if os.path.exists(f"/proc/{pid}")],
     "ahead_after": parallel._ahead is not None,
 }
 print(json.dumps(out))
@@ -298,14 +298,15 @@ def test_helpers_no_decode_took_are_ended(tmp_path: Path) -> None:
     import subprocess
 
     code = (
-        "import multiprocessing, threading\n"
+        "import os, sys, threading\n"
         "from trnscope.core.formats.kineto import parallel\n"
         "assert parallel.fork_helpers_ahead(3)\n"
         "assert not parallel.fork_helpers_ahead(3)  # one set at a time\n"
-        "pids = [p.pid for p in parallel._ahead.executor._processes.values()]\n"
-        "assert len(pids) == 2 and len(multiprocessing.active_children()) == 2\n"
+        "pids = [pid for pid, _ in parallel._ahead.runner.children]\n"
+        "assert len(pids) == 2 and all(os.path.exists(f'/proc/{pid}') for pid in pids)\n"
         "parallel.close_helpers_ahead()\n"
-        "assert parallel._ahead is None and not multiprocessing.active_children()\n"
+        "assert parallel._ahead is None and not any(os.path.exists(f'/proc/{pid}') for pid in pids)\n"
+        "assert 'multiprocessing' not in sys.modules  # no pool: the helpers wait on pipes\n"
         "threading.Thread(target=lambda: None).start()  # running, or not yet joined\n"
         "print('ok')\n"
     )

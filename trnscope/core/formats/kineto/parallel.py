@@ -6,10 +6,10 @@ until none is left, so a process that meets denser events or starts late takes f
 ranges instead of keeping the others waiting.  A range's result is kept only if the
 range before it decoded exactly up to its cut (``ScanReport.stopped_at``).  Results come
 back through files in shared memory (``/dev/shm``), mapped, not pickled.  Processes are
-forked when this process has no other thread (the CLI: plainly, ``_ForkedHelpers``),
-else they come from a fork server started before the UI takes over stdio — or were
-forked ahead of the decode (``fork_helpers_ahead``), while this process still ran no
-other thread; those two are a ``concurrent.futures`` pool."""
+forked by this process when it runs no other thread (``_ForkedHelpers``: at the
+decode in the CLI, or ahead of it, ``fork_helpers_ahead``, for the explorer's early
+load, while it still ran no other thread), else they come from a fork server started
+before the UI takes over stdio, through a ``concurrent.futures`` pool."""
 
 from __future__ import annotations
 
@@ -360,41 +360,30 @@ class _HelpersAhead:
     """Worker processes forked before their decode is known, and what they share with
     it: the progress slots, the pipe of ranges to claim (written and closed when the
     decode starts; each worker closed its own copy of the writing end) and the last
-    range needed."""
+    range needed.  Each waits for its work on a pipe of its own (``_ForkedHelpers``)."""
 
     def __init__(self, helpers: int) -> None:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        ctx = multiprocessing.get_context("fork")
         self.helpers = helpers
         self.owner = os.getpid()
-        self.slots = ctx.Array("q", 2 * (helpers + 1), lock=False)
-        self.claims, self.writer = ctx.Pipe(duplex=False)
-        self.needed = ctx.Array("q", [MAX_RANGES], lock=False)
-        self.executor = ProcessPoolExecutor(
-            max_workers=helpers,
-            mp_context=ctx,
-            initializer=_init_worker,
-            initargs=(self.slots, (self.claims, self.needed), memory_configured(), self.owner, self.writer),
-        )
+        self.slots = _shared_int64(2 * (helpers + 1))
+        reader, writer = os.pipe()
+        self.claims, self.writer = os.fdopen(reader, "rb", buffering=0), os.fdopen(writer, "wb", buffering=0)
+        self.needed = _shared_int64(1)
+        self.needed[0] = MAX_RANGES
+        self.runner = _ForkedHelpers(self.slots, (self.claims, self.needed))
         try:
-            with endings_held():  # the first submit forks every worker (no handler inside fork)
-                self.executor.submit(_ready)
+            with endings_held():  # no handler inside fork
+                self.runner.fork_waiting(helpers, self.writer)
         except BaseException:
             self.close()
             raise
 
     def close(self) -> None:
-        """End the workers (a decode that took them has already shut them down)."""
-        self.executor.shutdown(wait=True, cancel_futures=True)
+        """End the workers (a decode that took them has already reaped them)."""
+        self.runner.close()
         for end in (self.writer, self.claims):
             with contextlib.suppress(OSError):
                 end.close()
-
-
-def _ready() -> None:
-    """The task that forks helpers ahead: nothing to do."""
 
 
 _ahead: _HelpersAhead | None = None
@@ -570,6 +559,20 @@ class _PoolHelpers:
         _discard_unread(self.futures)
 
 
+_JOB_SIZE = struct.Struct("<Q")
+
+
+def _work_from(job_reader: int) -> Callable[[], Any]:
+    """A helper forked ahead: its work, as ``start`` sent it (the helper ends, quietly,
+    if the pipe closes without any: no decode took it)."""
+    with open(job_reader, "rb", closefd=True) as source:
+        head = source.read(_JOB_SIZE.size)
+        if len(head) < _JOB_SIZE.size:
+            os._exit(0)
+        work: Callable[[], Any] = pickle.loads(source.read(_JOB_SIZE.unpack(head)[0]))
+    return work
+
+
 class _ForkedHelpers:
     """Helper processes forked straight from this process, each decoding at once, for
     a process that runs no other thread (the CLI; a plain fork is then safe, as the
@@ -584,26 +587,56 @@ class _ForkedHelpers:
 
     def __init__(self, slots: Any, shared: Any) -> None:
         self.slots, self.shared = slots, shared
-        self.children: list[tuple[int, int]] = []  # (pid, the read end of its pipe)
+        self.children: list[tuple[int, int]] = []  # (pid, the read end of its result pipe)
         self.reaped: set[int] = set()
+        self.waiting: list[int] = []  # helpers forked ahead: the writing ends of their work pipes
+        self.given = 0  # how many of them have their work
 
     def start(self, work: Callable[[], Any]) -> None:
+        """``work`` for the next helper forked ahead, or for one forked now."""
+        if self.given < len(self.waiting):
+            job = pickle.dumps(work, protocol=pickle.HIGHEST_PROTOCOL)
+            with open(self.waiting[self.given], "wb", closefd=True) as out:
+                out.write(_JOB_SIZE.pack(len(job)) + job)
+            self.given += 1
+            return
         reader, writer = os.pipe()
         parent = os.getpid()
         pid = os.fork()
         if pid == 0:
             os.close(reader)
-            self._run(work, writer, parent)
+            self._run(lambda: work, writer, parent)
         os.close(writer)
         self.children.append((pid, reader))
 
-    def _run(self, work: Callable[[], Any], writer: int, parent: int) -> NoReturn:
+    def fork_waiting(self, count: int, claims_writer: Any) -> None:
+        """Fork ``count`` helpers now, before their work is known: each waits for it on
+        a pipe of its own (``start`` sends it) and ends, without a result, if the pipe
+        closes first.  ``claims_writer``: the ranges' pipe, still open here, which a
+        helper closes on its side."""
+        for _ in range(count):
+            job_reader, job_writer = os.pipe()
+            reader, writer = os.pipe()
+            parent = os.getpid()
+            pid = os.fork()
+            if pid == 0:
+                for end in (job_writer, reader, *self.waiting):  # (the earlier helpers' work pipes)
+                    os.close(end)
+                self._run(partial(_work_from, job_reader), writer, parent, claims_writer)
+            os.close(job_reader)
+            os.close(writer)
+            self.children.append((pid, reader))
+            self.waiting.append(job_writer)
+
+    def _run(
+        self, work_of: Callable[[], Callable[[], Any]], writer: int, parent: int, claims_writer: Any = None
+    ) -> NoReturn:
         """The helper's whole life: never returns into the code that forked it."""
         code = 1
         try:
             try:
-                _init_worker(self.slots, self.shared, memory_configured(), parent)
-                payload = b"R" + pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
+                _init_worker(self.slots, self.shared, memory_configured(), parent, claims_writer)
+                payload = b"R" + pickle.dumps(work_of()(), protocol=pickle.HIGHEST_PROTOCOL)
                 code = 0
             except BaseException as error:  # told to the loading process, which falls back
                 payload = b"E" + f"{type(error).__name__}: {error}".encode(errors="replace")
@@ -655,8 +688,12 @@ class _ForkedHelpers:
                     os.kill(pid, signal.SIGTERM)
 
     def close(self) -> None:
-        """Reap every helper (one that outlives its SIGTERM by a second is killed) and
-        close the pipes."""
+        """Reap every helper (one forked ahead and given no work ends when its work pipe
+        closes; one that outlives its SIGTERM by a second is killed) and close the pipes."""
+        for job_writer in self.waiting[self.given :]:
+            with contextlib.suppress(OSError):
+                os.close(job_writer)
+        self.given = len(self.waiting)
         for pid, reader in self.children:
             deadline = time.monotonic() + 1
             while self._reap(pid, block=False) is None and time.monotonic() < deadline:
@@ -726,7 +763,7 @@ def _parallel_decode(  # noqa: C901 - helpers' start, progress thread, own range
     sweep_spills()
     runner: _PoolHelpers | _ForkedHelpers
     if ahead is not None:
-        runner = _PoolHelpers(ahead.executor)
+        runner = ahead.runner
     elif ctx is None:
         runner = _ForkedHelpers(slots, shared)
     else:
