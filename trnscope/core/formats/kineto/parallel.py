@@ -522,8 +522,8 @@ def _shared_int64(count: int) -> Any:
 
 
 class _PoolHelpers:
-    """The helper processes of a ``concurrent.futures`` pool: forked ahead of the
-    decode, or started by a fork server (a process that runs threads)."""
+    """The helper processes of a ``concurrent.futures`` pool, started by a fork server
+    (for a process that runs threads)."""
 
     def __init__(self, executor: ProcessPoolExecutor) -> None:
         self.executor = executor
