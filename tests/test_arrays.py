@@ -11,6 +11,7 @@ from trnscope.core.base.arrays import (
     first_of_each,
     group_order,
     is_member,
+    order_by_group_start_longest_first,
     order_by_group_then_value,
     running_max_per_group,
     sorted_unique,
@@ -78,6 +79,32 @@ def test_order_by_group_then_value_is_lexsort(pairs: list[tuple[int, int]], grou
     np.testing.assert_array_equal(order_by_group_then_value(group, values), np.lexsort((values, group)))
     as_floats = values.astype(np.float64)
     np.testing.assert_array_equal(order_by_group_then_value(group, as_floats), np.lexsort((as_floats, group)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.one_of(st.integers(0, 6), st.integers(-(2**61), 2**61)), st.integers(0, 4)),
+        max_size=80,
+    ),
+    st.booleans(),
+)
+def test_nesting_order_is_lexsort(events: list[tuple[int, int, int]], shuffled_rows: bool) -> None:
+    """The start order of the nesting (by group and start, longest first, then row)
+    equals the four-key lexsort, ties at every level included, with and without rows
+    as the last key, and where (group, start) no longer fit one 64-bit key."""
+    group = np.array([g for g, _, _ in events], dtype=np.int32)
+    start = np.array([s for _, s, _ in events], dtype=np.int64)
+    stop = start + np.array([d for _, _, d in events], dtype=np.int64)
+    rows = np.arange(len(events), dtype=np.int64) * 3
+    if shuffled_rows:
+        rows = np.random.default_rng(len(events)).permutation(rows)
+    np.testing.assert_array_equal(
+        order_by_group_start_longest_first(group, start, stop, rows), np.lexsort((rows, -stop, start, group))
+    )
+    np.testing.assert_array_equal(
+        order_by_group_start_longest_first(group, start, stop), np.lexsort((-stop, start, group))
+    )
 
 
 @settings(max_examples=300, deadline=None)

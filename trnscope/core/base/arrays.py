@@ -95,6 +95,35 @@ def order_by_group_then_value(group: np.ndarray, values: np.ndarray) -> np.ndarr
     return np.lexsort((values, group))
 
 
+def order_by_group_start_longest_first(
+    group: np.ndarray, start: np.ndarray, stop: np.ndarray, tiebreak: np.ndarray | None = None
+) -> np.ndarray:
+    """``np.lexsort((tiebreak, -stop, start, group))`` (without ``tiebreak``: ties in
+    position order): intervals by group and start, the longest first among those that
+    start together.  One stable sort of (group, start), which timsort finds nearly in
+    order on a trace's events, then a lexsort of only the runs that start together:
+    1.0 ms against 8.8 ms of lexsort over vLLM's 126,849 host events."""
+    order = order_by_group_then_value(group, start)
+    if order.size < 2:
+        return order
+    sorted_group, sorted_start = group[order], start[order]
+    tied = sorted_start[1:] == sorted_start[:-1]
+    tied &= sorted_group[1:] == sorted_group[:-1]
+    if not tied.any():
+        return order
+    in_run = np.zeros(order.size, dtype=bool)
+    in_run[1:] = tied
+    in_run[:-1] |= tied
+    run = np.cumsum(~np.r_[False, tied])  # the same number along a run that starts together
+    spots = np.flatnonzero(in_run)
+    members = order[spots]
+    keys: tuple[np.ndarray, ...] = (-stop[members], run[spots])
+    if tiebreak is not None:
+        keys = (tiebreak[members], *keys)
+    order[spots] = members[np.lexsort(keys)]
+    return order
+
+
 def stable_argsort(values: np.ndarray, *, descending: bool = False) -> np.ndarray:
     """``np.argsort(values, kind="stable")`` (``descending``: largest first), ties in
     their original order.  For integers, where the values' range times their count fits

@@ -28,7 +28,13 @@ from enum import IntEnum
 import msgspec
 import numpy as np
 
-from trnscope.core.base.arrays import equals_any, first_of_each, is_member, sorted_unique
+from trnscope.core.base.arrays import (
+    equals_any,
+    first_of_each,
+    is_member,
+    order_by_group_start_longest_first,
+    sorted_unique,
+)
 from trnscope.core.link.nesting import nest
 from trnscope.core.model.roles import (
     DEVICE_ROLES,
@@ -251,7 +257,7 @@ class _PointIndex:
 
     def __init__(self, trace: Trace, candidates: np.ndarray, low: int, span: int) -> None:
         ev = trace.events
-        order = np.lexsort((-ev.dur[candidates], ev.ts[candidates], ev.thread[candidates]))
+        order = order_by_group_start_longest_first(ev.thread[candidates], ev.ts[candidates], ev.dur[candidates])
         self.rows = candidates[order]
         self.keys = ev.thread[self.rows].astype(np.int64) * span + (ev.ts[self.rows] - low)
         self.low, self.span = low, span

@@ -42,7 +42,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from trnscope.core.base.arrays import running_max_per_group, sorted_unique
+from trnscope.core.base.arrays import order_by_group_start_longest_first, running_max_per_group, sorted_unique
 
 
 def nest(ts: np.ndarray, end: np.ndarray, thread: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -66,7 +66,7 @@ def _in_start_order(
     """Sort ``rows`` by (thread, start, -end, row), nest them, map positions back to rows."""
     if rows.size == 0:
         return np.full(0, -1, dtype=np.int64), np.zeros(0, dtype=np.int32)
-    order = np.lexsort((rows, -end[rows], ts[rows], thread[rows]))
+    order = order_by_group_start_longest_first(thread[rows], ts[rows], end[rows], rows)
     ordered = rows[order]
     local_parent, local_depth = nest_in_order(ts[ordered], end[ordered], thread[ordered])
     parent = np.full(rows.size, -1, dtype=np.int64)  # (allocated only now: the nesting sets the peak)
