@@ -332,7 +332,10 @@ def test_chain_text_json_and_errors(capsys, small_synthetic) -> None:
     code, _, err = run(capsys, "chain", str(path), "--op", "aten::")
     assert code == 2 and "matches several ops" in err
     code, _, err = run(capsys, "chain", str(path), "--op", "no-such-op")
-    assert code == 2 and "no op named" in err
+    assert code == 2 and "no op named" in err and "`trnscope summary` lists the trace's ops" in err
+    # a mistyped name is answered with the names closest to it
+    code, _, err = run(capsys, "chain", str(path), "--op", "aten::adddmm")
+    assert code == 2 and "no op named 'aten::adddmm'" in err and "close names: aten::addmm" in err
 
 
 def test_compare_table_csv_and_limits(capsys, small_synthetic, tmp_path: Path) -> None:

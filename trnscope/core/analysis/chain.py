@@ -484,9 +484,20 @@ def find_op(analysis: Analysis, name: str) -> int:
     if len(partial) == 1:
         return partial[0]
     if not partial:
-        raise TrnscopeError(f"no op named {name!r} in this trace")
+        raise TrnscopeError(f"no op named {name!r} in this trace; {_nearest_names(name, [table.name[g] for g in host])}")
     choices = ", ".join(sorted({table.name[g] for g in partial})[:8])
     raise TrnscopeError(f"{name!r} matches several ops: {choices}; give the exact name")
+
+
+def _nearest_names(name: str, names: list[str]) -> str:
+    """Where a user who mistyped an op name can go next: the op names closest to it,
+    else that ``summary`` lists them all."""
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(set(names)), n=4, cutoff=0.6)
+    if close:
+        return "close names: " + ", ".join(close)
+    return "`trnscope summary` lists the trace's ops"
 
 
 def instance_rows(analysis: Analysis, group: int) -> np.ndarray:
