@@ -211,7 +211,12 @@ def test_timeline_text_fits_and_has_no_escape_codes(width: int, capsys) -> None:
     assert main(["timeline", str(sample), "--lanes", "^NC0$", "--from", "1ms", "--to", "1.5ms", "--width", "80"]) == 0
     lanes = capsys.readouterr().out.splitlines()[2:]
     assert len(lanes) == 1 and lanes[0].startswith("NC0")
+    capsys.readouterr()
     assert main(["timeline", str(sample), "--lanes", "nothing-matches"]) == 2
+    # the error says how the lanes are named, so the next pattern can match
+    err = capsys.readouterr().err
+    assert "no lane matches --lanes 'nothing-matches'; the lanes are: " in err and "NC0" in err
+    assert err.count("\n") == 1 and "more)" in err
 
 
 async def test_timeline_and_diagnosis_panes() -> None:

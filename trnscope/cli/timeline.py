@@ -7,11 +7,21 @@ import sys
 
 from trnscope.cli.sources import open_sources
 from trnscope.cli.width import MAX_WIDTH, MIN_WIDTH, output_width
-from trnscope.core.analysis.timeline import build_lanes, extent, parse_time, render_text, select_lanes
+from trnscope.core.analysis.timeline import Lane, build_lanes, extent, parse_time, render_text, select_lanes
 from trnscope.core.base.errors import InputError
 from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fmt_time_short
 from trnscope.core.opening.sources import Mode
+
+# lanes named in the error when --lanes matches none: enough to see how labels read
+_LABELS_SHOWN = 6
+
+
+def _some_labels(lanes: list[Lane]) -> str:
+    """The first lanes' labels, for a --lanes pattern that matched none of them."""
+    shown = ", ".join(lane.label for lane in lanes[:_LABELS_SHOWN])
+    more = f" (and {len(lanes) - _LABELS_SHOWN:,} more)" if len(lanes) > _LABELS_SHOWN else ""
+    return f"the lanes are: {shown}{more}"
 
 
 def cmd_timeline(args: argparse.Namespace) -> int:  # noqa: C901 - argument checks (times, width, step, lanes) each with its own one-line error
@@ -20,9 +30,9 @@ def cmd_timeline(args: argparse.Namespace) -> int:  # noqa: C901 - argument chec
     every_lane = build_lanes(analysis, nested=args.nested)
     lanes = select_lanes(every_lane, args.lanes)
     if not lanes:
-        raise InputError(
-            "no lane matches" + (f" --lanes {args.lanes!r}" if args.lanes else " (the trace has no timed events)")
-        )
+        if not args.lanes or not every_lane:
+            raise InputError("no lane to show (the trace has no timed events)")
+        raise InputError(f"no lane matches --lanes {args.lanes!r}; {_some_labels(every_lane)}")
     if args.width is not None and not MIN_WIDTH <= args.width <= MAX_WIDTH:
         raise InputError(f"--width must be between {MIN_WIDTH} and {MAX_WIDTH:,} (it was {args.width:,})")
     width = args.width or output_width()
