@@ -484,7 +484,9 @@ def find_op(analysis: Analysis, name: str) -> int:
     if len(partial) == 1:
         return partial[0]
     if not partial:
-        raise TrnscopeError(f"no op named {name!r} in this trace; {_nearest_names(name, [table.name[g] for g in host])}")
+        raise TrnscopeError(
+            f"no op named {name!r} in this trace; {_nearest_names(name, [table.name[g] for g in host])}"
+        )
     choices = ", ".join(sorted({table.name[g] for g in partial})[:8])
     raise TrnscopeError(f"{name!r} matches several ops: {choices}; give the exact name")
 
