@@ -257,6 +257,7 @@ class _PointIndex:
 
     def __init__(self, trace: Trace, candidates: np.ndarray, low: int, span: int) -> None:
         ev = trace.events
+        # (among events that start together, the longest duration is the latest end)
         order = order_by_group_start_longest_first(ev.thread[candidates], ev.ts[candidates], ev.dur[candidates])
         self.rows = candidates[order]
         self.keys = ev.thread[self.rows].astype(np.int64) * span + (ev.ts[self.rows] - low)
