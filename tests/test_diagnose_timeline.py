@@ -382,6 +382,16 @@ def test_a_trace_of_instantaneous_events_still_draws(tmp_path: Path, capsys) -> 
     assert main(["diagnose", str(path), "--no-cache"]) == 0
 
 
+def test_a_trace_without_timed_events_has_no_lane_to_show(tmp_path: Path, capsys) -> None:
+    """Metadata alone: one line that says why there is nothing to draw, whatever --lanes."""
+    events = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 1, "args": {"name": "p"}}]
+    path = tmp_path / "metadata_only.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    for lanes in ([], ["--lanes", "x"]):
+        assert main(["timeline", str(path), "--no-cache", *lanes]) == 2
+        assert capsys.readouterr().err == "trnscope: error: no lane to show (the trace has no timed events)\n"
+
+
 async def test_engine_lanes_are_never_marked_by_a_highlighted_last_row() -> None:
     """Engine lanes hold instructions, not trace rows (their rows are -1): highlighting
     the trace's last row marks no engine lane."""
