@@ -156,7 +156,7 @@ def test_duplicate_folding_matches_pytorch(spec: list[tuple[int, int]]) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.integers(-5, 40), st.integers(-5, 40)), min_size=0, max_size=80))
+@given(st.lists(st.tuples(st.integers(-5, 40), st.integers(-5, 40)), min_size=0, max_size=200))
 def test_nearest_earlier_reaching_is_the_plain_scan(pairs: list[tuple[int, int]]) -> None:
     values = np.array([v for v, _ in pairs], dtype=np.int64)
     reach = np.array([r for _, r in pairs], dtype=np.int64)

@@ -299,16 +299,18 @@ def nearest_earlier_reaching(values: np.ndarray, reach: np.ndarray) -> np.ndarra
         node = node >> 1
         keep = ~sibling_holds & (node > 1)
         query, node, want = query[keep], node[keep], want[keep]
-    query = np.concatenate(down_query) if down_query else np.empty(0, dtype=position)
-    node = np.concatenate(down_node) if down_node else np.empty(0, dtype=position)
+    # The nodes found at climbing step h sit h levels above the leaves and need h steps
+    # down.  Highest first, the queries still descending at step r are a prefix (those
+    # found at steps above r): each step works on a slice, not a mask of every query.
+    still_descending = np.cumsum([part.size for part in reversed(down_node)])
+    query = np.concatenate(down_query[::-1]) if down_query else np.empty(0, dtype=position)
+    node = np.concatenate(down_node[::-1]) if down_node else np.empty(0, dtype=position)
     del down_query, down_node
     want = reach[query]
-    while query.size:
-        inner = node < size
-        if not inner.any():
-            break
-        right = 2 * node[inner] + 1
-        node[inner] = np.where(tree[right] >= want[inner], right, right - 1)
+    for step in range(still_descending.size - 1):
+        active = int(still_descending[-step - 2])  # found at climbing steps above ``step``
+        right = 2 * node[:active] + 1
+        node[:active] = np.where(tree[right] >= want[:active], right, right - 1)
     del tree, want
     answer[query] = node - size
     return answer
