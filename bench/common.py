@@ -42,8 +42,9 @@ def run_measured(code: str, *args: str, env: dict[str, str] | None = None) -> di
         + code
         # VmHWM, not ru_maxrss: Linux carries the spawning process's peak (this bench's,
         # which may have just generated the trace) into a child's ru_maxrss at exec
-        + "\nself_rss = next(int(x.split()[1]) for x in open('/proc/self/status') if x.startswith('VmHWM:')) / 1024\n"
-        + "child_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024\n"
+        # (both in KiB: MB here is 10**6 bytes, as the file sizes are)
+        + "\nself_rss = next(int(x.split()[1]) for x in open('/proc/self/status') if x.startswith('VmHWM:')) * 1024 / 1e6\n"
+        + "child_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024 / 1e6\n"
         + "RESULT.update(peak_rss_mb=round(self_rss, 1), peak_child_rss_mb=round(child_rss, 1))\n"
         + "print(json.dumps(RESULT))\n"
     )
@@ -75,5 +76,11 @@ def median_of(runs: list[dict]) -> dict:
     return chosen
 
 
+def kib_to_mb(kib: float) -> float:
+    """Linux reports memory in KiB; every bench reports MB of 10**6 bytes, the unit of
+    the file sizes they are compared with (a MiB is 4.9% larger)."""
+    return kib * 1024 / 1e6
+
+
 def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return kib_to_mb(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)

@@ -39,8 +39,8 @@ code = main(sys.argv[1:])
 seconds = time.perf_counter() - started
 # VmHWM, not ru_maxrss: Linux carries the spawning process's peak into a child's
 # ru_maxrss at exec, so this bench's own size would be reported as the parent's
-me = next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM:")) / 1024
-workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+me = next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM:")) * 1024 / 1e6  # KiB → MB
+workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024 / 1e6
 sys.stderr.write(f"BENCH {code} {seconds:.4f} {me:.1f} {workers:.1f}\\n")
 """
 
@@ -134,7 +134,7 @@ def _on_dask(folder: Path, ranks: int, total_mb: float, workers: int) -> dict[st
         env = {**os.environ, "DASK_SCHEDULER_ADDRESS": cluster.scheduler_address}
         figures = run(folder, env=env)
         with distributed.Client(cluster) as client:
-            rss = client.run(lambda: __import__("resource").getrusage(0).ru_maxrss / 1024)
+            rss = client.run(lambda: __import__("resource").getrusage(0).ru_maxrss * 1024 / 1e6)
     figures["worker_rss_mb"] = max(rss.values()) if rss else 0.0
     return {"ranks": ranks, "mb": total_mb, "executor": f"dask ×{workers}", **figures}
 

@@ -45,7 +45,7 @@ def main() -> None:
     assert len(profile.instructions) == count
     print(
         f"{count:,} instructions, {size / 1e6:.0f} MB JSON: read in {seconds:.2f} s "
-        f"({size / 1e6 / seconds:.0f} MB/s); peak RSS {peak / 1024:.0f} MB (was {before / 1024:.0f} MB before)"
+        f"({size / 1e6 / seconds:.0f} MB/s); peak RSS {peak * 1024 / 1e6:.0f} MB (was {before * 1024 / 1e6:.0f} MB before)"
     )
 
 

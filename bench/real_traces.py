@@ -83,7 +83,8 @@ def measure(command: list[str], env: dict[str, str] | None = None, cwd: Path = R
         env["TRNSCOPE_BENCH_PEAK_FILE"] = str(Path(folder) / "peak")
         _started, seconds, usage = run_process(command, env, cwd)
         own, children = (int(x) for x in (Path(folder) / "peak").read_text().split())
-    return seconds, max(own, children) / 1024, usage.ru_utime + usage.ru_stime
+    # KiB → MB of 10**6 bytes, the unit of the unpacked size the peak is divided by
+    return seconds, max(own, children) * 1024 / 1e6, usage.ru_utime + usage.ru_stime
 
 
 def run_process(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, Any]:
