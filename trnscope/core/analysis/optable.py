@@ -18,7 +18,7 @@ import numpy as np
 
 from trnscope.core.analysis.distribution import Spread, group_spread
 from trnscope.core.analysis.row_labels import distinct_names
-from trnscope.core.base.arrays import equals_any, group_order, unique_inverse
+from trnscope.core.base.arrays import equals_any, group_order, row_dtype, unique_inverse
 from trnscope.core.base.jsondepth import decode_bounded
 from trnscope.core.link.linker import MEMORY_EVENT_NAMES, Links
 from trnscope.core.model.roles import Role, group_name
@@ -136,7 +136,6 @@ class EventTimes(msgspec.Struct):
     cpu_total: np.ndarray
     self_device: np.ndarray
     device_total: np.ndarray
-    kernel_owner: np.ndarray  # for device rows: the op row whose kernels they count in, -1
 
 
 def event_times(trace: Trace, links: Links) -> EventTimes:
@@ -159,10 +158,7 @@ def event_times(trace: Trace, links: Links) -> EventTimes:
         equals_any(ev.role, (Role.KERNEL, Role.MEMORY, Role.DEVICE_ANNOTATION)) & (ev.ph == PH_X)
     )
     device_dur = np.maximum(ev.dur[device_rows], 0)
-    kernel_owner = np.full(n, -1, dtype=np.int64)
-    owner = links.device_op[device_rows].copy()
-    owner = _owner_after_folding(links, owner)
-    kernel_owner[device_rows] = owner
+    owner = _owner_after_folding(links, links.device_op[device_rows])  # (a gather: a copy)
 
     own_kernels = np.zeros(n, dtype=np.int64)
     attributed = owner >= 0
@@ -183,8 +179,10 @@ def event_times(trace: Trace, links: Links) -> EventTimes:
     self_device[device_rows] = device_dur
 
     memory_rows = _top_level_memory_records(trace, links)
-    rows = np.concatenate([np.flatnonzero(alive), device_rows, memory_rows])
-    return EventTimes(rows, self_cpu, cpu_total, self_device, device_total, kernel_owner)
+    # kept to the end of a summary, as are the op keys' inverse and the tables'
+    # instance rows made from it: int32 below 2**31 rows (peak RSS, issue 20)
+    rows = np.concatenate([np.flatnonzero(alive), device_rows, memory_rows], dtype=row_dtype(n), casting="same_kind")
+    return EventTimes(rows, self_cpu, cpu_total, self_device, device_total)
 
 
 def _deepest_first(depth: np.ndarray) -> np.ndarray:
@@ -411,9 +409,9 @@ class OpKeys(msgspec.Struct):
     grouping refines it, so an analysis computes it once per step, not once per
     grouping."""
 
-    rows: np.ndarray  # trace rows
+    rows: np.ndarray  # trace rows (int32 below 2**31 rows)
     packed: np.ndarray  # sorted distinct keys: group name id << 2 | device << 1 | annotation
-    inverse: np.ndarray  # per entry of ``rows``: its key's position in ``packed``
+    inverse: np.ndarray  # per entry of ``rows``: its key's position in ``packed`` (int32)
     group_names: list[str]  # group name id → text
 
 
@@ -432,7 +430,7 @@ def op_keys(trace: Trace, times: EventTimes, rows_mask: np.ndarray | None = None
     packed = (name_map[trace.events.name[rows]].astype(np.int64) << 2) | (_DEVICE_ROLES[role] << 1)
     packed |= _ANNOTATION_ROLES[role]
     unique, inverse = unique_inverse(packed)
-    return OpKeys(rows, unique, inverse, group_names)
+    return OpKeys(rows, unique, inverse.astype(np.int32), group_names)  # (fewer keys than rows)
 
 
 def _refined(keys: OpKeys, extra: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -445,7 +443,7 @@ def _refined(keys: OpKeys, extra: np.ndarray | None) -> tuple[np.ndarray, np.nda
     shifted = extra + 1
     width = int(shifted.max(initial=0)) + 1
     if packed.size * width < 2**62:  # one int64 per row: a 1-D unique, several times faster
-        pairs, inverse = unique_inverse(keys.inverse * width + shifted)
+        pairs, inverse = unique_inverse(keys.inverse.astype(np.int64) * width + shifted)
         first, value = pairs // width, pairs % width - 1
     else:
         unique, found = np.unique(np.stack([keys.inverse, extra], axis=1), axis=0, return_inverse=True)

@@ -16,6 +16,13 @@ import numpy as np
 _DENSE_FACTOR = 4
 
 
+def row_dtype(count: int) -> type[np.signedinteger]:
+    """The type of row numbers kept as long as a trace of ``count`` rows (links, the
+    op keys, the rows' places in the file): int32 below 2**31 rows, half of int64's
+    memory in the columns that set a summary's peak."""
+    return np.int32 if count < 2**31 else np.int64
+
+
 def unique_inverse(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sorted distinct values of a 1-D integer array and, per element, the index of its
     value among them (``np.unique(keys, return_inverse=True)``)."""

@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from trnscope.core.base.arrays import equals_any
+from trnscope.core.base.arrays import equals_any, row_dtype
 from trnscope.core.formats.kineto.decode import RangeResult
 from trnscope.core.model.roles import Role, role_of
 from trnscope.core.model.trace import ChunkRef, EventColumns, ThreadInfo
@@ -99,11 +99,12 @@ def merge_ranges(results: list[RangeResult], skip_cats: frozenset[str]) -> Merge
     invalid = skipped = bad = folded = 0
     kept_rows: list[np.ndarray | None] = []  # per chunk: the rows kept, None for all
     overridden = _overridden_metadata(results)
-    total = 0
+    total = decoded = 0
     for result in results:
         for chunk in result.chunks:
             c = chunk.columns
             n = len(c.ph)
+            decoded += n
             later = overridden[len(kept_rows)]
             repeated = c.repeated_meta if not later else np.concatenate([c.repeated_meta, np.fromiter(later, np.int64)])
             keep = c.valid
@@ -125,7 +126,8 @@ def merge_ranges(results: list[RangeResult], skip_cats: frozenset[str]) -> Merge
         **{field: np.empty(total, dtype=dtype) for field, dtype in EventColumns.empty().dtypes().items()}
     )
     columns.role[:] = 0
-    source_index = np.empty(total, dtype=np.int64)
+    # each kept row's position among the decoded events: int32 unless a file holds 2**31
+    source_index = np.empty(total, dtype=row_dtype(decoded))
     position = original = 0
     chunk_index = 0
     for result in results:
@@ -161,7 +163,7 @@ def merge_ranges(results: list[RangeResult], skip_cats: frozenset[str]) -> Merge
                     np.append(_remap(local, interner), np.int32(-1)), ids if rows is None else ids[rows], out=target
                 )
             if rows is None:
-                source_index[out] = np.arange(original, original + n, dtype=np.int64)
+                source_index[out] = np.arange(original, original + n, dtype=source_index.dtype)
             else:
                 source_index[out] = rows + original
             bad += c.bad_values
