@@ -400,18 +400,43 @@ if how != "works":
             raise ValueError("a decode that fails")
         os.kill(os.getpid(), signal.SIGKILL)  # a helper killed (the OOM killer)
 
-    parallel.decode_claimed_ranges = failing
+    if how == "lingers":  # a helper whose exit takes 2 s once it has sent its result
+        import time
+        real_exit, loading = os._exit, os.getpid()
+
+        class SlowExit:
+            def __getattr__(self, name):
+                return getattr(os, name)
+
+            @staticmethod
+            def _exit(code):
+                if os.getpid() != loading:
+                    time.sleep(2)
+                real_exit(code)
+
+        parallel.os = SlowExit()
+    else:
+        parallel.decode_claimed_ranges = failing
 trace = loader.load_kineto(Path(sys.argv[1]), loader.LoadOptions(workers=2, use_cache=False), chunk_bytes=1 << 16)
-try:  # any child left, running or not reaped
-    left = os.waitpid(-1, os.WNOHANG)[0] >= 0
-except ChildProcessError:
-    left = False
+
+
+def children_left():  # any child left, running or not reaped
+    try:
+        return os.waitpid(-1, os.WNOHANG)[0] >= 0
+    except ChildProcessError:
+        return False
+
+
+ending = children_left()
+parallel.reap_ended_helpers(block=True)  # (at the next decode, or at exit)
+left = children_left()
 print(json.dumps({
     "workers": trace.stats.workers,
     "events": len(trace.events),
     "ts": int(trace.events.ts.sum()),
     "pool_modules": sorted(m for m in ("multiprocessing", "concurrent.futures") if m in sys.modules),
     "children_left": left,
+    "ending_after_the_load": ending,
 }))
 """
 
@@ -424,14 +449,20 @@ def _plain_fork_load(trace: Path, how: str) -> dict:
     return json.loads(done.stdout)
 
 
-@pytest.mark.parametrize("how", ["works", "raises", "killed"])
+@pytest.mark.parametrize("how", ["works", "raises", "killed", "lingers"])
 def test_the_command_line_forks_its_decode_helpers_itself(big_trace: Path, how: str) -> None:
     """A process without other threads (the CLI) forks its decode's helpers itself: no
     pool, so neither ``concurrent.futures`` nor ``multiprocessing`` is loaded; a helper
     that fails or is killed leaves the load to decode in this process, as complete as
-    ever; every helper is reaped."""
+    ever; every helper is reaped.  The load takes a helper's result as soon as it has
+    all of it, without waiting for the helper to end (a helper slow to exit is still
+    running when the load is done, and reaped later)."""
     got = _plain_fork_load(big_trace, how)
     whole = got if how == "works" else _plain_fork_load(big_trace, "works")
-    assert got["workers"] == (2 if how == "works" else 1)
+    assert got["workers"] == (1 if how in ("raises", "killed") else 2)
     assert (got["events"], got["ts"]) == (whole["events"], whole["ts"])
     assert got["pool_modules"] == [] and not got["children_left"]
+    if how == "lingers":
+        assert got["ending_after_the_load"]
+    if how in ("raises", "killed"):  # a failed helper is reaped before its load goes on
+        assert not got["ending_after_the_load"]

@@ -283,6 +283,11 @@ class _RangeWriter:
     def __init__(self, out: Any) -> None:
         self.out = out
         self.offset = 0
+        # one object per name (category, thread, shape, stack) across the ranges: each
+        # chunk decodes its own copy of every name, and pickle writes an object it has
+        # seen as a reference to it, so the loading process unpickles each name once
+        # rather than once per chunk (a range's result: 2 against 5 ms on the A100 trace)
+        self.seen: dict[Any, Any] = {}
 
     def write(self, result: RangeResult) -> tuple[jsonscan.ScanReport, list[SpilledChunk]]:
         chunks: list[SpilledChunk] = []
@@ -294,8 +299,14 @@ class _RangeWriter:
                 self.out.write(array.data.cast("B") if array.size else b"")
                 specs.append((field, array.dtype.str, array.size, self.offset))
                 self.offset += array.nbytes
+            same = self.seen.setdefault
             small = {
-                f: getattr(columns, f) for f in ("names", "cats", "threads", "shapes", "stacks", "meta", "bad_values")
+                **{
+                    f: [same(value, value) for value in getattr(columns, f)]
+                    for f in ("names", "cats", "threads", "shapes", "stacks")
+                },
+                "meta": columns.meta,
+                "bad_values": columns.bad_values,
             }
             chunks.append((chunk.start, chunk.end, chunk.repaired, small, specs))
         return result.report, chunks
@@ -560,6 +571,23 @@ class _PoolHelpers:
 
 
 _JOB_SIZE = struct.Struct("<Q")
+# Helpers that sent their whole result and were still ending when their decode was done:
+# reaped at the next parallel decode or at exit (each exits right after its result).
+_ending: list[int] = []
+
+
+def reap_ended_helpers(block: bool = False) -> None:
+    """Reap the helpers of earlier decodes that have ended (all of them, ``block``)."""
+    for pid in list(_ending):
+        try:
+            done, _status = os.waitpid(pid, 0 if block else os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done == pid:
+            _ending.remove(pid)
+
+
+atexit.register(reap_ended_helpers, True)
 
 
 def _work_from(job_reader: int) -> Callable[[], Any]:
@@ -591,6 +619,7 @@ class _ForkedHelpers:
         self.reaped: set[int] = set()
         self.waiting: list[int] = []  # helpers forked ahead: the writing ends of their work pipes
         self.given = 0  # how many of them have their work
+        self.delivered: set[int] = set()  # helpers that sent their whole result
 
     def start(self, work: Callable[[], Any]) -> None:
         """``work`` for the next helper forked ahead, or for one forked now."""
@@ -640,7 +669,10 @@ class _ForkedHelpers:
                 code = 0
             except BaseException as error:  # told to the loading process, which falls back
                 payload = b"E" + f"{type(error).__name__}: {error}".encode(errors="replace")
-            view = memoryview(payload)
+            # its length first: the loading process takes the result once it has it all,
+            # without waiting for the end of the pipe, which comes only once this process's
+            # memory is torn down (~3 ms at the end of every parallel decode)
+            view = memoryview(_JOB_SIZE.pack(len(payload)) + payload)
             while view:
                 view = view[os.write(writer, view) :]
         finally:
@@ -649,7 +681,8 @@ class _ForkedHelpers:
     def result(self, index: int, cancelled: Callable[[], bool]) -> Any:
         pid, reader = self.children[index]
         received = bytearray()
-        while True:
+        expected = -1  # the payload's length, once its prefix has come
+        while expected < 0 or len(received) < expected + _JOB_SIZE.size:
             if cancelled():
                 raise LoadCancelled()
             ready, _, _ = select.select([reader], [], [], 0.1)
@@ -658,7 +691,13 @@ class _ForkedHelpers:
                 if not data:
                     break
                 received += data
-        status = self._reap(pid, block=True)
+                if expected < 0 and len(received) >= _JOB_SIZE.size:
+                    expected = _JOB_SIZE.unpack_from(received)[0]
+        complete = expected >= 0 and len(received) == expected + _JOB_SIZE.size
+        del received[: _JOB_SIZE.size]
+        if complete:  # it is ending: reaped once it has (``close``)
+            self.delivered.add(pid)
+        status = 0 if complete else self._reap(pid, block=True)
         if status != 0 or received[:1] != b"R":
             told = bytes(received[1:201]).decode(errors="replace") if received[:1] == b"E" else f"exit status {status}"
             raise RuntimeError(f"a decode worker failed: {told}")
@@ -695,6 +734,11 @@ class _ForkedHelpers:
                 os.close(job_writer)
         self.given = len(self.waiting)
         for pid, reader in self.children:
+            if pid in self.delivered and self._reap(pid, block=False) is None:
+                _ending.append(pid)  # tearing its memory down: nothing to wait for here
+                with contextlib.suppress(OSError):
+                    os.close(reader)
+                continue
             deadline = time.monotonic() + 1
             while self._reap(pid, block=False) is None and time.monotonic() < deadline:
                 time.sleep(0.005)
@@ -715,6 +759,7 @@ def _parallel_decode(  # noqa: C901 - helpers' start, progress thread, own range
     chunk_bytes: int,
 ) -> list[RangeResult]:
     size = len(source.buffer)
+    reap_ended_helpers()
     ahead = _take_helpers_ahead()
     try:
         starts = _range_starts(source.buffer, first, size, ahead.helpers + 1 if ahead else workers, chunk_bytes)
