@@ -38,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from real_traces import JSON_LOAD, OUT, ROOT, machine, run_process, traces_to_run, unpacked_bytes
+from real_traces import JSON_LOAD, OUT, ROOT, machine, run_process, size_text, traces_to_run, unpacked_bytes
 
 HOOK = ROOT / "bench" / "phases_hook"
 STEPS = ("start-up", "gunzip wait", "decode", "merge", "link", "times", "other load", "tables", "print + exit")
@@ -104,6 +104,7 @@ def measure(trace: Path, rounds: int) -> dict:
     return {
         "trace": trace.name,
         "unpacked_mb": round(unpacked_bytes(trace) / 1e6, 1),
+        "unpacked_bytes": unpacked_bytes(trace),
         "json_load_s": round(json_load, 4),
         "budget_3x_s": round(json_load / 3, 4),
         "first_open_s": round(statistics.median(opens), 4),
@@ -122,7 +123,7 @@ def markdown(results: dict) -> str:
     for row in results["traces"]:
         ms = [f"{1000 * row['steps_s'][step]:.0f}" for step in STEPS]
         lines.append(
-            f"| {row['trace']} | {row['unpacked_mb']:.1f} MB | {1000 * row['json_load_s']:.0f} | "
+            f"| {row['trace']} | {size_text(row['unpacked_bytes'])} | {1000 * row['json_load_s']:.0f} | "
             f"{1000 * row['budget_3x_s']:.0f} | {1000 * row['first_open_s']:.0f} | " + " | ".join(ms) + " |"
         )
     return "\n".join(lines) + "\n"
