@@ -98,7 +98,6 @@ LONG_BY_NATURE = {
     "trnscope/core/analysis/diagnose.py:_findings": "one block per finding kind over the same unions",
     "trnscope/core/analysis/neuron_chain.py:_execution_hops": "request, execution, engines, instructions in order",
     "trnscope/core/formats/kineto/events.py:columns_from_events": "one vectorised pass per column (the hot loop)",
-    "trnscope/core/formats/kineto/parallel.py:_parallel_decode": "a pool's lifetime in one try/finally",
     "trnscope/testing/synth_kineto.py:step": "one synthetic step's events, written in time order",
     "trnscope/testing/synth_neuron/exports.py:_write_device_parquet": "one Parquet table per documented schema",
     "trnscope/testing/synth_nrt_events.py:benchmark_events": "one execution's events, written in emission order",

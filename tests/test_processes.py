@@ -466,3 +466,100 @@ def test_the_command_line_forks_its_decode_helpers_itself(big_trace: Path, how: 
         assert got["ending_after_the_load"]
     if how in ("raises", "killed"):  # a failed helper is reaped before its load goes on
         assert not got["ending_after_the_load"]
+
+
+DECODE_AHEAD = """
+import gzip, json, os, shutil, sys, time
+from pathlib import Path
+from trnscope.core.formats import inflate_ahead
+
+plain, how = Path(sys.argv[1]), sys.argv[2]
+packed = Path(sys.argv[3])
+keep = how == "cached"
+if keep:  # a first open keeps its copy: the read-ahead of the next open declines
+    assert inflate_ahead.start(packed, keep=True)
+    inflate_ahead.claim(packed.stat(), keep=True).wait(None, None)
+assert inflate_ahead.start(packed, keep=keep)  # as the command line does, before NumPy
+from trnscope.core.formats import source
+from trnscope.core.formats.kineto import loader, parallel
+
+decodes = []  # every parallel decode started in this process
+real_init = parallel._StartedDecode.__init__
+parallel._StartedDecode.__init__ = lambda self, *a, **k: (decodes.append(self), real_init(self, *a, **k))[1]
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline and not inflate_ahead.wrote_fresh_copy(packed.stat(), keep=keep):
+    if how == "cached":
+        time.sleep(0.5)
+        break
+    time.sleep(0.01)
+started = loader.start_decode_ahead(packed, reuse=keep, workers=2)
+helpers = list(parallel._started_ahead.runner.children) if started else []
+if how == "abandoned":
+    parallel.abandon_decode_ahead()
+    trace = None
+else:
+    trace = loader.load_kineto(packed, loader.LoadOptions(workers=2, use_cache=keep))
+parallel.reap_ended_helpers(block=True)
+try:
+    left = os.waitpid(-1, os.WNOHANG)[0] >= 0
+except ChildProcessError:
+    left = False
+print(json.dumps({
+    "started": started,
+    "helpers_started_ahead": len(helpers),
+    "taken": parallel._started_ahead is None and not source._opened_ahead,
+    "workers": trace.stats.workers if trace else 0,
+    "events": len(trace.events) if trace else 0,
+    "ts": int(trace.events.ts.sum()) if trace else 0,
+    "children_left": left,
+    "decodes_started": len(decodes),
+}))
+"""
+
+
+@pytest.fixture(scope="module")
+def big_packed(big_trace: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import gzip
+
+    packed = tmp_path_factory.mktemp("packed") / "big.json.gz"
+    with open(big_trace, "rb") as plain, gzip.open(packed, "wb", compresslevel=1) as out:
+        out.write(plain.read())
+    return packed
+
+
+def _decode_ahead(big_trace: Path, packed: Path, how: str, cache: Path) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-c", DECODE_AHEAD, str(big_trace), how, str(packed)],
+        cwd=str(REPO),
+        capture_output=True,
+        timeout=180,
+        env={**os.environ, "TRNSCOPE_CACHE_DIR": str(cache)},
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_a_first_load_takes_over_the_decode_the_command_line_started_ahead(
+    big_trace: Path, big_packed: Path, tmp_path: Path
+) -> None:
+    """The command line starts a first open's parallel decode before it imports the
+    analysis (``loader.start_decode_ahead``): its helpers are forked then, the load that
+    follows takes the opened copy and the running decode over, and reads the same
+    events as a load from scratch; an unused decode is stopped and its helpers reaped."""
+    from trnscope.core.formats.kineto import loader
+
+    got = _decode_ahead(big_trace, big_packed, "taken", tmp_path / "cache")
+    assert got["started"] and got["helpers_started_ahead"] == 1
+    assert got["taken"] and got["workers"] == 2 and not got["children_left"]
+    assert got["decodes_started"] == 1  # the load started none of its own
+    whole = loader.load_kineto(big_trace, loader.LoadOptions(workers=1, use_cache=False))
+    assert (got["events"], got["ts"]) == (len(whole.events), int(whole.events.ts.sum()))
+    unused = _decode_ahead(big_trace, big_packed, "abandoned", tmp_path / "cache2")
+    assert unused["started"] and not unused["children_left"]
+
+
+def test_no_decode_is_started_ahead_for_a_cached_reopen(big_trace: Path, big_packed: Path, tmp_path: Path) -> None:
+    """A reopen whose decompressed copy was kept (its index is then cached too) starts
+    nothing ahead: the read-ahead child declines, and nothing would be decoded."""
+    got = _decode_ahead(big_trace, big_packed, "cached", tmp_path / "cache")
+    assert not got["started"] and got["events"] and not got["children_left"]

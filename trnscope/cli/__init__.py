@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import argparse
 
-__all__ = ["load_numpy_with_one_blas_thread", "parse_and_read_ahead", "run"]
+__all__ = ["decode_ahead", "load_numpy_with_one_blas_thread", "parse_and_read_ahead", "run"]
 
 
 def load_numpy_with_one_blas_thread(argv: Sequence[str]) -> None:
@@ -39,6 +39,7 @@ def run() -> None:
         with _interrupts_held(), collector_paused():
             args = parse_and_read_ahead(sys.argv[1:])
             load_numpy_with_one_blas_thread(sys.argv[1:])
+            decode_ahead(args)
             from trnscope.cli.main import end_through_cleanup_on_signals
             from trnscope.cli.main import run as run_command
 
@@ -51,6 +52,25 @@ def run() -> None:
             sys.stderr.write(f"trnscope: {ended.reason}\n")
         sys.exit(ended.exit_code)
     run_command(args)
+
+
+def decode_ahead(args: argparse.Namespace) -> None:
+    """For a command that reads one trace file whole (not ``open``, whose explorer loads
+    early in its own way), start the first load's parallel decode now, before the
+    command's analysis and output modules are imported: its helpers decode on the core
+    the read-ahead child has finished with while this process imports.  The load that
+    follows takes it over (``loader.start_decode_ahead``); nothing is started for a
+    cached reopen, a small trace, or before the read-ahead child's copy is complete."""
+    from trnscope.cli.arguments import traces_read_whole
+
+    paths = traces_read_whole(args) if args.command and args.command != "open" else []
+    if len(paths) != 1:
+        return
+    from pathlib import Path
+
+    from trnscope.core.formats.kineto.loader import start_decode_ahead
+
+    start_decode_ahead(Path(paths[0]), reuse=not args.no_cache, workers=getattr(args, "workers", None))
 
 
 @contextmanager

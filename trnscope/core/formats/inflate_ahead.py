@@ -245,6 +245,21 @@ def claim(info: os.stat_result, *, keep: bool) -> _Child | None:
     return None
 
 
+def wrote_fresh_copy(info: os.stat_result, *, keep: bool) -> bool:
+    """Whether the child decompressing this file has already written a fresh copy (a
+    first open: none was kept from an earlier one), without waiting for it."""
+    for child in _children:
+        if child.file_id == (info.st_dev, info.st_ino) and child.keep == keep and child.parent == os.getpid():
+            with contextlib.suppress(OSError):
+                while child.outcome is None and select.select([child.reader], [], [], 0)[0]:
+                    data = os.read(child.reader, 1 << 16)
+                    if not data:
+                        break
+                    child._absorb(data)
+            return child.outcome is not None and child.outcome.kind == "written"
+    return False
+
+
 class _Stopped(BaseException):
     """SIGTERM in the child: unwinds through ``write_copy``, which removes its temporary file."""
 

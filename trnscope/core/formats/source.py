@@ -50,6 +50,27 @@ class PlainSource(msgspec.Struct):
             self.buffer.close()
 
 
+# Sources opened before the rest of trnscope was imported (``remember_opened``: the
+# command line's decode ahead), for the load that follows to take rather than open the
+# file again (a read-ahead child's copy is claimed once).
+_opened_ahead: list[tuple[tuple[int, int], bool, PlainSource]] = []
+
+
+def remember_opened(info: os.stat_result, reuse: bool, source: PlainSource) -> None:
+    """Keep ``source`` (the file ``info`` describes, opened with ``reuse``) for the next
+    ``open_plain`` of that file."""
+    _opened_ahead.append(((info.st_dev, info.st_ino), reuse, source))
+
+
+def _take_opened(info: os.stat_result, reuse: bool) -> PlainSource | None:
+    for entry in _opened_ahead:
+        file_id, opened_with, source = entry
+        if file_id == (info.st_dev, info.st_ino) and opened_with == reuse:
+            _opened_ahead.remove(entry)
+            return source
+    return None
+
+
 def check_readable_file(path: Path) -> os.stat_result:
     """Stat ``path`` and turn every way it can be unreadable into one clear line."""
     try:
@@ -87,6 +108,9 @@ def open_plain(
     info = check_readable_file(path)
     if info.st_size == 0:
         raise InputError(f"empty file: {path}")
+    opened = _take_opened(info, reuse) if _opened_ahead else None
+    if opened is not None:
+        return opened
     with open_read(path) as fh:
         magic = fh.read(2)
     if magic == GZIP_MAGIC:

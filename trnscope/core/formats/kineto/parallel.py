@@ -750,7 +750,218 @@ class _ForkedHelpers:
                 os.close(reader)
 
 
-def _parallel_decode(  # noqa: C901 - helpers' start, progress thread, own ranges and cleanup must share one try/finally
+def _claims_and_slots(ahead: _HelpersAhead | None, workers: int, ranges: int) -> tuple[int, Any, Any, Any, Any, Any]:
+    """(helpers, progress slots, the pipe ranges are claimed from and its writing end,
+    what the processes share, the pool's context or None) for a decode of ``ranges``."""
+    if ahead is not None:  # forked already (a helper that finds no range left returns at once)
+        ahead.needed[0] = ranges - 1
+        return ahead.helpers, ahead.slots, ahead.claims, ahead.writer, (ahead.claims, ahead.needed), None
+    helpers = min(workers, ranges) - 1  # worker processes beside this one
+    if _may_fork_plainly():
+        reader, write_end = os.pipe()
+        claims, writer = os.fdopen(reader, "rb", buffering=0), os.fdopen(write_end, "wb", buffering=0)
+        shared = (claims, _shared_int64(1))
+        shared[1][0] = ranges - 1
+        return helpers, _shared_int64(2 * (helpers + 1)), claims, writer, shared, None
+    ctx = pool_context()
+    if ctx is None:
+        raise RuntimeError("no way to start worker processes from here")
+    slots = ctx.Array("q", 2 * (helpers + 1), lock=False)  # per process: bytes done, events decoded
+    # every range's index, for whichever process asks first (written and closed before
+    # any worker reads: a reader finds the end, never a writer still open), and the
+    # last range still needed (lowered when a range runs on to the end of the array)
+    claims, writer = ctx.Pipe(duplex=False)
+    return helpers, slots, claims, writer, (claims, ctx.Array("q", [ranges - 1], lock=False)), ctx
+
+
+def _new_runner(ctx: Any, helpers: int, slots: Any, shared: Any) -> _PoolHelpers | _ForkedHelpers:
+    """Helpers forked from here (``ctx`` None), or a pool's from the fork server."""
+    if ctx is None:
+        return _ForkedHelpers(slots, shared)
+    from concurrent.futures import ProcessPoolExecutor
+
+    parent = os.getpid() if ctx.get_start_method() == "fork" else _LOADER_PID_UNKNOWN
+    return _PoolHelpers(
+        ProcessPoolExecutor(
+            max_workers=helpers,
+            mp_context=ctx,
+            initializer=_init_worker,
+            initargs=(slots, shared, memory_configured(), parent),
+        )
+    )
+
+
+class _StartedDecode:
+    """A parallel decode whose helpers are at work: its ranges, the pipe they are claimed
+    from, the helpers and their result files.  ``finish`` has this process claim ranges
+    too and gathers every range; the command line may start one before it imports the
+    analysis (``start_decode_ahead``), and the load that follows finishes it."""
+
+    def __init__(self, buffer: Any, plain_path: str, first: int, workers: int, chunk_bytes: int) -> None:
+        self.buffer, self.plain_path, self.first = buffer, plain_path, first
+        self.workers, self.chunk_bytes = workers, chunk_bytes
+        self.size = len(buffer)
+        reap_ended_helpers()
+        ahead = _take_helpers_ahead()
+        try:
+            starts = _range_starts(buffer, first, self.size, ahead.helpers + 1 if ahead else workers, chunk_bytes)
+            if len(starts) < 2:
+                raise RuntimeError("nothing to share between processes")
+        except BaseException:
+            if ahead is not None:
+                ahead.close()
+            raise
+        self.starts = starts
+        helpers, slots, claims, writer, shared, ctx = _claims_and_slots(ahead, workers, len(starts))
+        self.helpers, self.slots, self.claims, self.shared = helpers, slots, claims, shared
+        with writer:
+            os.write(writer.fileno(), b"".join(_CLAIM.pack(index) for index in range(len(starts))))
+        sweep_spills()
+        runner = ahead.runner if ahead is not None else _new_runner(ctx, helpers, slots, shared)
+        self.runner = runner
+        self.memory_fds: list[int] = []
+        # (os.urandom, not ``secrets``: that module loads OpenSSL's bindings, ~3 ms of a start)
+        self.load_token = os.urandom(4).hex()
+        self.owner = os.getpid()
+        try:
+            self.memory_fds = [_memory_file(slot) for slot in range(1, helpers + 1)]
+            with endings_held():  # the helpers are forked now: no handler inside fork
+                for slot in range(1, helpers + 1):
+                    runner.start(
+                        partial(
+                            decode_claimed_ranges,
+                            plain_path,
+                            starts,
+                            slot,
+                            chunk_bytes,
+                            os.getpid(),
+                            self.load_token,
+                            self.memory_fds[slot - 1],
+                        )
+                    )
+        except BaseException:
+            self.abandon()
+            raise
+
+    def matches(self, plain_path: str, first: int, size: int, workers: int, chunk_bytes: int) -> bool:
+        """Whether this is the decode a load of that file, with those settings, would start."""
+        return (self.plain_path, self.first, self.size, self.workers, self.chunk_bytes) == (
+            plain_path,
+            first,
+            size,
+            workers,
+            chunk_bytes,
+        ) and self.owner == os.getpid()
+
+    def finish(self, progress: Progress | None, cancelled: Callable[[], bool]) -> list[RangeResult]:
+        """Claim ranges here too until none is left, then take the helpers' ranges: every
+        range up to the first that ran on to the end of the array."""
+        done_event = threading.Event()
+        first, size, slots, helpers = self.first, self.size, self.slots, self.helpers
+
+        def report_progress() -> None:
+            while not done_event.wait(0.1):
+                if progress is not None:
+                    values = list(slots[:])
+                    progress("parse", first + sum(values[0::2]), size, sum(values[1::2]))
+
+        reporter = threading.Thread(target=report_progress, daemon=True)
+        decoded: dict[int, RangeResult] = {}
+        try:
+            reporter.start()  # after the workers are forked: a forked child gets no copy of a running thread
+            # this process claims ranges too, waiting alone would leave a core idle; but not
+            # while it is busy elsewhere (importing the UI): then the workers take them
+            wait_until_free(cancelled)
+            decoded.update(
+                _decode_claimed(self.buffer, self.starts, self.shared, slots, 0, self.chunk_bytes, cancelled)
+            )
+            if cancelled():
+                raise LoadCancelled()
+            for slot in range(1, helpers + 1):
+                decoded.update(_unspill(self.runner.result(slot - 1, cancelled), self.memory_fds[slot - 1]))
+        except BaseException:
+            # cancelled, interrupted (Ctrl+C, SIGTERM) or failed: stop the workers now
+            # rather than wait for their ranges
+            self.runner.stop()
+            raise
+        finally:
+            done_event.set()
+            self._close()
+        # Keep ranges up to the first one whose end could not be proven: that range ran
+        # on to the end of the array by itself, so later ranges are redundant.
+        kept: list[RangeResult] = []
+        starts = self.starts
+        for index in range(len(starts)):
+            result = decoded.get(index)
+            if result is None:
+                raise RuntimeError("a decode worker left a range undecoded")
+            kept.append(result)
+            if index + 1 < len(starts) and result.report.stopped_at != starts[index + 1]:
+                break
+        return kept
+
+    def abandon(self) -> None:
+        """Stop the helpers and clean up: a decode no load took (or one that failed)."""
+        self.runner.stop()
+        self._close()
+
+    def _close(self) -> None:
+        self.runner.close()
+        for fd in self.memory_fds:  # a mapping keeps its pages; the file goes with its last holder
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.memory_fds = []
+        self.claims.close()
+        _remove_spills_of_load(os.getpid(), self.load_token)
+
+
+# The decode ``start_decode_ahead`` began, until a load takes it (or the process ends).
+_started_ahead: _StartedDecode | None = None
+
+
+def start_decode_ahead(source: PlainSource, first: int, workers: int, chunk_bytes: int) -> bool:
+    """Start the parallel decode of ``source``'s events array from ``first`` now, for the
+    load that follows in this process to finish (``decode_in_parallel`` with the same
+    file and settings takes it).  The command line calls this before it imports the
+    analysis and output modules (~25 ms), which the helpers spend decoding on a core
+    that would otherwise wait.  False (nothing started) where a decode would not share
+    (one worker, threads running, too few ranges) or one was already started."""
+    global _started_ahead
+    if _started_ahead is not None or workers < 2 or not source.plain_path or not _may_fork_plainly():
+        return False
+    try:
+        _started_ahead = _StartedDecode(source.buffer, source.plain_path, first, workers, chunk_bytes)
+    except (OSError, ValueError, RuntimeError):
+        return False
+    atexit.register(abandon_decode_ahead)
+    return True
+
+
+def abandon_decode_ahead() -> None:
+    """Stop a decode started ahead that no load took (the command failed first, or its
+    trace's index was cached after all)."""
+    global _started_ahead
+    started, _started_ahead = _started_ahead, None
+    if started is not None and started.owner == os.getpid():
+        started.abandon()
+
+
+def _take_started_ahead(source: PlainSource, first: int, workers: int, chunk_bytes: int) -> _StartedDecode | None:
+    global _started_ahead
+    started = _started_ahead
+    if started is None:
+        return None
+    _started_ahead = None
+    if started.matches(source.plain_path, first, len(source.buffer), workers, chunk_bytes):
+        started.buffer = source.buffer  # (the same file: this load's mapping of it)
+        return started
+    if started.owner == os.getpid():
+        started.abandon()
+    return None
+
+
+def _parallel_decode(
     source: PlainSource,
     first: int,
     workers: int,
@@ -758,125 +969,10 @@ def _parallel_decode(  # noqa: C901 - helpers' start, progress thread, own range
     cancelled: Callable[[], bool],
     chunk_bytes: int,
 ) -> list[RangeResult]:
-    size = len(source.buffer)
-    reap_ended_helpers()
-    ahead = _take_helpers_ahead()
-    try:
-        starts = _range_starts(source.buffer, first, size, ahead.helpers + 1 if ahead else workers, chunk_bytes)
-        if len(starts) < 2:
-            raise RuntimeError("nothing to share between processes")
-    except BaseException:
-        if ahead is not None:
-            ahead.close()
-        raise
-    ctx = None
-    claims: Any  # where the ranges' numbers are claimed, and its writing end
-    writer: Any
-    if ahead is not None:  # forked already (a helper that finds no range left returns at once)
-        helpers, slots, claims, writer = ahead.helpers, ahead.slots, ahead.claims, ahead.writer
-        shared = (claims, ahead.needed)
-        ahead.needed[0] = len(starts) - 1
-    elif _may_fork_plainly():
-        helpers = min(workers, len(starts)) - 1
-        slots = _shared_int64(2 * (helpers + 1))
-        reader, write_end = os.pipe()
-        claims, writer = os.fdopen(reader, "rb", buffering=0), os.fdopen(write_end, "wb", buffering=0)
-        shared = (claims, _shared_int64(1))
-        shared[1][0] = len(starts) - 1
-    else:
-        helpers = min(workers, len(starts)) - 1  # worker processes beside this one
-        ctx = pool_context()
-        if ctx is None:
-            raise RuntimeError("no way to start worker processes from here")
-        slots = ctx.Array("q", 2 * (helpers + 1), lock=False)  # per process: bytes done, events decoded
-        # every range's index, for whichever process asks first (written and closed before
-        # any worker reads: a reader finds the end, never a writer still open), and the
-        # last range still needed (lowered when a range runs on to the end of the array)
-        claims, writer = ctx.Pipe(duplex=False)
-        shared = (claims, ctx.Array("q", [len(starts) - 1], lock=False))
-    with writer:
-        os.write(writer.fileno(), b"".join(_CLAIM.pack(index) for index in range(len(starts))))
-    done_event = threading.Event()
-
-    def report_progress() -> None:
-        while not done_event.wait(0.1):
-            if progress is not None:
-                values = list(slots[:])
-                progress("parse", first + sum(values[0::2]), size, sum(values[1::2]))
-
-    reporter = threading.Thread(target=report_progress, daemon=True)
-    sweep_spills()
-    runner: _PoolHelpers | _ForkedHelpers
-    if ahead is not None:
-        runner = ahead.runner
-    elif ctx is None:
-        runner = _ForkedHelpers(slots, shared)
-    else:
-        from concurrent.futures import ProcessPoolExecutor
-
-        parent = os.getpid() if ctx.get_start_method() == "fork" else _LOADER_PID_UNKNOWN
-        runner = _PoolHelpers(
-            ProcessPoolExecutor(
-                max_workers=helpers,
-                mp_context=ctx,
-                initializer=_init_worker,
-                initargs=(slots, shared, memory_configured(), parent),
-            )
-        )
-    memory_fds: list[int] = []
-    # (os.urandom, not ``secrets``: that module loads OpenSSL's bindings, ~3 ms of a start)
-    load_token = os.urandom(4).hex()
-    decoded: dict[int, RangeResult] = {}
-    try:
-        memory_fds = [_memory_file(slot) for slot in range(1, helpers + 1)]
-        with endings_held():  # the helpers are forked now: no handler inside fork
-            for slot in range(1, helpers + 1):
-                runner.start(
-                    partial(
-                        decode_claimed_ranges,
-                        source.plain_path,
-                        starts,
-                        slot,
-                        chunk_bytes,
-                        os.getpid(),
-                        load_token,
-                        memory_fds[slot - 1],
-                    )
-                )
-        reporter.start()  # after the workers are forked: a forked child gets no copy of a running thread
-        # this process claims ranges too, waiting alone would leave a core idle; but not
-        # while it is busy elsewhere (importing the UI): then the workers take them
-        wait_until_free(cancelled)
-        decoded.update(_decode_claimed(source.buffer, starts, shared, slots, 0, chunk_bytes, cancelled))
-        if cancelled():
-            raise LoadCancelled()
-        for slot in range(1, helpers + 1):
-            decoded.update(_unspill(runner.result(slot - 1, cancelled), memory_fds[slot - 1]))
-    except BaseException:
-        # cancelled, interrupted (Ctrl+C, SIGTERM) or failed: stop the workers now
-        # rather than wait for their ranges
-        runner.stop()
-        raise
-    finally:
-        done_event.set()
-        runner.close()
-        for fd in memory_fds:  # a mapping keeps its pages; the file goes with its last holder
-            if fd >= 0:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-        claims.close()
-        _remove_spills_of_load(os.getpid(), load_token)
-    # Keep ranges up to the first one whose end could not be proven: that range ran
-    # on to the end of the array by itself, so later ranges are redundant.
-    kept: list[RangeResult] = []
-    for index in range(len(starts)):
-        result = decoded.get(index)
-        if result is None:
-            raise RuntimeError("a decode worker left a range undecoded")
-        kept.append(result)
-        if index + 1 < len(starts) and result.report.stopped_at != starts[index + 1]:
-            break
-    return kept
+    started = _take_started_ahead(source, first, workers, chunk_bytes) or _StartedDecode(
+        source.buffer, source.plain_path, first, workers, chunk_bytes
+    )
+    return started.finish(progress, cancelled)
 
 
 def decode_in_parallel(
