@@ -961,20 +961,6 @@ def _take_started_ahead(source: PlainSource, first: int, workers: int, chunk_byt
     return None
 
 
-def _parallel_decode(
-    source: PlainSource,
-    first: int,
-    workers: int,
-    progress: Progress | None,
-    cancelled: Callable[[], bool],
-    chunk_bytes: int,
-) -> list[RangeResult]:
-    started = _take_started_ahead(source, first, workers, chunk_bytes) or _StartedDecode(
-        source.buffer, source.plain_path, first, workers, chunk_bytes
-    )
-    return started.finish(progress, cancelled)
-
-
 def decode_in_parallel(
     source: PlainSource,
     first: int,
@@ -983,9 +969,13 @@ def decode_in_parallel(
     cancelled: Callable[[], bool],
     chunk_bytes: int,
 ) -> list[RangeResult] | None:
-    """Parallel decoding, or None when worker processes cannot be started here (the
-    caller then decodes in this process)."""
+    """Parallel decoding (the one started ahead for this file and these settings, if
+    any), or None when worker processes cannot be started here (the caller then decodes
+    in this process)."""
     try:
-        return _parallel_decode(source, first, workers, progress, cancelled, chunk_bytes)
+        started = _take_started_ahead(source, first, workers, chunk_bytes) or _StartedDecode(
+            source.buffer, source.plain_path, first, workers, chunk_bytes
+        )
+        return started.finish(progress, cancelled)
     except (OSError, ValueError, RuntimeError):  # BrokenPipeError is an OSError
         return None
