@@ -469,12 +469,11 @@ def test_the_command_line_forks_its_decode_helpers_itself(big_trace: Path, how: 
 
 
 DECODE_AHEAD = """
-import gzip, json, os, shutil, sys, time
+import json, os, sys, time
 from pathlib import Path
 from trnscope.core.formats import inflate_ahead
 
-plain, how = Path(sys.argv[1]), sys.argv[2]
-packed = Path(sys.argv[3])
+how, packed = sys.argv[1], Path(sys.argv[2])
 keep = how == "cached"
 if keep:  # a first open keeps its copy: the read-ahead of the next open declines
     assert inflate_ahead.start(packed, keep=True)
@@ -527,9 +526,9 @@ def big_packed(big_trace: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
     return packed
 
 
-def _decode_ahead(big_trace: Path, packed: Path, how: str, cache: Path) -> dict:
+def _decode_ahead(packed: Path, how: str, cache: Path) -> dict:
     done = subprocess.run(
-        [sys.executable, "-c", DECODE_AHEAD, str(big_trace), how, str(packed)],
+        [sys.executable, "-c", DECODE_AHEAD, how, str(packed)],
         cwd=str(REPO),
         capture_output=True,
         timeout=180,
@@ -548,18 +547,18 @@ def test_a_first_load_takes_over_the_decode_the_command_line_started_ahead(
     events as a load from scratch; an unused decode is stopped and its helpers reaped."""
     from trnscope.core.formats.kineto import loader
 
-    got = _decode_ahead(big_trace, big_packed, "taken", tmp_path / "cache")
+    got = _decode_ahead(big_packed, "taken", tmp_path / "cache")
     assert got["started"] and got["helpers_started_ahead"] == 1
     assert got["taken"] and got["workers"] == 2 and not got["children_left"]
     assert got["decodes_started"] == 1  # the load started none of its own
     whole = loader.load_kineto(big_trace, loader.LoadOptions(workers=1, use_cache=False))
     assert (got["events"], got["ts"]) == (len(whole.events), int(whole.events.ts.sum()))
-    unused = _decode_ahead(big_trace, big_packed, "abandoned", tmp_path / "cache2")
+    unused = _decode_ahead(big_packed, "abandoned", tmp_path / "cache2")
     assert unused["started"] and not unused["children_left"]
 
 
 def test_no_decode_is_started_ahead_for_a_cached_reopen(big_trace: Path, big_packed: Path, tmp_path: Path) -> None:
     """A reopen whose decompressed copy was kept (its index is then cached too) starts
     nothing ahead: the read-ahead child declines, and nothing would be decoded."""
-    got = _decode_ahead(big_trace, big_packed, "cached", tmp_path / "cache")
+    got = _decode_ahead(big_packed, "cached", tmp_path / "cache")
     assert not got["started"] and got["events"] and not got["children_left"]
