@@ -683,3 +683,35 @@ def test_compare_table_hides_python_frames_as_the_explorer_does(capsys) -> None:
     assert code == 0 and ".py(" in out and "rows hidden" not in out
     code, out, _ = run(capsys, "compare", session, "--hide", "annotation", "--format", "json")
     assert any(row["kind"] == "python" for row in json.loads(out)["ops"])
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["summary", "t.json.gz"], [("t.json.gz", True, None)]),
+        (["summary", "t.json", "--no-cache", "--workers", "3"], [("t.json", False, 3)]),
+        (["diagnose", "t.json.gz"], [("t.json.gz", True, None)]),
+        (["summary", "t.json.gz", "--merge"], []),  # read in worker processes
+        (["open", "t.json.gz"], []),  # the explorer's early load does its own
+        (["compare", "a.json.gz", "b.json.gz"], []),  # one decode ahead is for one trace
+    ],
+)
+def test_the_console_script_starts_a_decode_ahead_for_one_trace_read_whole(
+    monkeypatch: pytest.MonkeyPatch, argv: list[str], expected: list[tuple[str, bool, int | None]]
+) -> None:
+    """``cli.decode_ahead`` asks the loader to start a first open's decode (which itself
+    declines a cached reopen or a copy not ready yet) for exactly the commands that read
+    one trace file whole, with the command's cache and worker settings."""
+    from trnscope.cli import decode_ahead
+    from trnscope.cli.arguments import parse_command_line
+    from trnscope.core.formats.kineto import loader
+
+    asked: list[tuple[str, bool, int | None]] = []
+
+    def record(path: Path, *, reuse: bool, workers: int | None) -> bool:
+        asked.append((str(path), reuse, workers))
+        return False
+
+    monkeypatch.setattr(loader, "start_decode_ahead", record)
+    decode_ahead(parse_command_line(argv))
+    assert asked == expected
