@@ -363,6 +363,75 @@ def test_an_ending_signal_runs_the_cleanup_and_removes_the_private_copy(
     assert [name for name in left if "nocache" in name or name.endswith(".tmp")] == []
 
 
+# On the path of a fresh interpreter: sends this process a signal the moment the console
+# script first imports ``trnscope.cli`` (its first import of our code after its own).
+SIGNAL_AT_FIRST_IMPORT = """
+import os, signal, sys
+class _SignalOnImport:
+    def find_spec(self, name, path=None, target=None):
+        if name == "trnscope.cli":
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), getattr(signal, os.environ["SIGNAL_AT_FIRST_IMPORT"]))
+        return None
+sys.meta_path.insert(0, _SignalOnImport())
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="POSIX signal masks")
+@pytest.mark.parametrize(
+    ("ending", "code", "said"), [("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "terminated")], ids=["int", "term"]
+)
+def test_a_signal_during_the_console_scripts_first_imports_ends_it_in_one_line(
+    tmp_path: Path, ending: str, code: int, said: str
+) -> None:
+    # a Ctrl+C in the first ~40 ms landed inside the CLI package's import (typing's) and
+    # printed a traceback, a SIGTERM there ended the process without a word: the console
+    # script now holds them from its first line until its handlers are in place
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(SIGNAL_AT_FIRST_IMPORT)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(hook), str(REPO)]),
+        "SIGNAL_AT_FIRST_IMPORT": ending,
+        "TRNSCOPE_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    trace = REPO / "sample_traces" / "cpu_train_tiny_session" / "train_tiny.pt.trace.json.gz"
+    done = subprocess.run(
+        [sys.executable, "-m", "trnscope", "summary", str(trace), "--no-cache"],
+        cwd=str(tmp_path),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stderr, done.stdout) == (code, f"trnscope: {said}\n", "")
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="POSIX signal masks")
+def test_the_console_script_holds_exactly_the_ending_signals(monkeypatch) -> None:
+    # it writes them out (importing nothing first); ``core.base.signals.ENDINGS`` is
+    # what every other hold and handler uses
+    import trnscope.cli
+    import trnscope.console
+    from trnscope.core.base.signals import ENDINGS
+
+    seen: dict[str, object] = {}
+
+    def run(mask_at_start: set[int]) -> None:
+        seen["held"] = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        seen["restore"] = mask_at_start
+
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    monkeypatch.setattr(trnscope.cli, "run", run)
+    try:
+        trnscope.console.main()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+    assert seen["restore"] == before
+    assert set(seen["held"]) - before == ENDINGS - before  # type: ignore[arg-type]
+
+
 @pytest.mark.skipif(not hasattr(signal, "pthread_sigmask") or not hasattr(os, "fork"), reason="POSIX signal masks")
 def test_endings_are_held_across_the_workers_fork_and_the_workers_let_them_through() -> None:
     """The decode workers are forked with Ctrl+C, SIGTERM and SIGHUP held (a handler run

@@ -1,3 +1,3 @@
-from trnscope.cli import run
+from trnscope.console import main
 
-run()
+main()

@@ -7,7 +7,7 @@ gzip traces a command reads whole (``inflate_ahead``), and only then loads NumPy
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING
 
@@ -29,14 +29,16 @@ def load_numpy_with_one_blas_thread(argv: Sequence[str]) -> None:
         import numpy  # noqa: F401 - loaded now, under the limit
 
 
-def run() -> None:
-    """The ``trnscope`` console script."""
+def run(mask_at_start: Iterable[int] | None = None) -> None:
+    """The ``trnscope`` console script, after ``trnscope.console`` has held the ending
+    signals from its first line (``mask_at_start``: the process's signal mask before
+    that, restored once the handlers are in place; None: nothing was held before)."""
     from trnscope.core.base.errors import Terminated
     from trnscope.core.base.gcpause import collector_paused, own_this_process
 
     own_this_process()
     try:
-        with _interrupts_held(), collector_paused():
+        with _interrupts_held(mask_at_start), collector_paused():
             args = parse_and_read_ahead(sys.argv[1:])
             load_numpy_with_one_blas_thread(sys.argv[1:])
             decode_ahead(args)
@@ -74,7 +76,7 @@ def decode_ahead(args: argparse.Namespace) -> None:
 
 
 @contextmanager
-def _interrupts_held() -> Iterator[None]:
+def _interrupts_held(mask_at_start: Iterable[int] | None = None) -> Iterator[None]:
     """Ctrl+C, SIGTERM and SIGHUP wait until the C extensions (msgspec, NumPy) are
     loaded and the command's handlers are in place, and arrive right after: an
     interrupt inside an extension's initialisation can leave it half set up (msgspec,
@@ -82,7 +84,7 @@ def _interrupts_held() -> Iterator[None]:
     handlers ended the process without its cleanup (a read-ahead copy left behind)."""
     from trnscope.core.base.signals import endings_held
 
-    with endings_held():
+    with endings_held(restore=mask_at_start):
         yield
 
 

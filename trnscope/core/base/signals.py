@@ -9,7 +9,7 @@ to its end.  Held, a signal arrives right after the moment, to the handlers in p
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -17,10 +17,14 @@ ENDINGS = frozenset({signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hasattr
 
 
 @contextmanager
-def endings_held() -> Iterator[None]:
+def endings_held(restore: Iterable[int] | None = None) -> Iterator[None]:
     """Ctrl+C, SIGTERM and SIGHUP wait until the block is done (where the platform can
     hold signals).  A process forked inside the block starts with them held: it lets
-    them through itself (``let_endings_through``) once its own handlers are set."""
+    them through itself (``let_endings_through``) once its own handlers are set.
+
+    At the end the mask is as it was before the block, or ``restore``: the mask from
+    before an earlier hold that this block ends (the console script's, from its first
+    line: ``trnscope.console``)."""
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
@@ -28,7 +32,7 @@ def endings_held() -> Iterator[None]:
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous if restore is None else restore)
 
 
 def let_endings_through() -> None:
