@@ -215,6 +215,52 @@ def test_ctrl_c_or_sigterm_cancels_a_load_then_does_what_it_did() -> None:
         signal.signal(signal.SIGTERM, previous)
 
 
+def test_an_ending_signal_inside_the_apps_event_loop_closes_the_app_then_is_raised() -> None:
+    # asyncio hands a callback's exception (other than KeyboardInterrupt and SystemExit)
+    # to its exception handler: a SIGTERM raised there was lost, and the explorer ran on
+    # until the cleanup's time limit cut it short (10 s, the private copy left behind)
+    import asyncio
+    import os
+    import signal
+
+    from trnscope.core.base.errors import Terminated
+    from trnscope.tui.launch import loads_stop_on_signals
+
+    loop = asyncio.new_event_loop()
+
+    class StandIn:
+        stops = exits = 0
+
+        def cancel_load(self) -> None:
+            self.stops += 1
+
+        def exit(self) -> None:
+            self.exits += 1
+            loop.stop()
+
+    def terminated(signum: int, frame: object) -> None:
+        raise Terminated(signum)
+
+    def in_a_callback() -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(100_000):  # the handler runs at the next bytecode, here
+            pass
+
+    app = StandIn()
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        with loads_stop_on_signals(app) as ending:
+            loop.call_soon(in_a_callback)
+            gave_up = loop.call_later(5, loop.stop)  # (the app never asked to close)
+            loop.run_forever()
+            gave_up.cancel()
+    finally:
+        loop.close()
+        signal.signal(signal.SIGTERM, previous)
+    assert app.exits == 1 and app.stops >= 2
+    assert len(ending) == 1 and isinstance(ending[0], Terminated) and ending[0].signum == signal.SIGTERM
+
+
 # Run in a fresh process: helpers are forked only while the process runs no other
 # thread, and a test process may run some (and may have a fork server from another test).
 _EXPLORER_WITH_HELPERS = r"""

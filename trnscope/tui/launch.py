@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import shlex
 import signal
@@ -18,24 +19,48 @@ if TYPE_CHECKING:
 
 def run_open(args: argparse.Namespace) -> int:
     app = explorer_app(args)
-    with loads_stop_on_signals(app):
+    with loads_stop_on_signals(app) as ending:
         app.run()
+    if ending:  # the app closed for a signal: end the command as that signal does
+        raise ending[0]
     if app.return_code:
         return app.return_code
     return 0
 
 
 @contextlib.contextmanager
-def loads_stop_on_signals(app: Any) -> Iterator[None]:
+def loads_stop_on_signals(app: Any) -> Iterator[list[BaseException]]:
     """Ctrl+C, SIGTERM or SIGHUP while the app runs cancels a load in progress first,
     then does what it did before (raise ``KeyboardInterrupt`` / ``Terminated``): on its
     way out the app waits for its workers, and a load left running held the exit for
-    seconds."""
+    seconds.
+
+    Inside the app's event loop the exception is not raised where the signal lands:
+    asyncio hands anything but ``KeyboardInterrupt`` and ``SystemExit`` that a callback
+    raises to its exception handler, and one that a task raises to the task, so a SIGTERM
+    or SIGHUP during the load's last steps or the first screen's mount was lost (the app
+    ran on until the cleanup's 10 s limit cut it short, leaving the private copy behind)
+    or ended the app with status 0.  There the app is asked to close instead, and the
+    exception goes into the list this yields, for the caller to raise once ``run``
+    returns."""
     previous: dict[int, Any] = {}
+    ending: list[BaseException] = []
 
     def stop_loading(signum: int, frame: Any) -> None:
         app.cancel_load()
-        previous[signum](signum, frame)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # before the app's loop started or after it ended
+            loop = None
+        if loop is None:
+            previous[signum](signum, frame)
+            return
+        try:
+            previous[signum](signum, frame)  # (the command's handler also starts its time limit)
+        except BaseException as raised:
+            if not ending:
+                ending.append(raised)
+                loop.call_soon_threadsafe(app.exit)
 
     with contextlib.suppress(ValueError):  # not the main thread (embedded use): as before
         for signum in (signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])):
@@ -44,7 +69,7 @@ def loads_stop_on_signals(app: Any) -> Iterator[None]:
                 previous[signum] = handler
                 signal.signal(signum, stop_loading)
     try:
-        yield
+        yield ending
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
