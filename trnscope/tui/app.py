@@ -7,6 +7,7 @@ headless core.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import os
 import threading
@@ -166,6 +167,7 @@ class TrnscopeApp(App[None]):
         self.requested_theme = theme
         self.early = early  # the first trace, already loading (``early_load``)
         self._cancel = early.cancel if early is not None else threading.Event()
+        self._closing_for_signal = False  # (close_for_signal)
         self.ref: ProfileRef | None = None
         self.refs: list[ProfileRef] = []
         self.analyses: dict[str, Analysis] = {}
@@ -219,6 +221,14 @@ class TrnscopeApp(App[None]):
     # -- loading ------------------------------------------------------------------
     def cancel_load(self) -> None:
         self._cancel.set()
+
+    def close_for_signal(self) -> None:
+        """SIGTERM, SIGHUP or Ctrl+C arrived inside the event loop (its signal handler,
+        on this thread): the load stops and the app closes, without the "load cancelled"
+        line, since the command's own line about the signal follows."""
+        self._closing_for_signal = True
+        self._cancel.set()
+        asyncio.get_running_loop().call_soon_threadsafe(self.exit)
 
     def _progress(self, label: str) -> Any:
         def report(phase: str, done: int, total: int, events: int = 0) -> None:
@@ -303,7 +313,8 @@ class TrnscopeApp(App[None]):
             for analysis in analyses:
                 analysis.finish()  # the index cache, once the first screen is up
         except LoadCancelled:
-            self.call_from_thread(self.exit, None, 0, "load cancelled")
+            if not self._closing_for_signal:  # (closing already, and saying why)
+                self.call_from_thread(self.exit, None, 0, "load cancelled")
         except TrnscopeError as error:
             self.post_message(LoadFailed(str(error)))
         except Exception as error:  # shown on the error screen, never a traceback

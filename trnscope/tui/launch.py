@@ -47,12 +47,10 @@ def loads_stop_on_signals(app: Any) -> Iterator[list[BaseException]]:
     ending: list[BaseException] = []
 
     def stop_loading(signum: int, frame: Any) -> None:
-        app.cancel_load()
         try:
-            loop = asyncio.get_running_loop()
+            asyncio.get_running_loop()
         except RuntimeError:  # before the app's loop started or after it ended
-            loop = None
-        if loop is None:
+            app.cancel_load()
             previous[signum](signum, frame)
             return
         try:
@@ -60,7 +58,7 @@ def loads_stop_on_signals(app: Any) -> Iterator[list[BaseException]]:
         except BaseException as raised:
             if not ending:
                 ending.append(raised)
-                loop.call_soon_threadsafe(app.exit)
+                app.close_for_signal()
 
     with contextlib.suppress(ValueError):  # not the main thread (embedded use): as before
         for signum in (signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])):
