@@ -452,11 +452,13 @@ def test_open_passes_its_options_to_the_app(monkeypatch, small_synthetic) -> Non
     """`trnscope open` hands --theme, --select, --skip, --no-cache, --workers and
     --export to the app (the app's own handling of each is tested in the Pilot tests)."""
     import trnscope.tui.app
+    import trnscope.tui.launch
     from trnscope.core.formats.kineto import parallel as kineto
     from trnscope.tui.early_load import EarlyLoad
 
     path, _ = small_synthetic
     made: dict[str, object] = {}
+    monkeypatch.setattr(trnscope.tui.launch, "check_terminal", lambda: None)  # (pytest has no terminal)
 
     class RecordingApp:
         return_code = 0
@@ -537,6 +539,71 @@ def test_merge_sums_every_trace_once_and_refuses_select(capsys) -> None:
         assert merged["totals"][total] == pytest.approx(sum(s["totals"][total] for s in singles), abs=0.01)
     code, _, err = run(capsys, "summary", str(session), "--merge", "--select", "eager")
     assert code == 2 and "--merge" in err and "--select" in err
+
+
+class _Stream:
+    def __init__(self, terminal: bool) -> None:
+        self.terminal = terminal
+
+    def isatty(self) -> bool:
+        return self.terminal
+
+
+@pytest.mark.parametrize(
+    ("stdin", "stderr", "driver", "refused"),
+    [
+        (True, True, None, None),
+        (False, True, None, "stdin is not one (over ssh: ssh -t)"),
+        (True, False, None, "open draws on stderr, which is not a terminal"),
+        (False, False, "textual.drivers.web_driver:WebDriver", None),  # serve's driver brings its own
+    ],
+    ids=["terminal", "no-keys", "stderr-redirected", "web-driver"],
+)
+def test_open_refuses_to_start_without_a_terminal(monkeypatch, stdin, stderr, driver, refused) -> None:
+    from trnscope.core.base.errors import TrnscopeError
+    from trnscope.tui.launch import check_terminal
+
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(sys, "__stdin__", _Stream(stdin))
+    monkeypatch.setattr(sys, "__stderr__", _Stream(stderr))
+    if driver is None:
+        monkeypatch.delenv("TEXTUAL_DRIVER", raising=False)
+    else:
+        monkeypatch.setenv("TEXTUAL_DRIVER", driver)
+    if refused is None:
+        check_terminal()
+    else:
+        with pytest.raises(TrnscopeError, match=re.escape(refused)):
+            check_terminal()
+
+
+def test_open_without_a_terminal_says_so_instead_of_waiting_for_keys(tmp_path: Path) -> None:
+    # ``ssh host trnscope open …`` without -t: Textual waited for keys forever
+    env = {**os.environ, "TRNSCOPE_CACHE_DIR": str(tmp_path)}
+    env.pop("TEXTUAL_DRIVER", None)
+    trace = REPO / "sample_traces" / "cpu_train_tiny_session"
+    done = subprocess.run(
+        [sys.executable, "-m", "trnscope", "open", str(trace)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        cwd=str(REPO),
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("trnscope: error: open needs a terminal") and done.stderr.count("\n") == 1
+    # a bad path is still the reason given first
+    done = subprocess.run(
+        [sys.executable, "-m", "trnscope", "open", str(tmp_path / "nope")],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        cwd=str(REPO),
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "no such file" in done.stderr
 
 
 def test_open_checks_its_inputs_before_the_ui(capsys, small_synthetic) -> None:

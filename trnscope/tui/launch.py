@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import shlex
 import signal
 import sys
@@ -18,7 +19,9 @@ if TYPE_CHECKING:
 
 
 def run_open(args: argparse.Namespace) -> int:
-    app = explorer_app(args)
+    plan = checked_plan(args)  # a bad path or --select first: the real reason
+    check_terminal()
+    app = explorer_app(args, plan)
     with loads_stop_on_signals(app) as ending:
         app.run()
     if ending:  # the app closed for a signal: end the command as that signal does
@@ -26,6 +29,34 @@ def run_open(args: argparse.Namespace) -> int:
     if app.return_code:
         return app.return_code
     return 0
+
+
+def check_terminal() -> None:
+    """One line instead of an explorer nobody can see or steer.  Textual's terminal
+    driver reads keys from stdin and draws on stderr (stdout on Windows): without a
+    terminal on stdin (``ssh host trnscope open …`` without ``-t``, a script) it waited
+    for keys forever, and with stderr redirected (``2> log``) it drew into the file while
+    the terminal stayed blank.  A driver named in ``TEXTUAL_DRIVER`` (``serve``'s web
+    driver) brings its own input and output."""
+    if os.environ.get("TEXTUAL_DRIVER"):
+        return
+    text_instead = "for text use trnscope summary, diagnose or timeline; for a browser, trnscope serve"
+    if not _is_terminal(sys.__stdin__):
+        raise TrnscopeError(
+            f"open needs a terminal to read keys from, and stdin is not one (over ssh: ssh -t); {text_instead}"
+        )
+    drawn_on, name = (sys.__stdout__, "stdout") if sys.platform == "win32" else (sys.__stderr__, "stderr")
+    if not _is_terminal(drawn_on):
+        raise TrnscopeError(
+            f"open draws on {name}, which is not a terminal (redirected?): run it without redirecting {name}; {text_instead}"
+        )
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return stream is not None and bool(stream.isatty())
+    except (OSError, ValueError):  # closed
+        return False
 
 
 @contextlib.contextmanager
@@ -74,12 +105,18 @@ def loads_stop_on_signals(app: Any) -> Iterator[list[BaseException]]:
         app.cancel_load()
 
 
-def explorer_app(args: argparse.Namespace) -> Any:
-    """The explorer for ``trnscope open``'s arguments, its first trace already loading
-    (``trnscope.tui.early_load``) while the UI's libraries are imported."""
+def checked_plan(args: argparse.Namespace) -> SourcePlan:
+    """What ``open``'s arguments name, checked (``check_inputs``)."""
     if len(args.paths) > 3:
         raise TrnscopeError("open at most three profiles at once (several = compare)")
-    plan = check_inputs(args.paths, getattr(args, "select", None))
+    return check_inputs(args.paths, getattr(args, "select", None))
+
+
+def explorer_app(args: argparse.Namespace, plan: SourcePlan | None = None) -> Any:
+    """The explorer for ``trnscope open``'s arguments (``plan``: ``checked_plan`` of
+    them, if already made), its first trace already loading (``trnscope.tui.early_load``)
+    while the UI's libraries are imported."""
+    plan = plan or checked_plan(args)
     from trnscope.core.base.elsewhere import busy_elsewhere
     from trnscope.core.base.gcpause import collector_paused
     from trnscope.core.formats.kineto.parallel import start_worker_server
