@@ -78,6 +78,89 @@ def test_diagnosis_definitions_on_a_hand_built_trace(tmp_path: Path) -> None:
     assert doc.findings[0].evidence_us >= doc.findings[-1].evidence_us
 
 
+IDLE_FINDINGS = ("data_loading", "device_idle", "small_kernels")  # they partition a device's idle time
+
+
+def test_idle_time_waiting_for_the_dataloader_is_data_loading_not_launch_overhead(tmp_path: Path) -> None:
+    """Small kernels with a 1 µs gap between each, then a 5,000 µs gap of which the host
+    spent 4,000 µs in a DataLoader fetch; an earlier fetch (0–150 µs) starts before the
+    device's span and covers its first ten 1 µs gaps.  Those 4,010 µs are
+    ``data_loading``, and only the rest of the gaps is charged to the small kernels and
+    the launches."""
+    events = [annotation("ProfilerStep#1", 0, 20_000, ext=1)]
+    events.append(annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 150))
+    t, correlation = 100.0, 100
+    for batch in range(2):
+        for _ in range(60):
+            events.append(op("aten::add", t - 60, 20, ext=correlation))
+            events.append(launch(t - 50, 5, correlation=correlation, ext=correlation))
+            events.append(kernel("add_kernel", t, 4, correlation=correlation, ext=correlation))
+            t += 5  # 4 µs of work, 1 µs idle
+            correlation += 1
+        if batch == 0:
+            # the gap after the first batch: 5,000 µs, 4,000 of them fetching
+            events.append(annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t + 500, 4_000))
+            t += 5_000 - 1
+    doc = diagnose(_trace(tmp_path, events))
+    (device,) = doc.devices
+    kinds = {f.kind: f for f in doc.findings}
+    assert kinds["data_loading"].evidence_us == pytest.approx(4_000 + 10, abs=1e-3)
+    assert kinds["data_loading"].op == "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+    assert kinds["data_loading"].instance == 1  # the fetch that kept the device idle longest: the second
+    assert kinds["data_loading"].severity == "high"
+    assert "2 DataLoader fetches, the longest 4.000ms" in kinds["data_loading"].message
+    # the rest: 108 gaps of 1 µs before small kernels, and the 1,000 µs of the long gap not fetching
+    assert kinds["small_kernels"].evidence_us == pytest.approx(108 + 1_000, abs=1e-3)
+    assert "device_idle" not in kinds  # every gap was before a small kernel
+    assert sum(kinds[k].evidence_us for k in IDLE_FINDINGS if k in kinds) == pytest.approx(device.idle_us, abs=1e-3)
+    # without the fetches, the whole long gap would have been the small kernels'
+    plain = [e for e in events if not e["name"].startswith("enumerate(DataLoader)")]
+    kinds = {f.kind: f for f in diagnose(_trace(tmp_path, plain)).findings}
+    assert "data_loading" not in kinds and kinds["small_kernels"].evidence_us == pytest.approx(device.idle_us, abs=1e-3)
+
+
+@requires_corpus
+def test_dataloader_waits_of_the_2021_resnet50_trace_equal_an_independent_count() -> None:
+    """On the corpus's 2021 ResNet-50 trace (single-process DataLoader), ``data_loading``
+    is the part of the GPU's idle gaps inside ``enumerate(DataLoader)#…`` ranges,
+    recomputed here from the raw JSON with the standard library."""
+    import gzip
+    import itertools
+
+    path = CORPUS / "kineto_resnet50_2021.json.gz"
+    with gzip.open(path, "rt") as fh:
+        events = json.load(fh)["traceEvents"]
+    device_cats = {"Kernel", "Memcpy", "Memset", "kernel", "gpu_memcpy", "gpu_memset"}
+
+    def merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        out: list[tuple[int, int]] = []
+        for start, end in sorted(spans):
+            if out and start <= out[-1][1]:
+                out[-1] = (out[-1][0], max(out[-1][1], end))
+            else:
+                out.append((start, end))
+        return out
+
+    timed = [e for e in events if e.get("ph") == "X" and "dur" in e]
+    busy = merged([(e["ts"], e["ts"] + e["dur"]) for e in timed if e.get("cat") in device_cats])
+    fetches = merged(
+        [
+            (e["ts"], e["ts"] + e["dur"])
+            for e in timed
+            if e["name"].startswith("enumerate(DataLoader)#") and e.get("cat") not in device_cats
+        ]
+    )
+    gaps = [(a[1], b[0]) for a, b in itertools.pairwise(busy)]
+    expected = sum(
+        max(0, min(g_end, f_end) - max(g_start, f_start)) for g_start, g_end in gaps for f_start, f_end in fetches
+    )
+    doc = diagnose(Analysis(load_path(path)))
+    (finding,) = [f for f in doc.findings if f.kind == "data_loading"]
+    assert expected > 0.2 * doc.devices[0].idle_us  # a large share of the idle time: it must not be missed
+    assert finding.evidence_us == pytest.approx(expected, abs=1e-3)
+    assert doc.findings[0] is finding  # the largest loss
+
+
 @requires_corpus
 @pytest.mark.parametrize("path", CORPUS_TRACES, ids=lambda p: p.name.split(".")[0])
 def test_diagnosis_explains_the_idle_time_of_every_corpus_trace(path: Path) -> None:
@@ -92,10 +175,11 @@ def test_diagnosis_explains_the_idle_time_of_every_corpus_trace(path: Path) -> N
         assert 0 <= device.busy_us <= device.span_us + 1e-3
         assert device.idle_us == pytest.approx(device.span_us - device.busy_us, abs=2e-3)
     if len(doc.devices) == 1:
-        explained = sum(f.evidence_us for f in doc.findings if f.kind in ("device_idle", "small_kernels"))
+        explained = sum(f.evidence_us for f in doc.findings if f.kind in IDLE_FINDINGS)
         idle = doc.devices[0].idle_us
-        assert explained <= idle + 2e-3
-        assert explained == pytest.approx(idle, abs=2e-3) or idle - explained < 2 * floor_us
+        assert explained <= idle + 3e-3
+        # each of the three findings may be under the floor, and then not shown
+        assert explained == pytest.approx(idle, abs=3e-3) or idle - explained < 3 * floor_us
     severities = [f.severity for f in doc.findings]
     assert severities == sorted(severities, key=lambda s: s == "info")  # losses first
     # busy and span recomputed independently from the raw JSON (stdlib json, a plain

@@ -13,8 +13,9 @@ Definitions (the README's "Diagnosis" section says the same):
   inside it.  A step is *device-bound* when the device is busy at least half its
   wall time, *host-bound* otherwise.
 * **findings**, ranked by ``evidence_us`` (the time each one accounts for, computed
-  from the events named in its message): device idle between launches, small-kernel
-  storms, synchronisations, long launch queues, a first NeuronCore execution much
+  from the events named in its message): device idle while the host fetched the next
+  batch (DataLoader), device idle between launches, small-kernel storms,
+  synchronisations, long launch queues, a first NeuronCore execution much
   slower than the rest, NeuronCore engines mostly idle inside executions, and
   collectives taking most of the device time.
 """
@@ -55,6 +56,12 @@ _COLLECTIVE = re.compile(
     re.IGNORECASE,
 )
 _DEVICE_WORK = (int(Role.KERNEL), int(Role.MEMORY))
+# PyTorch wraps each DataLoader fetch in ``record_function`` under this name
+# (``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__``, or the
+# multi-process iterator's): torch/utils/data/dataloader.py, ``_profile_name``.
+_DATA_LOADER = re.compile(r"^enumerate\(DataLoader\)#")
+_DATA_LOADER_NEEDLES = ("enumerate(dataloader)#",)
+_HOST_RANGES = (int(Role.ANNOTATION), int(Role.OP))
 # Lower-case text every match of each pattern contains (one of them): an ASCII name with
 # none of it cannot match, so the pattern runs on the few names left.  Both patterns
 # over a trace's 7,230 names: 18 ms, 3 ms this way.  (Only ASCII names are ruled out
@@ -198,13 +205,35 @@ def diagnose(analysis: Analysis) -> DiagnoseOut:
 
     device_bound_wall = sum(s.wall_us for s in steps if s.bound == "device")
     mostly_device_bound = 2 * device_bound_wall >= sum(s.wall_us for s in steps) and bool(steps)
-    findings = _findings(analysis, lanes, unions, syncs, wall, host_total, all_device, mostly_device_bound, len(steps))
+    findings = _findings(
+        analysis,
+        lanes,
+        unions,
+        syncs,
+        wall,
+        host_total,
+        all_device,
+        mostly_device_bound,
+        len(steps),
+        _loader_rows(analysis),
+    )
     # below the noise floor a finding is not a finding (a 0.011 µs gap is no advice)
     floor = noise_floor_ns(wall)
     findings = [f for f in findings if f.severity == "info" or f.evidence_us * 1000 >= floor]
     # time lost first; "info" findings (not a loss) after them
     findings.sort(key=lambda f: (f.severity == "info", -f.evidence_us))
     return DiagnoseOut(trace.label or trace.source, devices, steps, findings)
+
+
+def _loader_rows(analysis: Analysis) -> np.ndarray:
+    """The host's DataLoader fetches (``enumerate(DataLoader)#…``) that took time."""
+    trace = analysis.trace
+    ev = trace.events
+    named = names_matching(trace.names, _DATA_LOADER, _DATA_LOADER_NEEDLES)
+    if not named.any():  # most traces: no pass over every event (6 ms at 2.9 M events)
+        return np.empty(0, dtype=np.int64)
+    rows = np.flatnonzero(named[ev.name])
+    return rows[equals_any(ev.role[rows], _HOST_RANGES) & (ev.dur[rows] > 0)]
 
 
 def _step_busy(
@@ -286,10 +315,18 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
     all_device: Union,
     device_bound: bool,
     step_count: int,
+    loader_rows: np.ndarray,
 ) -> list[FindingOut]:
     """Findings whose advice follows the steps' own verdict: where the steps are mostly
     device-bound, idle gaps are not called launch-bound and the host running ahead is
-    the expected picture; where they are host-bound, the opposite."""
+    the expected picture; where they are host-bound, the opposite.
+
+    Each idle gap between a device's launches is told once, in this order: the part of
+    it the host spent fetching the next batch (``data_loading``), then what is left of
+    it before a small kernel (``small_kernels``) or before any other work
+    (``device_idle``): the three findings' evidence adds up to the device's idle time.
+    (A 122 ms wait for a batch is no launch overhead: on TraceLens's OWLv2 trace four
+    of them were 493 of the 505 ms once blamed on small kernels.)"""
     trace = analysis.trace
     ev = trace.events
     links = analysis.links
@@ -311,6 +348,7 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
                 severity="info",
             )
         )
+    loader = Union(ev.ts[loader_rows], ev.ts[loader_rows] + ev.dur[loader_rows])
     for name, rows in ({} if benchmark else lanes).items():
         union = unions[name]
         span = int(union.end[-1] - union.start[0]) if len(union) else 0
@@ -318,6 +356,13 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
         if span == 0:
             continue
         gap, after, ops = _launch_gaps(analysis, rows, union)
+        fetched = 0  # of the idle time, how much the host spent fetching the next batch
+        if len(loader) and gap.size:
+            fetching = loader.covered_in(union.end[:-1], union.start[1:])
+            fetched = int(fetching.sum())
+            if fetched > 0:
+                out.append(_data_loading(analysis, name, fetching, union, loader_rows, span, wall))
+                gap = gap - fetching
         durations = ev.dur[rows]
         small = durations < SMALL_KERNEL_NS
         storm = rows.size >= 50 and small.mean() >= 0.5 and gap.size > 0
@@ -349,7 +394,7 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
             advice = (
                 f"the host spends {ratio:.1f} µs per µs of device work — launch-bound: fuse ops, use torch.compile / "
                 "CUDA graphs, or give each launch more work"
-                if idle >= 0.3 * span and not device_bound
+                if idle - fetched >= 0.3 * span and not device_bound
                 else "the steps are device-bound; these gaps are where the host or a sync held the device up"
                 if device_bound
                 else "the device is mostly busy; these gaps are where the host or a sync held it up"
@@ -359,8 +404,8 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
                     analysis,
                     "device_idle",
                     f"{name} is idle {100 * idle / span:.0f}% of its {fmt_time_ns(span)} span; "
-                    f"{fmt_time_ns(evidence)} of it in {int(rest.sum()):,} gaps between launches"
-                    f"{' (besides the small-kernel gaps)' if storm else ''}; {advice}",
+                    f"{fmt_time_ns(evidence)} of it in {int((rest & (gap > 0)).sum()):,} gaps between launches"
+                    f"{_besides(storm, fetched >= noise_floor_ns(wall))}; {advice}",
                     top,
                     evidence,
                     wall,
@@ -443,6 +488,47 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
             )
     out += _neuron_findings(analysis, wall)
     return out
+
+
+def _besides(storm: bool, fetched: bool) -> str:
+    """What ``device_idle``'s gaps leave out, told by the other idle findings (a
+    DataLoader wait under the noise floor is not told: not named either)."""
+    told = [*(["the small-kernel gaps"] if storm else []), *(["the DataLoader waits"] if fetched else [])]
+    return f" (besides {' and '.join(told)})" if told else ""
+
+
+def _data_loading(
+    analysis: Analysis,
+    device: str,
+    fetching: np.ndarray,
+    union: Union,
+    loader_rows: np.ndarray,
+    span: int,
+    wall: int,
+) -> FindingOut:
+    """The device idle while the host waited for the DataLoader (``fetching``: how much
+    of each gap between the device's runs of work a fetch covered), pointing at the
+    fetch that kept it waiting longest."""
+    ev = analysis.trace.events
+    starts, ends = ev.ts[loader_rows], ev.ts[loader_rows] + ev.dur[loader_rows]
+    # per fetch: the device's idle time inside it, within the device's span (all of
+    # its busy time lies there)
+    inside = np.maximum(np.minimum(ends, union.end[-1]) - np.maximum(starts, union.start[0]), 0)
+    waited = np.maximum(inside - union.covered_in(starts, ends), 0)
+    worst = int(loader_rows[int(np.argmax(waited))])
+    evidence = int(fetching.sum())
+    waits = int((waited > 0).sum())
+    return _finding(
+        analysis,
+        "data_loading",
+        f"{device} sat idle {fmt_time_ns(evidence)} ({100 * evidence / span:.0f}% of its {fmt_time_ns(span)} span) "
+        f"while the host fetched the next batch ({waits:,} DataLoader fetch{'es' if waits != 1 else ''}, the longest "
+        f"{fmt_time_ns(int(ev.dur[worst]))}): the input pipeline holds the device up — load in worker processes "
+        "(DataLoader num_workers, pin_memory) or preprocess ahead of training",
+        worst,
+        evidence,
+        wall,
+    )
 
 
 def _neuron_findings(analysis: Analysis, wall: int) -> list[FindingOut]:
