@@ -31,6 +31,7 @@ from trnscope.core.analysis.contracts import DeviceOut, DiagnoseOut, FindingOut,
 from trnscope.core.analysis.kernel_compare import warmup_notes
 from trnscope.core.base.arrays import equals_any, split_by
 from trnscope.core.base.intervals import Union, intersection, unions_of_groups
+from trnscope.core.base.text import plural
 from trnscope.core.base.units import fmt_time_ns, us, us_of_ns
 from trnscope.core.model.roles import Role, is_profiler_step
 
@@ -435,7 +436,7 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
                 _finding(
                     analysis,
                     "synchronization",
-                    f"the host waited {fmt_time_ns(waited.length)} in {syncs.size:,} synchronisations ({listed}); the "
+                    f"the host waited {fmt_time_ns(waited.length)} in {plural(int(syncs.size), 'synchronisation')} ({listed}); the "
                     f"device sat idle for {fmt_time_ns(device_idle_in_wait)} of it; {advice}",
                     parent if parent >= 0 and ev.role[parent] == int(Role.OP) else longest,
                     device_idle_in_wait,
@@ -522,7 +523,7 @@ def _data_loading(
         analysis,
         "data_loading",
         f"{device} sat idle {fmt_time_ns(evidence)} ({100 * evidence / span:.0f}% of its {fmt_time_ns(span)} span) "
-        f"while the host fetched the next batch ({waits:,} DataLoader fetch{'es' if waits != 1 else ''}, the longest "
+        f"while the host fetched the next batch ({plural(waits, 'DataLoader fetch', 'DataLoader fetches')}, the longest "
         f"{fmt_time_ns(int(ev.dur[worst]))}): the input pipeline holds the device up — load in worker processes "
         "(DataLoader num_workers, pin_memory) or preprocess ahead of training",
         worst,
