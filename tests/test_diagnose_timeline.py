@@ -78,7 +78,7 @@ def test_diagnosis_definitions_on_a_hand_built_trace(tmp_path: Path) -> None:
     assert doc.findings[0].evidence_us >= doc.findings[-1].evidence_us
 
 
-IDLE_FINDINGS = ("data_loading", "device_idle", "small_kernels")  # they partition a device's idle time
+IDLE_FINDINGS = ("data_loading", "graph_capture", "device_idle", "small_kernels")  # they partition the idle time
 
 
 def test_idle_time_waiting_for_the_dataloader_is_data_loading_not_launch_overhead(tmp_path: Path) -> None:
@@ -117,6 +117,46 @@ def test_idle_time_waiting_for_the_dataloader_is_data_loading_not_launch_overhea
     plain = [e for e in events if not e["name"].startswith("enumerate(DataLoader)")]
     kinds = {f.kind: f for f in diagnose(_trace(tmp_path, plain)).findings}
     assert "data_loading" not in kinds and kinds["small_kernels"].evidence_us == pytest.approx(device.idle_us, abs=1e-3)
+
+
+@pytest.mark.parametrize("closed", [True, False], ids=["captured", "still-capturing-at-the-end"])
+def test_idle_time_inside_a_cuda_graph_capture_is_the_captures_not_launch_overhead(
+    tmp_path: Path, closed: bool
+) -> None:
+    """Launches between ``cudaStreamBeginCapture`` and ``cudaStreamEndCapture`` are
+    recorded, not run: the device's idle time inside the capture (110–910 µs) is
+    ``graph_capture`` (info), and no "launch-bound … use CUDA graphs" advice is given for
+    it.  A capture the trace ends inside lasts to the trace's end."""
+    events = [
+        annotation("graph_capture_region", 100, 1_000),
+        op("aten::add", 10, 30, ext=1),
+        launch(20, 5, correlation=1, ext=1),
+        kernel("add_kernel", 50, 10, correlation=1, ext=1),
+        runtime("cudaStreamBeginCapture", 110, 5, correlation=2),
+        launch(200, 5, correlation=3),
+        launch(300, 5, correlation=4),
+        runtime("cudaMemcpyAsync", 400, 5, correlation=5),
+        op("aten::add", 1_150, 30, ext=6),
+        launch(1_160, 5, correlation=6, ext=6),
+        kernel("add_kernel", 1_200, 10, correlation=6, ext=6),
+    ]
+    if closed:
+        events.append(runtime("cudaStreamEndCapture", 900, 10, correlation=7))
+    doc = diagnose(_trace(tmp_path, events))
+    (device,) = doc.devices
+    assert device.span_us == 1_160 and device.idle_us == 1_140
+    kinds = {f.kind: f for f in doc.findings}
+    capture = kinds["graph_capture"]
+    # closed: [110, 910) of the gap [60, 1200); still capturing: [110, 1200), to the trace's last end
+    assert capture.evidence_us == (800 if closed else 1_090)
+    assert capture.severity == "info" and capture.op == "graph_capture_region" and capture.instance == 0
+    # two kernel launches and a copy; without an End, the launch at 1,160 µs is inside too
+    assert f"{3 if closed else 4} launches into a graph" in capture.message
+    assert ("cudaStreamEndCapture" in capture.message) is closed
+    idle = kinds["device_idle"]
+    assert idle.evidence_us == device.idle_us - capture.evidence_us
+    assert "launch-bound" not in idle.message and "besides the graph captures" in idle.message
+    assert sum(kinds[k].evidence_us for k in IDLE_FINDINGS if k in kinds) == device.idle_us
 
 
 @requires_corpus

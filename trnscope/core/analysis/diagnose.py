@@ -14,7 +14,8 @@ Definitions (the README's "Diagnosis" section says the same):
   wall time, *host-bound* otherwise.
 * **findings**, ranked by ``evidence_us`` (the time each one accounts for, computed
   from the events named in its message): device idle while the host fetched the next
-  batch (DataLoader), device idle between launches, small-kernel storms,
+  batch (DataLoader) or recorded a CUDA graph (stream capture), device idle between
+  launches, small-kernel storms,
   synchronisations, long launch queues, a first NeuronCore execution much
   slower than the rest, NeuronCore engines mostly idle inside executions, and
   collectives taking most of the device time.
@@ -63,6 +64,12 @@ _DEVICE_WORK = (int(Role.KERNEL), int(Role.MEMORY))
 _DATA_LOADER = re.compile(r"^enumerate\(DataLoader\)#")
 _DATA_LOADER_NEEDLES = ("enumerate(dataloader)#",)
 _HOST_RANGES = (int(Role.ANNOTATION), int(Role.OP))
+# A stream capture (CUDA graphs; HIP's the same): the work launched between Begin and
+# End is recorded into a graph, not run, so the device idles by design meanwhile.
+_CAPTURE_BEGIN = re.compile(r"^(cuda|hip|cu)StreamBeginCapture")
+_CAPTURE_END = re.compile(r"^(cuda|hip|cu)StreamEndCapture$")
+_DEVICE_CALL = re.compile(r"(launch|memcpy|memset)", re.IGNORECASE)  # a runtime call that puts work on the device
+_HOST_RUNTIME = (int(Role.RUNTIME), int(Role.DRIVER))
 # Lower-case text every match of each pattern contains (one of them): an ASCII name with
 # none of it cannot match, so the pattern runs on the few names left.  Both patterns
 # over a trace's 7,230 names: 18 ms, 3 ms this way.  (Only ASCII names are ruled out
@@ -217,6 +224,7 @@ def diagnose(analysis: Analysis) -> DiagnoseOut:
         mostly_device_bound,
         len(steps),
         _loader_rows(analysis),
+        _captures(analysis, last),
     )
     # below the noise floor a finding is not a finding (a 0.011 µs gap is no advice)
     floor = noise_floor_ns(wall)
@@ -235,6 +243,74 @@ def _loader_rows(analysis: Analysis) -> np.ndarray:
         return np.empty(0, dtype=np.int64)
     rows = np.flatnonzero(named[ev.name])
     return rows[equals_any(ev.role[rows], _HOST_RANGES) & (ev.dur[rows] > 0)]
+
+
+class _Captures:
+    """The host's stream-capture windows (each ``…StreamBeginCapture`` to the end of the
+    next ``…StreamEndCapture`` on its thread; to the trace's end without one), the
+    launches they recorded, and per window the op or annotation that ran the capture."""
+
+    def __init__(
+        self, starts: list[int], ends: list[int], launches: int, owners: list[int], begin: str, end: str
+    ) -> None:
+        self.starts, self.ends = np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
+        self.windows = Union(self.starts, self.ends)
+        self.launches, self.owners, self.begin, self.end = launches, owners, begin, end
+
+
+def _captures(analysis: Analysis, last: int) -> _Captures | None:
+    trace = analysis.trace
+    ev = trace.events
+    begins = names_matching(trace.names, _CAPTURE_BEGIN, ("streambegincapture",))
+    if not begins.any():  # most traces: no pass over every event
+        return None
+    ends = names_matching(trace.names, _CAPTURE_END, ("streamendcapture",))
+    calls = np.flatnonzero((begins[ev.name] | ends[ev.name]) & equals_any(ev.role, _HOST_RUNTIME))
+    calls = calls[np.argsort(ev.ts[calls], kind="stable")]
+    starts: list[int] = []
+    stops: list[int] = []
+    begun_rows: list[int] = []
+    open_on: dict[int, int] = {}  # thread → the Begin row of its open capture
+    for row in calls.tolist():
+        thread = int(ev.thread[row])
+        if begins[ev.name[row]]:
+            open_on.setdefault(thread, row)  # a second Begin inside a capture (the program's error) extends it
+        elif thread in open_on:
+            begun = open_on.pop(thread)
+            starts.append(int(ev.ts[begun]))
+            stops.append(int(ev.ts[row]) + max(int(ev.dur[row]), 0))
+            begun_rows.append(begun)
+    for begun in open_on.values():  # still capturing when the trace ends
+        starts.append(int(ev.ts[begun]))
+        stops.append(max(last, int(ev.ts[begun])))
+        begun_rows.append(begun)
+    if not starts:
+        return None
+    device_call = names_matching(trace.names, _DEVICE_CALL, ("launch", "memcpy", "memset"))
+    recorded = np.flatnonzero(device_call[ev.name] & equals_any(ev.role, _HOST_RUNTIME))
+    launches = 0
+    for begun, start, stop in zip(begun_rows, starts, stops):
+        mine = recorded[ev.thread[recorded] == ev.thread[begun]]
+        launches += int(((ev.ts[mine] >= start) & (ev.ts[mine] < stop)).sum())
+    end_name = next((trace.names[int(ev.name[r])] for r in calls.tolist() if not begins[ev.name[r]]), "")
+    return _Captures(
+        starts,
+        stops,
+        launches,
+        [_enclosing_range(analysis, begun) for begun in begun_rows],
+        trace.names[int(ev.name[begun_rows[int(np.argmin(starts))]])],
+        end_name,
+    )
+
+
+def _enclosing_range(analysis: Analysis, row: int) -> int:
+    """The nearest op or annotation around ``row`` (what the op table drills into), -1 if none."""
+    ev = analysis.trace.events
+    parent = analysis.links.raw_parent
+    current = int(parent[row])
+    while current >= 0 and int(ev.role[current]) not in _HOST_RANGES:
+        current = int(parent[current])
+    return current
 
 
 def _step_busy(
@@ -317,15 +393,17 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
     device_bound: bool,
     step_count: int,
     loader_rows: np.ndarray,
+    captures: _Captures | None,
 ) -> list[FindingOut]:
     """Findings whose advice follows the steps' own verdict: where the steps are mostly
     device-bound, idle gaps are not called launch-bound and the host running ahead is
     the expected picture; where they are host-bound, the opposite.
 
     Each idle gap between a device's launches is told once, in this order: the part of
-    it the host spent fetching the next batch (``data_loading``), then what is left of
-    it before a small kernel (``small_kernels``) or before any other work
-    (``device_idle``): the three findings' evidence adds up to the device's idle time.
+    it the host spent fetching the next batch (``data_loading``), the part inside a
+    stream capture (``graph_capture``: recorded work does not run), then what is left
+    of it before a small kernel (``small_kernels``) or before any other work
+    (``device_idle``): the four findings' evidence adds up to the device's idle time.
     (A 122 ms wait for a batch is no launch overhead: on TraceLens's OWLv2 trace four
     of them were 493 of the 505 ms once blamed on small kernels.)"""
     trace = analysis.trace
@@ -357,13 +435,14 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
         if span == 0:
             continue
         gap, after, ops = _launch_gaps(analysis, rows, union)
-        fetched = 0  # of the idle time, how much the host spent fetching the next batch
-        if len(loader) and gap.size:
-            fetching = loader.covered_in(union.end[:-1], union.start[1:])
-            fetched = int(fetching.sum())
-            if fetched > 0:
-                out.append(_data_loading(analysis, name, fetching, union, loader_rows, span, wall))
-                gap = gap - fetching
+        fetching, capturing = _explained_gaps(union, loader, captures)
+        # of the idle time: how much the host spent fetching the next batch, and capturing
+        fetched, captured = int(fetching.sum()), int(capturing.sum())
+        if fetched > 0:
+            out.append(_data_loading(analysis, name, fetching, union, loader_rows, span, wall))
+        if captured > 0 and captures is not None:
+            out.append(_graph_capture(analysis, name, capturing, union, captures, span, wall))
+        gap = gap - fetching - capturing
         durations = ev.dur[rows]
         small = durations < SMALL_KERNEL_NS
         storm = rows.size >= 50 and small.mean() >= 0.5 and gap.size > 0
@@ -395,10 +474,12 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
             advice = (
                 f"the host spends {ratio:.1f} µs per µs of device work — launch-bound: fuse ops, use torch.compile / "
                 "CUDA graphs, or give each launch more work"
-                if idle - fetched >= 0.3 * span and not device_bound
+                if idle - fetched - captured >= 0.3 * span and not device_bound
                 else "the steps are device-bound; these gaps are where the host or a sync held the device up"
                 if device_bound
                 else "the device is mostly busy; these gaps are where the host or a sync held it up"
+                if union.length >= 0.7 * span
+                else "these gaps are where the host or a sync held the device up"
             )
             out.append(
                 _finding(
@@ -406,7 +487,7 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
                     "device_idle",
                     f"{name} is idle {100 * idle / span:.0f}% of its {fmt_time_ns(span)} span; "
                     f"{fmt_time_ns(evidence)} of it in {int((rest & (gap > 0)).sum()):,} gaps between launches"
-                    f"{_besides(storm, fetched >= noise_floor_ns(wall))}; {advice}",
+                    f"{_besides(storm, fetched >= noise_floor_ns(wall), captured > 0)}; {advice}",
                     top,
                     evidence,
                     wall,
@@ -491,11 +572,54 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
     return out
 
 
-def _besides(storm: bool, fetched: bool) -> str:
+def _besides(storm: bool, fetched: bool, captured: bool) -> str:
     """What ``device_idle``'s gaps leave out, told by the other idle findings (a
-    DataLoader wait under the noise floor is not told: not named either)."""
-    told = [*(["the small-kernel gaps"] if storm else []), *(["the DataLoader waits"] if fetched else [])]
-    return f" (besides {' and '.join(told)})" if told else ""
+    DataLoader wait under the noise floor is not told: not named either; a capture's
+    finding is ``info``, always told)."""
+    told = [
+        *(["the small-kernel gaps"] if storm else []),
+        *(["the DataLoader waits"] if fetched else []),
+        *(["the graph captures"] if captured else []),
+    ]
+    if not told:
+        return ""
+    return f" (besides {', '.join(told[:-1])} and {told[-1]})" if len(told) > 1 else f" (besides {told[0]})"
+
+
+def _explained_gaps(union: Union, loader: Union, captures: _Captures | None) -> tuple[np.ndarray, np.ndarray]:
+    """Of each idle gap between the device's runs of work: how much a DataLoader fetch
+    covered, and how much of the rest a stream capture did."""
+    starts, ends = union.end[:-1], union.start[1:]
+    fetching = loader.covered_in(starts, ends) if len(loader) else np.zeros(starts.size, np.int64)
+    if captures is None:
+        return fetching, np.zeros(starts.size, np.int64)
+    both = Union(np.r_[loader.start, captures.windows.start], np.r_[loader.end, captures.windows.end])
+    return fetching, both.covered_in(starts, ends) - fetching
+
+
+def _graph_capture(
+    analysis: Analysis, device: str, capturing: np.ndarray, union: Union, captures: _Captures, span: int, wall: int
+) -> FindingOut:
+    """The device idle while the host recorded work into a graph (``info``: the capture's
+    design, not a loss of the workload), pointing at the op or annotation that ran the
+    capture which idled the device longest."""
+    inside = np.maximum(np.minimum(captures.ends, union.end[-1]) - np.maximum(captures.starts, union.start[0]), 0)
+    idled = inside - union.covered_in(captures.starts, captures.ends)
+    owner = captures.owners[int(np.argmax(idled))]
+    evidence = int(capturing.sum())
+    graphs = "a graph" if len(captures.owners) == 1 else f"{len(captures.owners):,} graphs"
+    return _finding(
+        analysis,
+        "graph_capture",
+        f"{device} sat idle {fmt_time_ns(evidence)} ({100 * evidence / span:.0f}% of its {fmt_time_ns(span)} span) "
+        f"while the host recorded {plural(captures.launches, 'launch', 'launches')} into {graphs} "
+        f"({captures.begin} … {captures.end or 'the end of the trace'}): captured work does not run, so this idle "
+        "time is the capture's, not the workload's — profile the graph's replays for its device time",
+        owner,
+        evidence,
+        wall,
+        severity="info",
+    )
 
 
 def _data_loading(
