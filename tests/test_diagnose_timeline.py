@@ -74,6 +74,9 @@ def test_diagnosis_definitions_on_a_hand_built_trace(tmp_path: Path) -> None:
     kinds = {f.kind: f for f in doc.findings}
     assert kinds["device_idle"].evidence_us == 350 and kinds["device_idle"].op == "aten::mm"
     assert kinds["device_idle"].instance == 1  # the launch after the gap is the second aten::mm
+    # that launch's enclosing ranges: the second aten::mm began after the gap did (300 >
+    # 250 µs), the step before it: the host was inside the step throughout the gap
+    assert "the host was inside ProfilerStep#1 for 350.000us (1 gap)" in kinds["device_idle"].message
     assert kinds["synchronization"].evidence_us == 200 and kinds["synchronization"].op == "aten::item"
     assert doc.findings[0].evidence_us >= doc.findings[-1].evidence_us
 
@@ -156,6 +159,8 @@ def test_idle_time_inside_a_cuda_graph_capture_is_the_captures_not_launch_overhe
     idle = kinds["device_idle"]
     assert idle.evidence_us == device.idle_us - capture.evidence_us
     assert "launch-bound" not in idle.message and "besides the graph captures" in idle.message
+    # the gap before the last kernel: its aten::add began inside the gap, and no range encloses it
+    assert "the host was outside every op and annotation of the launching thread" in idle.message
     assert sum(kinds[k].evidence_us for k in IDLE_FINDINGS if k in kinds) == device.idle_us
 
 

@@ -487,7 +487,8 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
                     "device_idle",
                     f"{name} is idle {100 * idle / span:.0f}% of its {fmt_time_ns(span)} span; "
                     f"{fmt_time_ns(evidence)} of it in {int((rest & (gap > 0)).sum()):,} gaps between launches"
-                    f"{_besides(storm, fetched >= noise_floor_ns(wall), captured > 0)}; {advice}",
+                    f"{_besides(storm, fetched >= noise_floor_ns(wall), captured > 0)}; {advice}"
+                    f"{_where_the_host_was(analysis, rows, after, gap, rest, union)}",
                     top,
                     evidence,
                     wall,
@@ -584,6 +585,54 @@ def _besides(storm: bool, fetched: bool, captured: bool) -> str:
     if not told:
         return ""
     return f" (besides {', '.join(told[:-1])} and {told[-1]})" if len(told) > 1 else f" (besides {told[0]})"
+
+
+def _where_the_host_was(
+    analysis: Analysis, rows: np.ndarray, after: np.ndarray, gap: np.ndarray, chosen: np.ndarray, union: Union
+) -> str:
+    """Where the host was during the longest of the ``chosen`` gaps (those that make up
+    half their time): the innermost op or annotation, on the thread that launched the
+    work after a gap, that began before the gap did — it encloses that launch, so the
+    host was inside it throughout the gap.  The range holding the most of that time is
+    named, with its time and number of gaps; or that the host was outside every one."""
+    lengths = np.where(chosen, gap, 0)
+    total = int(lengths.sum())
+    if total <= 0:
+        return ""
+    longest = np.argsort(-lengths, kind="stable")
+    count = int(np.searchsorted(np.cumsum(lengths[longest]), (total + 1) // 2)) + 1
+    longest = longest[:count]
+    ev = analysis.trace.events
+    parent = analysis.links.raw_parent
+    gap_start = union.end[:-1][longest]
+    current = analysis.links.device_launch[rows[after[longest]]].astype(np.int64)
+    inside = np.full(count, -1, dtype=np.int64)
+    # up the launches' ancestors, all gaps at once, until each meets a range begun before its gap
+    for _ in range(512):
+        looking = (current >= 0) & (inside < 0)
+        if not looking.any():
+            break
+        here = np.maximum(current, 0)
+        found = looking & equals_any(ev.role[here], _HOST_RANGES) & (ev.ts[here] <= gap_start)
+        inside[found] = current[found]
+        current = np.where(looking & ~found, parent[here], -1)
+    keys = np.where(inside >= 0, ev.name[np.maximum(inside, 0)].astype(np.int64), -1)
+    names, key_of_gap = np.unique(keys, return_inverse=True)
+    key_of_gap = key_of_gap.reshape(-1)
+    time_per_name = np.zeros(names.size, dtype=np.int64)  # exact: whole nanoseconds
+    np.add.at(time_per_name, key_of_gap, lengths[longest])
+    top = int(np.argmax(time_per_name))
+    gaps = int((key_of_gap == top).sum())
+    held = fmt_time_ns(int(time_per_name[top]))
+    if names[top] < 0:
+        return (
+            f"; in the {plural(count, 'longest gap')} (half this time) the host was outside every op and annotation "
+            f"of the launching thread for {held} ({plural(gaps, 'gap')}: Python or untraced work)"
+        )
+    return (
+        f"; in the {plural(count, 'longest gap')} (half this time) the host was inside "
+        f"{analysis.trace.names[int(names[top])]} for {held} ({plural(gaps, 'gap')})"
+    )
 
 
 def _explained_gaps(union: Union, loader: Union, captures: _Captures | None) -> tuple[np.ndarray, np.ndarray]:
