@@ -15,9 +15,8 @@ Definitions (the README's "Diagnosis" section says the same):
 * **findings**, ranked by ``evidence_us`` (the time each one accounts for, computed
   from the events named in its message): device idle while the host fetched the next
   batch (DataLoader) or recorded a CUDA graph (stream capture), device idle between
-  launches, small-kernel storms,
-  synchronisations, long launch queues, a first NeuronCore execution much
-  slower than the rest, NeuronCore engines mostly idle inside executions, and
+  launches, small-kernel storms, synchronisations, long launch queues, a first
+  NeuronCore execution much slower than the rest, NeuronCore engines mostly idle inside executions, and
   collectives taking most of the device time.
 """
 
@@ -25,6 +24,7 @@ from __future__ import annotations
 
 import re
 
+import msgspec
 import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
@@ -245,17 +245,21 @@ def _loader_rows(analysis: Analysis) -> np.ndarray:
     return rows[equals_any(ev.role[rows], _HOST_RANGES) & (ev.dur[rows] > 0)]
 
 
-class _Captures:
+class _Captures(msgspec.Struct, frozen=True):
     """The host's stream-capture windows (each ``…StreamBeginCapture`` to the end of the
     next ``…StreamEndCapture`` on its thread; to the trace's end without one), the
     launches they recorded, and per window the op or annotation that ran the capture."""
 
-    def __init__(
-        self, starts: list[int], ends: list[int], launches: int, owners: list[int], begin: str, end: str
-    ) -> None:
-        self.starts, self.ends = np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
-        self.windows = Union(self.starts, self.ends)
-        self.launches, self.owners, self.begin, self.end = launches, owners, begin, end
+    starts: np.ndarray  # int64 ns, per window
+    ends: np.ndarray
+    launches: int  # runtime calls that would have put work on the device, inside the windows
+    owners: list[int]  # per window: the op or annotation around its Begin, -1 if none
+    begin: str  # the Begin and End calls' names, as the trace spells them
+    end: str
+
+    @property
+    def windows(self) -> Union:
+        return Union(self.starts, self.ends)
 
 
 def _captures(analysis: Analysis, last: int) -> _Captures | None:
@@ -294,8 +298,8 @@ def _captures(analysis: Analysis, last: int) -> _Captures | None:
         launches += int(((ev.ts[mine] >= start) & (ev.ts[mine] < stop)).sum())
     end_name = next((trace.names[int(ev.name[r])] for r in calls.tolist() if not begins[ev.name[r]]), "")
     return _Captures(
-        starts,
-        stops,
+        np.array(starts, dtype=np.int64),
+        np.array(stops, dtype=np.int64),
         launches,
         [_enclosing_range(analysis, begun) for begun in begun_rows],
         trace.names[int(ev.name[begun_rows[int(np.argmin(starts))]])],
