@@ -116,6 +116,17 @@ def test_idle_time_waiting_for_the_dataloader_is_data_loading_not_launch_overhea
     assert kinds["small_kernels"].evidence_us == pytest.approx(108 + 1_000, abs=1e-3)
     assert "device_idle" not in kinds  # every gap was before a small kernel
     assert sum(kinds[k].evidence_us for k in IDLE_FINDINGS if k in kinds) == pytest.approx(device.idle_us, abs=1e-3)
+    # fetching is the host's work: its busy time is the union of the ops and the fetches
+    busy = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e["cat"] == "cpu_op" or "DataLoader" in e["name"])
+    merged: list[list[float]] = []
+    for start, end in busy:
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    (step,) = doc.steps
+    assert step.host_busy_us == pytest.approx(sum(end - start for start, end in merged), abs=1e-3)
+    assert step.host_busy_us > 4_150  # the fetches alone
     # without the fetches, the whole long gap would have been the small kernels'
     plain = [e for e in events if not e["name"].startswith("enumerate(DataLoader)")]
     kinds = {f.kind: f for f in diagnose(_trace(tmp_path, plain)).findings}

@@ -8,8 +8,8 @@ Definitions (the README's "Diagnosis" section says the same):
   union of its device work (kernels, copies, NeuronCore executions — overlapping
   streams count once; device annotations are not work); *idle* = span − busy.
 * **step**: a ``ProfilerStep#N`` (the whole trace when there is none).  *wall* is its
-  length; *host busy* the union of the ops on its thread inside it, less the time
-  spent waiting in synchronisations; *device busy* the union of all device work
+  length; *host busy* the union of the ops and DataLoader fetches on its thread inside
+  it, less the time spent waiting in synchronisations; *device busy* the union of all device work
   inside it.  A step is *device-bound* when the device is busy at least half its
   wall time, *host-bound* otherwise.
 * **findings**, ranked by ``evidence_us`` (the time each one accounts for, computed
@@ -201,7 +201,10 @@ def diagnose(analysis: Analysis) -> DiagnoseOut:
     if not windows:
         main_thread = int(np.bincount(ev.thread[host]).argmax()) if host.size else -1
         windows = [("whole trace", first, last, main_thread)]
-    host_busy, device_busy = _step_busy(analysis, windows, host, syncs, all_device)
+    loader_rows = _loader_rows(analysis)
+    # fetching the next batch is the host's work too (not an op: PyTorch records it as
+    # an annotation); without it a step that waits on its DataLoader looked idle on both sides
+    host_busy, device_busy = _step_busy(analysis, windows, np.union1d(host, loader_rows), syncs, all_device)
     host_total = int(host_busy.sum())
     lengths = np.maximum(np.array([end - start for _, start, end, _ in windows], dtype=np.int64), 0)
     bound = np.where(2 * device_busy >= lengths, "device", "host").tolist()
@@ -223,7 +226,7 @@ def diagnose(analysis: Analysis) -> DiagnoseOut:
         all_device,
         mostly_device_bound,
         len(steps),
-        _loader_rows(analysis),
+        loader_rows,
         _captures(analysis, last),
     )
     # below the noise floor a finding is not a finding (a 0.011 µs gap is no advice)
@@ -325,7 +328,8 @@ def _step_busy(
     all_device: Union,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per step window (name, start, end, thread): the host's busy time on its thread
-    — the union of its ops inside the window, less what of it a synchronising call
+    — the union of its ``host`` rows (ops and DataLoader fetches) inside the window,
+    less what of it a synchronising call
     covers (waiting is not work) — and the devices' busy time inside the window.
 
     The union of ops clipped to a window is the thread's union clipped to it, so each
