@@ -75,8 +75,10 @@ def test_diagnosis_definitions_on_a_hand_built_trace(tmp_path: Path) -> None:
     assert kinds["device_idle"].evidence_us == 350 and kinds["device_idle"].op == "aten::mm"
     assert kinds["device_idle"].instance == 1  # the launch after the gap is the second aten::mm
     # that launch's enclosing ranges: the second aten::mm began after the gap did (300 >
-    # 250 µs), the step before it: the host was inside the step throughout the gap
-    assert "the host was inside ProfilerStep#1 for 350.000us (1 gap)" in kinds["device_idle"].message
+    # 250 µs), then the step, which encloses everything: no range is named
+    assert "the host was in no op or annotation (but the step) of the launching thread for 350.000us (1 gap:" in (
+        kinds["device_idle"].message
+    )
     assert kinds["synchronization"].evidence_us == 200 and kinds["synchronization"].op == "aten::item"
     assert doc.findings[0].evidence_us >= doc.findings[-1].evidence_us
 
@@ -171,8 +173,27 @@ def test_idle_time_inside_a_cuda_graph_capture_is_the_captures_not_launch_overhe
     assert idle.evidence_us == device.idle_us - capture.evidence_us
     assert "launch-bound" not in idle.message and "besides the graph captures" in idle.message
     # the gap before the last kernel: its aten::add began inside the gap, and no range encloses it
-    assert "the host was outside every op and annotation of the launching thread" in idle.message
+    assert "the host was in no op or annotation (but the step) of the launching thread" in idle.message
     assert sum(kinds[k].evidence_us for k in IDLE_FINDINGS if k in kinds) == device.idle_us
+
+
+def test_device_idle_names_the_range_the_host_was_in_during_its_longest_gaps(tmp_path: Path) -> None:
+    """The gap 110–1,600 µs ends with a launch by an op that began inside it (1,500 µs);
+    the optimizer's annotation around that op began before the gap (40 µs): the host was
+    inside it throughout."""
+    events = [
+        annotation("ProfilerStep#1", 0, 3_000),
+        annotation("Optimizer.step#Adam.step", 40, 1_960),
+        op("aten::_foreach_mul_", 50, 20, ext=1),
+        launch(55, 5, correlation=1, ext=1),
+        kernel("mul_kernel", 100, 10, correlation=1, ext=1),
+        op("aten::_foreach_add_", 1_500, 20, ext=2),
+        launch(1_510, 5, correlation=2, ext=2),
+        kernel("add_kernel", 1_600, 10, correlation=2, ext=2),
+    ]
+    (idle,) = [f for f in diagnose(_trace(tmp_path, events)).findings if f.kind == "device_idle"]
+    assert idle.evidence_us == 1_490 and idle.op == "aten::_foreach_add_"
+    assert idle.message.endswith("the host was inside Optimizer.step#Adam.step for 1.490ms (1 gap)")
 
 
 @requires_corpus

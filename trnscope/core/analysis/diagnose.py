@@ -468,7 +468,8 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
                     "small_kernels",
                     f"{int(small.sum()):,} of {rows.size:,} device events on {name} run under "
                     f"{SMALL_KERNEL_NS // 1000} µs; the device is idle {fmt_time_ns(evidence)} in the gaps before them — "
-                    "each launch costs more than its work: fuse them (torch.compile) or batch",
+                    "each launch costs more than its work: fuse them (torch.compile) or batch"
+                    f"{_where_the_host_was(analysis, rows, after, gap, before_small, union)}",
                     top,
                     evidence,
                     wall,
@@ -602,7 +603,8 @@ def _where_the_host_was(
     half their time): the innermost op or annotation, on the thread that launched the
     work after a gap, that began before the gap did — it encloses that launch, so the
     host was inside it throughout the gap.  The range holding the most of that time is
-    named, with its time and number of gaps; or that the host was outside every one."""
+    named, with its time and number of gaps; or that the host was outside every one
+    (a ``ProfilerStep`` encloses everything: it is not named)."""
     lengths = np.where(chosen, gap, 0)
     total = int(lengths.sum())
     if total <= 0:
@@ -615,6 +617,7 @@ def _where_the_host_was(
     gap_start = union.end[:-1][longest]
     current = analysis.links.device_launch[rows[after[longest]]].astype(np.int64)
     inside = np.full(count, -1, dtype=np.int64)
+    step_rows = np.array([step.row for step in analysis.steps()], dtype=np.int64)
     # up the launches' ancestors, all gaps at once, until each meets a range begun before its gap
     for _ in range(512):
         looking = (current >= 0) & (inside < 0)
@@ -622,6 +625,7 @@ def _where_the_host_was(
             break
         here = np.maximum(current, 0)
         found = looking & equals_any(ev.role[here], _HOST_RANGES) & (ev.ts[here] <= gap_start)
+        found &= ~np.isin(here, step_rows)
         inside[found] = current[found]
         current = np.where(looking & ~found, parent[here], -1)
     keys = np.where(inside >= 0, ev.name[np.maximum(inside, 0)].astype(np.int64), -1)
@@ -634,8 +638,8 @@ def _where_the_host_was(
     held = fmt_time_ns(int(time_per_name[top]))
     if names[top] < 0:
         return (
-            f"; in the {plural(count, 'longest gap')} (half this time) the host was outside every op and annotation "
-            f"of the launching thread for {held} ({plural(gaps, 'gap')}: Python or untraced work)"
+            f"; in the {plural(count, 'longest gap')} (half this time) the host was in no op or annotation (but the "
+            f"step) of the launching thread for {held} ({plural(gaps, 'gap')}: Python or untraced work)"
         )
     return (
         f"; in the {plural(count, 'longest gap')} (half this time) the host was inside "
