@@ -204,7 +204,9 @@ def diagnose(analysis: Analysis) -> DiagnoseOut:
     loader_rows = _loader_rows(analysis)
     # fetching the next batch is the host's work too (not an op: PyTorch records it as
     # an annotation); without it a step that waits on its DataLoader looked idle on both sides
-    host_busy, device_busy = _step_busy(analysis, windows, np.union1d(host, loader_rows), syncs, all_device)
+    # (a 2021 trace's fetch is an op already: a row twice is harmless, the busy time is a union)
+    with_fetches = np.concatenate((host, loader_rows)) if loader_rows.size else host
+    host_busy, device_busy = _step_busy(analysis, windows, with_fetches, syncs, all_device)
     host_total = int(host_busy.sum())
     lengths = np.maximum(np.array([end - start for _, start, end, _ in windows], dtype=np.int64), 0)
     bound = np.where(2 * device_busy >= lengths, "device", "host").tolist()
