@@ -44,7 +44,7 @@ class DiagnoseScreen(ExplorerScreen):
     def compose(self) -> ComposeResult:
         yield TextPanel(id="dg-summary")
         yield VirtualTable(id="findings")
-        yield TextPanel(id="dg-detail")
+        yield TextPanel(id="dg-detail", grow_only=True)
         yield KeyHints()
 
     def on_mount(self) -> None:
