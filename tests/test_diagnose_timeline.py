@@ -749,3 +749,47 @@ async def test_a_pane_whose_figures_fail_says_so_and_stays(monkeypatch) -> None:
         assert any(n.startswith("diagnose failed: ValueError: a figure nobody could compute") for n in notices), notices
         await press(pilot, "escape")
         assert app.is_running
+
+
+async def test_the_diagnosis_pane_shows_a_findings_whole_message_at_80x24(tmp_path: Path) -> None:
+    """Every finding's message fits the pane under the table at 80×24: a device_idle
+    message of five lines lost its last one, the figures of where the host was."""
+    from rich.console import Console
+    from rich.text import Text
+
+    from trnscope.tui.app import TrnscopeApp
+    from trnscope.tui.screen_diagnose import DiagnoseScreen
+    from trnscope.tui.vtable import VirtualTable
+
+    events = [
+        annotation("graph_capture_region", 100, 1_000),
+        op("aten::add", 10, 30, ext=1),
+        launch(20, 5, correlation=1, ext=1),
+        kernel("add_kernel", 50, 10, correlation=1, ext=1),
+        runtime("cudaStreamBeginCapture", 110, 5, correlation=2),
+        launch(200, 5, correlation=3),
+        runtime("cudaStreamEndCapture", 900, 10, correlation=7),
+        op("aten::add", 1_150, 30, ext=6),
+        launch(1_160, 5, correlation=6, ext=6),
+        kernel("add_kernel", 1_200, 10, correlation=6, ext=6),
+    ]
+    path = write_trace(tmp_path / "t.json", events, baseTimeNanoseconds=1_700_000_000_000_000_000)
+    app = TrnscopeApp([str(path)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot)
+        await press(pilot, "d")
+        pane = app.screen
+        assert isinstance(pane, DiagnoseScreen)
+        await settle(pilot)
+        assert pane.doc is not None and len(pane.doc.findings) >= 2
+        table = pane.query_one(VirtualTable)
+        detail = pane.query_one("#dg-detail")
+        longest = 0
+        for index, finding in enumerate(pane.doc.findings):
+            table.move_to(index)
+            await settle(pilot)
+            box = detail.content_region
+            lines = Text(finding.message).wrap(Console(width=box.width), box.width)
+            longest = max(longest, len(lines))
+            assert len(lines) <= box.height, (finding.kind, len(lines), box.height)
+        assert longest >= 5  # (the case that was cut)
