@@ -616,6 +616,41 @@ def test_open_checks_its_inputs_before_the_ui(capsys, small_synthetic) -> None:
 
 
 @requires_corpus
+@pytest.mark.parametrize("width", [60, 80, 100, 140])
+def test_compare_device_work_per_region_never_cuts_a_time(width: int, monkeypatch, capsys) -> None:
+    """Each variant's device time per region is whole at every width (the kernels' text
+    after it loses its middle instead; at 100 columns B's "376.149ms" was "376.149m…"),
+    and the variants share the room: B's kernels are not left out to give A's all of it."""
+    from trnscope.core.analysis.compare import compare
+    from trnscope.core.base.units import fmt_time_ns
+    from trnscope.core.formats import load_path
+
+    paths = [CORPUS / "hta_diff_control_a100.json.gz", CORPUS / "hta_diff_test_v100.json.gz"]
+    monkeypatch.setenv("COLUMNS", str(width))
+    assert main(["compare", *map(str, paths), "--no-cache"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert all(len(line) <= width for line in lines)
+    first = next(i for i, line in enumerate(lines) if line.startswith("Device work per region"))
+    header = lines[first + 1]
+    a_at, b_at = header.index(" A ") + 1, header.index(" B ") + 1
+    comparison = compare([Analysis(load_path(p)) for p in paths], ["a", "b"], [])
+    expected = {
+        (row.key, k): fmt_time_ns(row.values[k].device_total_ns)
+        for row in comparison.kernels
+        for k in (0, 1)
+        if row.values[k]
+    }
+    rows = lines[first + 2 : first + 2 + min(25, len(comparison.kernels))]
+    for row, line in zip(comparison.kernels, rows):
+        for k, at in ((0, a_at), (1, b_at)):
+            if (row.key, k) in expected:
+                cell = line[at:].split()[0]
+                assert cell == expected[(row.key, k)], (line, cell)
+    if width >= 100:  # room for both variants' kernels
+        assert all("kernel" in line[a_at:b_at] and "kernel" in line[b_at:] for line in rows[:3]), rows[:3]
+
+
+@requires_corpus
 @pytest.mark.parametrize("width", [80, 100, 250])
 def test_summary_text_never_cuts_a_number(width: int, monkeypatch, capsys) -> None:
     """At any width every line fits and every time keeps its unit: columns that do not

@@ -17,7 +17,7 @@ from trnscope.core.analysis.contracts import compare_document, encode, figures_d
 from trnscope.core.analysis.distribution import RatioInterval
 from trnscope.core.analysis.row_labels import distinct_names
 from trnscope.core.base.errors import TrnscopeError
-from trnscope.core.base.text import safe_text
+from trnscope.core.base.text import elide_middle_text, safe_text
 from trnscope.core.base.units import fmt_ratio, fmt_time_ns, us
 from trnscope.core.opening.sources import Mode
 
@@ -188,7 +188,7 @@ def _kernel_runs_lines(comparison: Comparison, width: int, console: Any) -> list
 DEFAULT_HIDE = ("python",)
 
 
-def render_table(comparison: Comparison, limit: int, width: int, hide: tuple[str, ...] = ()) -> str:  # noqa: C901 - one section per table of the output, each laid out for the width
+def render_table(comparison: Comparison, limit: int, width: int, hide: tuple[str, ...] = ()) -> str:
     console = text_console(width)
     for line in variant_legend(comparison):
         console.print(line)
@@ -226,18 +226,7 @@ def render_table(comparison: Comparison, limit: int, width: int, hide: tuple[str
             False,
         )
     if comparison.kernels:
-        rows = _cap(comparison.kernels, limit)
-        texts = [("Region", [safe_text(row.key) for row in rows], NAME_MIN, 100)]
-        for k, letter in enumerate(LETTERS[: len(comparison.labels)]):
-            cells = []
-            for row in rows:
-                value, detail = row.values[k], row.detail[k] if k < len(row.detail) else ""
-                cells.append(f"{fmt_time_ns(value.device_total_ns)} {safe_text(detail)}".strip() if value else "—")
-            texts.append((letter, cells, 12, 90 - k))
-        kept_texts, _, gone = layout(width, texts, [])
-        hidden += gone
-        print_columns(console, "Device work per region (the kernels behind it)", kept_texts, [], len(rows))
-        console.print()
+        hidden += _device_work_table(console, comparison, _cap(comparison.kernels, limit), width)
     shown = [row for row in comparison.rows if row.kind not in hide]
     only_kernels = comparison.kernel_runs and all(row.kind == "kernel" for row in comparison.rows)
     if not only_kernels:  # a kernel benchmark's "ops" are its kernels, compared above
@@ -255,6 +244,55 @@ def render_table(comparison: Comparison, limit: int, width: int, hide: tuple[str
         for line in wrap_words("note: " + safe_text(note), width, ""):
             console.print(line)
     return console.export_text()
+
+
+def _device_work_table(console: Any, comparison: Comparison, rows: list[CompareRow], width: int) -> list[str]:
+    """Per region, each variant's device time and the kernels behind it.  The time is a
+    number, never cut: a variant's column is at least as wide as its longest time, and
+    only the kernels' text after it loses its middle (or goes, where only the time
+    fits); a column that cannot hold its times is left out and said so."""
+    texts = [("Region", [safe_text(row.key) for row in rows], NAME_MIN, 100)]
+    times: list[list[str]] = []
+    details: list[list[str]] = []
+    for k, letter in enumerate(LETTERS[: len(comparison.labels)]):
+        values = [row.values[k] for row in rows]
+        times.append([fmt_time_ns(value.device_total_ns) if value else "—" for value in values])
+        details.append(
+            [safe_text(row.detail[k]) if value and k < len(row.detail) else "" for row, value in zip(rows, values)]
+        )
+        cells = [f"{time} {detail}".strip() for time, detail in zip(times[k], details[k])]
+        texts.append((letter, cells, max(len(letter), *map(len, times[k])), 90 - k))
+    kept_texts, _, gone = layout(width, texts, [])
+    # the variants share their columns' room evenly (the layout gives spare room to the
+    # first column first: A's kernels got all of it, B's none)
+    letters = [header for header, _cells, _width in kept_texts[1:]]
+    minimums = [texts[LETTERS.index(letter) + 1][2] for letter in letters]
+    shares = _even_split(sum(column_width for _h, _c, column_width in kept_texts[1:]), minimums)
+    fitted: list[tuple[str, list[str], int]] = [kept_texts[0]]
+    for letter, share in zip(letters, shares):
+        k = LETTERS.index(letter)
+        fitted.append((letter, [_time_then_text(t, d, share) for t, d in zip(times[k], details[k])], share))
+    print_columns(console, "Device work per region (the kernels behind it)", fitted, [], len(rows))
+    console.print()
+    return gone
+
+
+def _even_split(total: int, minimums: list[int]) -> list[int]:
+    """``total`` cells over columns that need at least ``minimums``: the narrowest
+    widened first, a cell at a time, so they end as even as their minimums allow."""
+    widths = list(minimums)
+    for _ in range(max(total - sum(widths), 0)):
+        widths[widths.index(min(widths))] += 1
+    return widths
+
+
+def _time_then_text(time: str, text: str, width: int) -> str:
+    """``time``, whole, then as much of ``text`` as fits ``width`` (its middle elided;
+    none of it where fewer than twelve cells are left: "100 k…" tells nothing)."""
+    room = width - len(time) - 1
+    if not text or room < 12:
+        return time
+    return f"{time} {elide_middle_text(text, room)}"
 
 
 def _align_pairs(args: argparse.Namespace) -> list[tuple[str, str]]:
