@@ -331,3 +331,16 @@ def test_text_answer_fits_80_columns_and_sizes_read_unambiguously(
     out = capsys.readouterr().out
     assert all(len(line) <= 80 for line in out.splitlines()), max(out.splitlines(), key=len)
     assert fmt_size(message_bytes(RankPlan().collectives[0], 4)) in out and " Kb " not in out
+
+
+def test_ranks_text_of_a_profile_without_matched_collectives_reads_whole(monkeypatch, capsys) -> None:
+    """The SYNTHETIC Neuron session's ranks: the headline says no collectives were
+    matched (it said "0 collectives matched by —"), the device-profile warning is a whole
+    sentence (it ended "…cc_running events are"), and one hidden step is "1 faster step"."""
+    sample = Path(__file__).resolve().parent.parent / "sample_traces" / "trn_synthetic_rmsnorm_session"
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["ranks", str(sample), "--no-cache"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "no collectives matched;" in out and "matched by —" not in out
+    assert "the system trace's cc_running events are matched instead, where the profile has them" in out
+    assert "1 faster step not shown" in out and "1 faster steps" not in out

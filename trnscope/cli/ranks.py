@@ -16,7 +16,7 @@ from trnscope.cli.textout import wrap_words, write_json
 from trnscope.cli.width import output_width
 from trnscope.core.analysis.contracts import RankOut, RanksOut
 from trnscope.core.base.errors import TrnscopeError
-from trnscope.core.base.text import elide_middle_text, pad_cells, safe_text, shorten
+from trnscope.core.base.text import elide_middle_text, pad_cells, plural, safe_text, shorten
 from trnscope.core.base.units import fmt_rate, fmt_size, fmt_time_ns
 from trnscope.core.formats.options import LoadOptions
 from trnscope.core.opening.executors import ExecutorChoice
@@ -79,12 +79,16 @@ def render_ranks(doc: RanksOut, width: int, ran_on: str = "") -> str:
 
 def _headline(doc: RanksOut, ran_on: str) -> str:
     kinds = sorted({r.compute for r in doc.ranks})
-    matched = doc.collectives[0].matched_by if doc.collectives else "—"
+    matched = (
+        f"{len(doc.collectives):,} collectives matched by {doc.collectives[0].matched_by}"
+        if doc.collectives
+        else "no collectives matched"
+    )
     given = len(doc.ranks)
     world = f"{given} ranks" if given == doc.world_size else f"{given} of {doc.world_size} ranks"
     read = f", read by {ran_on}" if ran_on else ""
     return (
-        f"{world} ({'/'.join(kinds)} compute), {len(doc.collectives):,} collectives matched by {matched}; "
+        f"{world} ({'/'.join(kinds)} compute), {matched}; "
         f"lateness under {fmt_time_ns(doc.noise_floor_us * 1000)} is noise here{read}"
     )
 
@@ -140,7 +144,7 @@ def _rank_lines(doc: RanksOut, width: int) -> list[str]:
             "(--format json lists all)"
         )
     if hidden:
-        lines.append(f"  {hidden:,} faster steps not shown (--step K shows one; --format json has all)")
+        lines.append(f"  {plural(hidden, 'faster step')} not shown (--step K shows one; --format json has all)")
     lines.append("  last at: how many collectives the rank arrived last at")
     return lines
 

@@ -72,11 +72,14 @@ class RanksScreen(ExplorerScreen):
         text = Text(no_wrap=True, overflow="ellipsis")
         given = len(doc.ranks)
         world = f"{given} ranks" if given == doc.world_size else f"{given} of {doc.world_size} ranks"
-        matched = doc.collectives[0].matched_by if doc.collectives else "—"
+        matched = (
+            f"{len(doc.collectives):,} collectives (matched by {doc.collectives[0].matched_by})"
+            if doc.collectives
+            else "no collectives matched"
+        )
         text.append(f"{world}", style="bold")
         text.append(
-            f" · {len(doc.collectives):,} collectives (matched by {matched}) · noise floor "
-            f"{fmt_time_short(doc.noise_floor_us * 1000)}\n",
+            f" · {matched} · noise floor {fmt_time_short(doc.noise_floor_us * 1000)}\n",
             style="dim",
         )
         if not doc.findings:

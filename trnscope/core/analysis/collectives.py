@@ -387,7 +387,8 @@ def find_collectives(analysis: Analysis) -> CollectiveFacts:  # noqa: C901 - the
     if device_cc:
         warnings.append(
             f"{device_cc} collective operations of the device profiles are not matched across ranks "
-            "(nothing ties them to a call); the system trace's cc_running events are"
+            "(nothing ties them to a call); the system trace's cc_running events are matched instead, where the "
+            "profile has them"
         )
     return CollectiveFacts(
         calls=calls,
