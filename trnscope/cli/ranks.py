@@ -85,7 +85,7 @@ def _headline(doc: RanksOut, ran_on: str) -> str:
         else "no collectives matched"
     )
     given = len(doc.ranks)
-    world = f"{given} ranks" if given == doc.world_size else f"{given} of {doc.world_size} ranks"
+    world = plural(given, "rank") if given == doc.world_size else f"{given} of {doc.world_size} ranks"
     read = f", read by {ran_on}" if ran_on else ""
     return (
         f"{world} ({'/'.join(kinds)} compute), {matched}; "

@@ -71,7 +71,7 @@ class RanksScreen(ExplorerScreen):
         doc = self.document
         text = Text(no_wrap=True, overflow="ellipsis")
         given = len(doc.ranks)
-        world = f"{given} ranks" if given == doc.world_size else f"{given} of {doc.world_size} ranks"
+        world = plural(given, "rank") if given == doc.world_size else f"{given} of {doc.world_size} ranks"
         matched = (
             f"{len(doc.collectives):,} collectives (matched by {doc.collectives[0].matched_by})"
             if doc.collectives
