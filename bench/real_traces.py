@@ -153,7 +153,7 @@ def spread(values: list[float]) -> dict[str, float]:
 
 
 def traces_to_run(paths: list[str], corpus: bool) -> list[Path]:
-    found = [Path(p) for p in paths]
+    found = [Path(p).resolve() for p in paths]  # (the other tree runs in its own folder)
     if corpus and CORPUS.is_dir():
         found += sorted(p for p in CORPUS.iterdir() if p.name.endswith(TRACE_SUFFIXES))
     return found
