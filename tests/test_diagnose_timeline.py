@@ -194,6 +194,10 @@ def test_device_idle_names_the_range_the_host_was_in_during_its_longest_gaps(tmp
     (idle,) = [f for f in diagnose(_trace(tmp_path, events)).findings if f.kind == "device_idle"]
     assert idle.evidence_us == 1_490 and idle.op == "aten::_foreach_add_"
     assert idle.message.endswith("the host was inside Optimizer.step#Adam.step for 1.490ms (1 gap)")
+    # a kernel whose launch the trace does not have says nothing of where the host was
+    unlinked = [*events[:-1], kernel("add_kernel", 1_600, 10, correlation=99)]
+    (idle,) = [f for f in diagnose(_trace(tmp_path, unlinked)).findings if f.kind == "device_idle"]
+    assert idle.evidence_us == 1_490 and "the host was" not in idle.message
 
 
 @requires_corpus

@@ -598,6 +598,9 @@ def _besides(storm: bool, fetched: bool, captured: bool) -> str:
     return f" (besides {', '.join(told[:-1])} and {told[-1]})" if len(told) > 1 else f" (besides {told[0]})"
 
 
+_LAUNCH_UNKNOWN = -2
+
+
 def _where_the_host_was(
     analysis: Analysis, rows: np.ndarray, after: np.ndarray, gap: np.ndarray, chosen: np.ndarray, union: Union
 ) -> str:
@@ -606,7 +609,8 @@ def _where_the_host_was(
     work after a gap, that began before the gap did — it encloses that launch, so the
     host was inside it throughout the gap.  The range holding the most of that time is
     named, with its time and number of gaps; or that the host was outside every one
-    (a ``ProfilerStep`` encloses everything: it is not named)."""
+    (a ``ProfilerStep`` encloses everything: it is not named); nothing where most of
+    that time is before work whose launch the trace does not have."""
     lengths = np.where(chosen, gap, 0)
     total = int(lengths.sum())
     if total <= 0:
@@ -631,6 +635,8 @@ def _where_the_host_was(
         inside[found] = current[found]
         current = np.where(looking & ~found, parent[here], -1)
     keys = np.where(inside >= 0, ev.name[np.maximum(inside, 0)].astype(np.int64), -1)
+    # work whose launch is not in the trace tells nothing of where the host was
+    keys[analysis.links.device_launch[rows[after[longest]]] < 0] = _LAUNCH_UNKNOWN
     names, key_of_gap = np.unique(keys, return_inverse=True)
     key_of_gap = key_of_gap.reshape(-1)
     time_per_name = np.zeros(names.size, dtype=np.int64)  # exact: whole nanoseconds
@@ -638,6 +644,8 @@ def _where_the_host_was(
     top = int(np.argmax(time_per_name))
     gaps = int((key_of_gap == top).sum())
     held = fmt_time_ns(int(time_per_name[top]))
+    if names[top] == _LAUNCH_UNKNOWN:
+        return ""
     if names[top] < 0:
         return (
             f"; in the {plural(count, 'longest gap')} (half this time) the host was in no op or annotation (but the "
