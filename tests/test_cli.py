@@ -581,28 +581,23 @@ def test_open_without_a_terminal_says_so_instead_of_waiting_for_keys(tmp_path: P
     # ``ssh host trnscope open …`` without -t: Textual waited for keys forever
     env = {**os.environ, "TRNSCOPE_CACHE_DIR": str(tmp_path)}
     env.pop("TEXTUAL_DRIVER", None)
-    trace = REPO / "sample_traces" / "cpu_train_tiny_session"
-    done = subprocess.run(
-        [sys.executable, "-m", "trnscope", "open", str(trace)],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        cwd=str(REPO),
-        env=env,
-        timeout=60,
-    )
+
+    def open_without_a_terminal(path: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "trnscope", "open", str(path)],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            cwd=str(REPO),
+            env=env,
+            timeout=60,
+        )
+
+    done = open_without_a_terminal(REPO / "sample_traces" / "cpu_train_tiny_session")
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith("trnscope: error: open needs a terminal") and done.stderr.count("\n") == 1
     # a bad path is still the reason given first
-    done = subprocess.run(
-        [sys.executable, "-m", "trnscope", "open", str(tmp_path / "nope")],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        cwd=str(REPO),
-        env=env,
-        timeout=60,
-    )
+    done = open_without_a_terminal(tmp_path / "nope")
     assert done.returncode == 2 and "no such file" in done.stderr
 
 

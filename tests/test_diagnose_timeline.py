@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -135,14 +136,9 @@ def test_idle_time_waiting_for_the_dataloader_is_data_loading_not_launch_overhea
     assert "data_loading" not in kinds and kinds["small_kernels"].evidence_us == pytest.approx(device.idle_us, abs=1e-3)
 
 
-@pytest.mark.parametrize("closed", [True, False], ids=["captured", "still-capturing-at-the-end"])
-def test_idle_time_inside_a_cuda_graph_capture_is_the_captures_not_launch_overhead(
-    tmp_path: Path, closed: bool
-) -> None:
-    """Launches between ``cudaStreamBeginCapture`` and ``cudaStreamEndCapture`` are
-    recorded, not run: the device's idle time inside the capture (110–910 µs) is
-    ``graph_capture`` (info), and no "launch-bound … use CUDA graphs" advice is given for
-    it.  A capture the trace ends inside lasts to the trace's end."""
+def _captured_launches(closed: bool = True) -> list[dict]:
+    """A kernel at 50 µs, a capture from 110 µs (to 910 µs when ``closed``) recording two
+    kernel launches and a copy, and a kernel at 1,200 µs launched after it."""
     events = [
         annotation("graph_capture_region", 100, 1_000),
         op("aten::add", 10, 30, ext=1),
@@ -158,7 +154,18 @@ def test_idle_time_inside_a_cuda_graph_capture_is_the_captures_not_launch_overhe
     ]
     if closed:
         events.append(runtime("cudaStreamEndCapture", 900, 10, correlation=7))
-    doc = diagnose(_trace(tmp_path, events))
+    return events
+
+
+@pytest.mark.parametrize("closed", [True, False], ids=["captured", "still-capturing-at-the-end"])
+def test_idle_time_inside_a_cuda_graph_capture_is_the_captures_not_launch_overhead(
+    tmp_path: Path, closed: bool
+) -> None:
+    """Launches between ``cudaStreamBeginCapture`` and ``cudaStreamEndCapture`` are
+    recorded, not run: the device's idle time inside the capture (110–910 µs) is
+    ``graph_capture`` (info), and no "launch-bound … use CUDA graphs" advice is given for
+    it.  A capture the trace ends inside lasts to the trace's end."""
+    doc = diagnose(_trace(tmp_path, _captured_launches(closed)))
     (device,) = doc.devices
     assert device.span_us == 1_160 and device.idle_us == 1_140
     kinds = {f.kind: f for f in doc.findings}
@@ -500,11 +507,7 @@ async def test_diagnosis_pane_steps_open_the_timeline_on_a_step() -> None:
 
     app = TrnscopeApp([str(CORPUS / "hta_diff_control_a100.json.gz")])
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_loaded(pilot)
-        await press(pilot, "d")
-        pane = app.screen
-        assert isinstance(pane, DiagnoseScreen)
-        await settle(pilot)
+        pane = await _diagnosis_pane(app, pilot)
         assert pane.doc is not None and len(pane.doc.steps) == 6
         await press(pilot, "s")
         table = pane.query_one(VirtualTable)
@@ -762,29 +765,12 @@ async def test_the_diagnosis_pane_shows_a_findings_whole_message_at_80x24(tmp_pa
     from rich.text import Text
 
     from trnscope.tui.app import TrnscopeApp
-    from trnscope.tui.screen_diagnose import DiagnoseScreen
     from trnscope.tui.vtable import VirtualTable
 
-    events = [
-        annotation("graph_capture_region", 100, 1_000),
-        op("aten::add", 10, 30, ext=1),
-        launch(20, 5, correlation=1, ext=1),
-        kernel("add_kernel", 50, 10, correlation=1, ext=1),
-        runtime("cudaStreamBeginCapture", 110, 5, correlation=2),
-        launch(200, 5, correlation=3),
-        runtime("cudaStreamEndCapture", 900, 10, correlation=7),
-        op("aten::add", 1_150, 30, ext=6),
-        launch(1_160, 5, correlation=6, ext=6),
-        kernel("add_kernel", 1_200, 10, correlation=6, ext=6),
-    ]
-    path = write_trace(tmp_path / "t.json", events, baseTimeNanoseconds=1_700_000_000_000_000_000)
+    path = write_trace(tmp_path / "t.json", _captured_launches(), baseTimeNanoseconds=1_700_000_000_000_000_000)
     app = TrnscopeApp([str(path)])
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_loaded(pilot)
-        await press(pilot, "d")
-        pane = app.screen
-        assert isinstance(pane, DiagnoseScreen)
-        await settle(pilot)
+        pane = await _diagnosis_pane(app, pilot)
         assert pane.doc is not None and len(pane.doc.findings) >= 2
         table = pane.query_one(VirtualTable)
         detail = pane.query_one("#dg-detail")
@@ -797,3 +783,15 @@ async def test_the_diagnosis_pane_shows_a_findings_whole_message_at_80x24(tmp_pa
             longest = max(longest, len(lines))
             assert len(lines) <= box.height, (finding.kind, len(lines), box.height)
         assert longest >= 5  # (the case that was cut)
+
+
+async def _diagnosis_pane(app: Any, pilot: Any) -> Any:
+    """The explorer's diagnosis pane, opened with `d` once the trace has loaded."""
+    from trnscope.tui.screen_diagnose import DiagnoseScreen
+
+    await wait_loaded(pilot)
+    await press(pilot, "d")
+    pane = app.screen
+    assert isinstance(pane, DiagnoseScreen)
+    await settle(pilot)
+    return pane
