@@ -19,14 +19,21 @@ from trnscope.cli.main import main
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.contracts import DiagnoseOut
 from trnscope.core.analysis.diagnose import (
+    _CAPTURE_BEGIN,
+    _CAPTURE_BEGIN_NEEDLES,
+    _CAPTURE_END,
+    _CAPTURE_END_NEEDLES,
     _COLLECTIVE,
     _COLLECTIVE_NEEDLES,
+    _DEVICE_CALL,
+    _DEVICE_CALL_NEEDLES,
     _SYNC,
     _SYNC_NEEDLES,
     diagnose,
-    names_matching,
     noise_floor_ns,
 )
+from trnscope.core.analysis.host_work import _DATA_LOADER_NEEDLES, DATA_LOADER
+from trnscope.core.analysis.name_match import names_matching
 from trnscope.core.analysis.timeline import build_lanes, coverage, glyphs, parse_time, under
 from trnscope.core.base.intervals import Union
 from trnscope.core.base.units import us, us_of_ns
@@ -372,6 +379,25 @@ def test_timeline_lanes_and_shading(tmp_path: Path) -> None:
     assert nested[0] is not lanes[0] and build_lanes(analysis, nested=True)[0] is nested[0]
 
 
+def test_the_timeline_draws_dataloader_fetches_in_the_host_lane(tmp_path: Path) -> None:
+    """A DataLoader fetch is host work (``host_work``): the thread's host lane holds it,
+    as a step's host busy time does, so the host does not look idle while it loads."""
+    fetch = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
+    events = [
+        annotation(fetch, 0, 500),
+        op("aten::mm", 600, 50, ext=1),
+        launch(610, 5, correlation=1, ext=1),
+        kernel("gemm", 700, 100, correlation=1, ext=1),
+    ]
+    analysis = _trace(tmp_path, events)
+    host = next(lane for lane in build_lanes(analysis) if lane.kind == "host")
+    names = [analysis.trace.names[int(analysis.trace.events.name[row])] for row in host.rows]
+    assert names == [fetch, "aten::mm"] and host.union.length == (500 + 50) * 1000
+    assert analysis.trace.names[int(analysis.trace.events.name[under(host, host.starts[0] + 250_000)])] == fetch
+    nested = next(lane for lane in build_lanes(analysis, nested=True) if lane.kind == "host")
+    assert nested.rows.size == 2  # at depth 0, beside the op
+
+
 @pytest.mark.parametrize("width", [60, 80, 132])
 def test_timeline_text_fits_and_has_no_escape_codes(width: int, capsys) -> None:
     sample = SAMPLES / "trn_synthetic_rmsnorm_session"
@@ -596,6 +622,13 @@ _NAME_PIECES = st.sampled_from(
         "c10d::allgather_",
         "record_param_comms",
         "Broadcast",
+        "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+        "enumerate(dataloader)#",
+        "cudaStreamBeginCapture",
+        "hipStreamEndCapture",
+        "cuLaunchKernel",
+        "hipMemcpyAsync",
+        "MEMSET",
         "aten::mm",
         "::",
         "_",
@@ -609,7 +642,14 @@ _NAME_PIECES = st.sampled_from(
 def test_names_matching_equals_the_pattern_alone(names: list[str]) -> None:
     """Ruling names out by their lower-case text first changes no answer, Unicode case
     folding and words split over pieces included."""
-    for pattern, needles in ((_SYNC, _SYNC_NEEDLES), (_COLLECTIVE, _COLLECTIVE_NEEDLES)):
+    for pattern, needles in (
+        (_SYNC, _SYNC_NEEDLES),
+        (_COLLECTIVE, _COLLECTIVE_NEEDLES),
+        (DATA_LOADER, _DATA_LOADER_NEEDLES),
+        (_CAPTURE_BEGIN, _CAPTURE_BEGIN_NEEDLES),
+        (_CAPTURE_END, _CAPTURE_END_NEEDLES),
+        (_DEVICE_CALL, _DEVICE_CALL_NEEDLES),
+    ):
         expected = [pattern.search(name) is not None for name in names] or [False]
         assert names_matching(names, pattern, needles).tolist() == expected
 

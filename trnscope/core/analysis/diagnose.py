@@ -29,7 +29,9 @@ import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.contracts import DeviceOut, DiagnoseOut, FindingOut, StepOut
+from trnscope.core.analysis.host_work import HOST_RANGES, data_loader_rows
 from trnscope.core.analysis.kernel_compare import warmup_notes
+from trnscope.core.analysis.name_match import names_matching
 from trnscope.core.base.arrays import equals_any, split_by
 from trnscope.core.base.intervals import Union, intersection, unions_of_groups
 from trnscope.core.base.text import plural
@@ -58,17 +60,14 @@ _COLLECTIVE = re.compile(
     re.IGNORECASE,
 )
 _DEVICE_WORK = (int(Role.KERNEL), int(Role.MEMORY))
-# PyTorch wraps each DataLoader fetch in ``record_function`` under this name
-# (``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__``, or the
-# multi-process iterator's): torch/utils/data/dataloader.py, ``_profile_name``.
-_DATA_LOADER = re.compile(r"^enumerate\(DataLoader\)#")
-_DATA_LOADER_NEEDLES = ("enumerate(dataloader)#",)
-_HOST_RANGES = (int(Role.ANNOTATION), int(Role.OP))
 # A stream capture (CUDA graphs; HIP's the same): the work launched between Begin and
 # End is recorded into a graph, not run, so the device idles by design meanwhile.
 _CAPTURE_BEGIN = re.compile(r"^(cuda|hip|cu)StreamBeginCapture")
 _CAPTURE_END = re.compile(r"^(cuda|hip|cu)StreamEndCapture$")
 _DEVICE_CALL = re.compile(r"(launch|memcpy|memset)", re.IGNORECASE)  # a runtime call that puts work on the device
+_CAPTURE_BEGIN_NEEDLES = ("streambegincapture",)
+_CAPTURE_END_NEEDLES = ("streamendcapture",)
+_DEVICE_CALL_NEEDLES = ("launch", "memcpy", "memset")
 _HOST_RUNTIME = (int(Role.RUNTIME), int(Role.DRIVER))
 # Lower-case text every match of each pattern contains (one of them): an ASCII name with
 # none of it cannot match, so the pattern runs on the few names left.  Both patterns
@@ -91,23 +90,6 @@ _COLLECTIVE_NEEDLES = (
     "collective",
     "record_param_comms",
 )
-
-
-def names_matching(names: list[str], pattern: re.Pattern[str], needles: tuple[str, ...]) -> np.ndarray:
-    """Per name id, whether ``pattern`` finds a match in it (one entry more, False, when
-    there are no names, so the result can be indexed with an empty column)."""
-
-    def matches(name: str) -> bool:
-        if name.isascii():
-            lower = name.lower()
-            for needle in needles:  # a loop: half the time of any() over a generator
-                if needle in lower:
-                    break
-            else:
-                return False
-        return pattern.search(name) is not None
-
-    return np.array([matches(name) for name in names] or [False], dtype=bool)
 
 
 def device_lanes(analysis: Analysis) -> dict[str, np.ndarray]:
@@ -201,7 +183,7 @@ def diagnose(analysis: Analysis) -> DiagnoseOut:
     if not windows:
         main_thread = int(np.bincount(ev.thread[host]).argmax()) if host.size else -1
         windows = [("whole trace", first, last, main_thread)]
-    loader_rows = _loader_rows(analysis)
+    loader_rows = data_loader_rows(analysis)
     # fetching the next batch is the host's work too (not an op: PyTorch records it as
     # an annotation); without it a step that waits on its DataLoader looked idle on both sides
     # (a 2021 trace's fetch is an op already: a row twice is harmless, the busy time is a union)
@@ -239,17 +221,6 @@ def diagnose(analysis: Analysis) -> DiagnoseOut:
     return DiagnoseOut(trace.label or trace.source, devices, steps, findings)
 
 
-def _loader_rows(analysis: Analysis) -> np.ndarray:
-    """The host's DataLoader fetches (``enumerate(DataLoader)#…``) that took time."""
-    trace = analysis.trace
-    ev = trace.events
-    named = names_matching(trace.names, _DATA_LOADER, _DATA_LOADER_NEEDLES)
-    if not named.any():  # most traces: no pass over every event (6 ms at 2.9 M events)
-        return np.empty(0, dtype=np.int64)
-    rows = np.flatnonzero(named[ev.name])
-    return rows[equals_any(ev.role[rows], _HOST_RANGES) & (ev.dur[rows] > 0)]
-
-
 class _Captures(msgspec.Struct, frozen=True):
     """The host's stream-capture windows (each ``…StreamBeginCapture`` to the end of the
     next ``…StreamEndCapture`` on its thread; to the trace's end without one), the
@@ -270,10 +241,10 @@ class _Captures(msgspec.Struct, frozen=True):
 def _captures(analysis: Analysis, last: int) -> _Captures | None:
     trace = analysis.trace
     ev = trace.events
-    begins = names_matching(trace.names, _CAPTURE_BEGIN, ("streambegincapture",))
+    begins = names_matching(trace.names, _CAPTURE_BEGIN, _CAPTURE_BEGIN_NEEDLES)
     if not begins.any():  # most traces: no pass over every event
         return None
-    ends = names_matching(trace.names, _CAPTURE_END, ("streamendcapture",))
+    ends = names_matching(trace.names, _CAPTURE_END, _CAPTURE_END_NEEDLES)
     calls = np.flatnonzero((begins[ev.name] | ends[ev.name]) & equals_any(ev.role, _HOST_RUNTIME))
     calls = calls[np.argsort(ev.ts[calls], kind="stable")]
     starts: list[int] = []
@@ -295,7 +266,7 @@ def _captures(analysis: Analysis, last: int) -> _Captures | None:
         begun_rows.append(begun)
     if not starts:
         return None
-    device_call = names_matching(trace.names, _DEVICE_CALL, ("launch", "memcpy", "memset"))
+    device_call = names_matching(trace.names, _DEVICE_CALL, _DEVICE_CALL_NEEDLES)
     recorded = np.flatnonzero(device_call[ev.name] & equals_any(ev.role, _HOST_RUNTIME))
     launches = 0
     for begun, start, stop in zip(begun_rows, starts, stops):
@@ -317,7 +288,7 @@ def _enclosing_range(analysis: Analysis, row: int) -> int:
     ev = analysis.trace.events
     parent = analysis.links.raw_parent
     current = int(parent[row])
-    while current >= 0 and int(ev.role[current]) not in _HOST_RANGES:
+    while current >= 0 and int(ev.role[current]) not in HOST_RANGES:
         current = int(parent[current])
     return current
 
@@ -623,15 +594,15 @@ def _where_the_host_was(
     gap_start = union.end[:-1][longest]
     current = analysis.links.device_launch[rows[after[longest]]].astype(np.int64)
     inside = np.full(count, -1, dtype=np.int64)
-    step_rows = np.array([step.row for step in analysis.steps()], dtype=np.int64)
+    step_rows = np.sort(np.array([step.row for step in analysis.steps()] or [-1], dtype=np.int64))
     # up the launches' ancestors, all gaps at once, until each meets a range begun before its gap
     for _ in range(512):
         looking = (current >= 0) & (inside < 0)
         if not looking.any():
             break
         here = np.maximum(current, 0)
-        found = looking & equals_any(ev.role[here], _HOST_RANGES) & (ev.ts[here] <= gap_start)
-        found &= ~np.isin(here, step_rows)
+        found = looking & equals_any(ev.role[here], HOST_RANGES) & (ev.ts[here] <= gap_start)
+        found &= step_rows[np.minimum(np.searchsorted(step_rows, here), step_rows.size - 1)] != here
         inside[found] = current[found]
         current = np.where(looking & ~found, parent[here], -1)
     keys = np.where(inside >= 0, ev.name[np.maximum(inside, 0)].astype(np.int64), -1)

@@ -1,5 +1,5 @@
-"""The timeline: one lane per host thread (its ops), per runtime thread, per device
-stream or NeuronCore, drawn as text at any zoom.
+"""The timeline: one lane per host thread (its ops and DataLoader fetches), per
+runtime thread, per device stream or NeuronCore, drawn as text at any zoom.
 
 Each lane keeps the union of its events (``intervals.Union``) and its rows sorted by
 start, so drawing a window of W cells costs O(W log n) per lane — nothing per event
@@ -15,6 +15,7 @@ import msgspec
 import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.host_work import data_loader_rows
 from trnscope.core.base.arrays import equals_any, order_by_group_then_value, split_by
 from trnscope.core.base.intervals import Union, coverage_grid, unions_of_groups
 from trnscope.core.base.text import distinct_elisions, elide_middle_text, pad_cells, safe_text, user_pattern
@@ -85,8 +86,9 @@ def _op_depth(analysis: Analysis, rows: np.ndarray) -> np.ndarray:
 
 
 def build_lanes(analysis: Analysis, nested: bool = False) -> list[Lane]:
-    """Host threads (ops; ``nested``: one sub-lane per op depth, up to four), their
-    runtime calls, then devices (streams, NeuronCores), in thread order.  Built once per
+    """Host threads (ops and DataLoader fetches; ``nested``: one sub-lane per op depth,
+    up to four), their runtime calls, then devices (streams, NeuronCores), in thread
+    order.  Built once per
     analysis (a new list each call; the lanes are shared and never changed): opening
     the timeline again costs nothing (84-170 ms at 2.9 M events)."""
     return list(analysis.derived(("timeline lanes", nested), lambda: _build_lanes(analysis, nested)))
@@ -100,6 +102,10 @@ def _build_lanes(analysis: Analysis, nested: bool) -> list[Lane]:
     lanes: list[tuple[str, str, np.ndarray]] = []
     devices: list[tuple[str, str, np.ndarray]] = []
     ops = np.flatnonzero((ev.role == int(Role.OP)) & links.in_tree & timed)
+    fetches = data_loader_rows(analysis)  # host work too (``host_work``): drawn with the ops
+    if fetches.size:  # (a 2021 trace's fetch is an op already, and drawn once)
+        already = (ev.role[fetches] == int(Role.OP)) & links.in_tree[fetches] & timed[fetches]
+        ops = np.concatenate((ops, fetches[~already]))
     depth = _op_depth(analysis, ops) if nested and ops.size else np.zeros(ops.size, np.int64)
     runtime = np.flatnonzero(equals_any(ev.role, _RUNTIME) & timed)
     device = np.flatnonzero(equals_any(ev.role, _DEVICE) & timed)
