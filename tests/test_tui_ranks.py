@@ -41,6 +41,7 @@ async def test_a_rank_folder_opens_on_the_ranks_pane_and_leads_everywhere(tmp_pa
         assert isinstance(ranks, RanksScreen)
         summary = str(ranks.query_one("#rk-summary").render())
         assert "8 ranks" in summary and "straggler" in summary and "rank 5" in summary
+        assert re.search(r"[\d,]+ collectives matched by \S", summary)  # as the CLI's headline says it
         first = _table_text(ranks, 0)
         assert first.startswith("5 ") and LATE in first  # the rank that held the others back comes first
         detail = str(ranks.query_one("#rk-detail").render())

@@ -15,6 +15,7 @@ from trnscope.cli.sources import clear_progress_line
 from trnscope.cli.textout import wrap_words, write_json
 from trnscope.cli.width import output_width
 from trnscope.core.analysis.contracts import RankOut, RanksOut
+from trnscope.core.analysis.rank_view import what_was_read
 from trnscope.core.base.errors import TrnscopeError
 from trnscope.core.base.text import elide_middle_text, pad_cells, plural, safe_text, shorten
 from trnscope.core.base.units import fmt_rate, fmt_size, fmt_time_ns
@@ -79,13 +80,7 @@ def render_ranks(doc: RanksOut, width: int, ran_on: str = "") -> str:
 
 def _headline(doc: RanksOut, ran_on: str) -> str:
     kinds = sorted({r.compute for r in doc.ranks})
-    matched = (
-        f"{len(doc.collectives):,} collectives matched by {doc.collectives[0].matched_by}"
-        if doc.collectives
-        else "no collectives matched"
-    )
-    given = len(doc.ranks)
-    world = plural(given, "rank") if given == doc.world_size else f"{given} of {doc.world_size} ranks"
+    world, matched = what_was_read(doc)
     read = f", read by {ran_on}" if ran_on else ""
     return (
         f"{world} ({'/'.join(kinds)} compute), {matched}; "

@@ -15,7 +15,7 @@ from textual.binding import Binding
 from textual.widgets import Static
 
 from trnscope.core.analysis.contracts import CollectiveOut, RankOut, RanksOut
-from trnscope.core.analysis.rank_view import LATE, heat_map, lateness_order
+from trnscope.core.analysis.rank_view import LATE, heat_map, lateness_order, what_was_read
 from trnscope.core.base.text import plural, safe_text
 from trnscope.core.base.units import fit_time_short, fmt_rate, fmt_size, fmt_time_short
 from trnscope.core.formats import SourceRef
@@ -70,13 +70,7 @@ class RanksScreen(ExplorerScreen):
     def _show_summary(self) -> None:
         doc = self.document
         text = Text(no_wrap=True, overflow="ellipsis")
-        given = len(doc.ranks)
-        world = plural(given, "rank") if given == doc.world_size else f"{given} of {doc.world_size} ranks"
-        matched = (
-            f"{len(doc.collectives):,} collectives (matched by {doc.collectives[0].matched_by})"
-            if doc.collectives
-            else "no collectives matched"
-        )
+        world, matched = what_was_read(doc)
         text.append(f"{world}", style="bold")
         text.append(
             f" · {matched} · noise floor {fmt_time_short(doc.noise_floor_us * 1000)}\n",

@@ -592,7 +592,8 @@ def _where_the_host_was(
     ev = analysis.trace.events
     parent = analysis.links.raw_parent
     gap_start = union.end[:-1][longest]
-    current = analysis.links.device_launch[rows[after[longest]]].astype(np.int64)
+    launches = analysis.links.device_launch[rows[after[longest]]].astype(np.int64)
+    current = launches.copy()
     inside = np.full(count, -1, dtype=np.int64)
     step_rows = np.sort(np.array([step.row for step in analysis.steps()] or [-1], dtype=np.int64))
     # up the launches' ancestors, all gaps at once, until each meets a range begun before its gap
@@ -607,7 +608,7 @@ def _where_the_host_was(
         current = np.where(looking & ~found, parent[here], -1)
     keys = np.where(inside >= 0, ev.name[np.maximum(inside, 0)].astype(np.int64), -1)
     # work whose launch is not in the trace tells nothing of where the host was
-    keys[analysis.links.device_launch[rows[after[longest]]] < 0] = _LAUNCH_UNKNOWN
+    keys[launches < 0] = _LAUNCH_UNKNOWN
     names, key_of_gap = np.unique(keys, return_inverse=True)
     key_of_gap = key_of_gap.reshape(-1)
     time_per_name = np.zeros(names.size, dtype=np.int64)  # exact: whole nanoseconds

@@ -13,6 +13,7 @@ import numpy as np
 
 from trnscope.core.analysis.contracts import CollectiveOut, RankOut, RanksOut
 from trnscope.core.base.intervals import Union, coverage_grid
+from trnscope.core.base.text import plural
 
 LEVELS = " ▁▂▃▄▅▆▇█"
 LATE = "▲"  # the rank held the others back in this step (a straggler finding)
@@ -25,6 +26,17 @@ class HeatRow(msgspec.Struct):
     rank: int
     cells: str  # one glyph per column of steps
     late_steps: list[int]  # positions in ``cells`` that are LATE
+
+
+def what_was_read(doc: RanksOut) -> tuple[str, str]:
+    """The ranks read ("4 ranks", "3 of 8 ranks") and the collectives matched across
+    them ("12 collectives matched by Comms Id", "no collectives matched"): the first
+    words of the CLI's headline and of the Ranks pane."""
+    given = len(doc.ranks)
+    world = plural(given, "rank") if given == doc.world_size else f"{given} of {doc.world_size} ranks"
+    if not doc.collectives:
+        return world, "no collectives matched"
+    return world, f"{len(doc.collectives):,} collectives matched by {doc.collectives[0].matched_by}"
 
 
 def heat_steps(doc: RanksOut, columns: int) -> list[list[int]]:

@@ -88,9 +88,9 @@ def _op_depth(analysis: Analysis, rows: np.ndarray) -> np.ndarray:
 def build_lanes(analysis: Analysis, nested: bool = False) -> list[Lane]:
     """Host threads (ops and DataLoader fetches; ``nested``: one sub-lane per op depth,
     up to four), their runtime calls, then devices (streams, NeuronCores), in thread
-    order.  Built once per
-    analysis (a new list each call; the lanes are shared and never changed): opening
-    the timeline again costs nothing (84-170 ms at 2.9 M events)."""
+    order.  Built once per analysis (a new list each call; the lanes are shared and
+    never changed): opening the timeline again costs nothing (84-170 ms at 2.9 M
+    events)."""
     return list(analysis.derived(("timeline lanes", nested), lambda: _build_lanes(analysis, nested)))
 
 
