@@ -137,10 +137,39 @@ def test_idle_time_waiting_for_the_dataloader_is_data_loading_not_launch_overhea
     (step,) = doc.steps
     assert step.host_busy_us == pytest.approx(sum(end - start for start, end in merged), abs=1e-3)
     assert step.host_busy_us > 4_150  # the fetches alone
-    # without the fetches, the whole long gap would have been the small kernels'
+    # without the fetches, the 5,000 µs gap is too long to be a launch's overhead: the
+    # host was busy elsewhere (device_idle); the 118 gaps of 1 µs stay the small kernels'
     plain = [e for e in events if not e["name"].startswith("enumerate(DataLoader)")]
     kinds = {f.kind: f for f in diagnose(_trace(tmp_path, plain)).findings}
-    assert "data_loading" not in kinds and kinds["small_kernels"].evidence_us == pytest.approx(device.idle_us, abs=1e-3)
+    assert "data_loading" not in kinds
+    assert kinds["small_kernels"].evidence_us == pytest.approx(118, abs=1e-3)
+    assert kinds["device_idle"].evidence_us == pytest.approx(5_000, abs=1e-3)
+
+
+@pytest.mark.parametrize("long_gap_us", [999, 1_000, 1_001, 3_000])
+def test_a_gap_longer_than_a_launch_can_cost_is_not_the_small_kernels(tmp_path: Path, long_gap_us: int) -> None:
+    """Sixty 4 µs kernels 1 µs apart, and one more after a long gap: a gap of up to 1 ms
+    before a small kernel is its launch's cost (``small_kernels``), a longer one is the
+    host busy elsewhere (``device_idle``, blamed on the op launching after it); either
+    way the two findings add up to the device's idle time."""
+    events = [annotation("ProfilerStep#1", 0, 5_000, ext=1)]  # short: 59 µs clears the noise floor
+    t = 100.0
+    for correlation in range(100, 161):
+        events.append(op("aten::add", t - 60, 20, ext=correlation))
+        events.append(launch(t - 50, 5, correlation=correlation, ext=correlation))
+        events.append(kernel("add_kernel", t, 4, correlation=correlation, ext=correlation))
+        t += long_gap_us + 4 if correlation == 159 else 5
+    (device,) = (doc := diagnose(_trace(tmp_path, events))).devices
+    kinds = {f.kind: f for f in doc.findings}
+    assert device.idle_us == pytest.approx(59 + long_gap_us, abs=1e-3)
+    if long_gap_us <= 1_000:
+        assert kinds["small_kernels"].evidence_us == pytest.approx(59 + long_gap_us, abs=1e-3)
+        assert "device_idle" not in kinds
+    else:
+        assert kinds["small_kernels"].evidence_us == pytest.approx(59, abs=1e-3)
+        assert "gaps of up to 1 ms before them" in kinds["small_kernels"].message
+        assert kinds["device_idle"].evidence_us == pytest.approx(long_gap_us, abs=1e-3)
+        assert kinds["device_idle"].op == "aten::add" and kinds["device_idle"].instance == 60
 
 
 def _captured_launches(closed: bool = True) -> list[dict]:

@@ -39,6 +39,12 @@ from trnscope.core.base.units import fmt_time_ns, us, us_of_ns
 from trnscope.core.model.roles import Role, is_profiler_step
 
 SMALL_KERNEL_NS = 10_000
+# The longest idle gap that can be a launch's own overhead: a launch costs the host
+# 5-50 µs, an eager op's dispatch up to a few hundred; a longer wait before a small
+# kernel is the host busy elsewhere (Python, a collective's set-up), which fusing the
+# kernels would not remove.  HTA's nccl_data trace: 107 of the 262 ms once blamed on
+# small kernels lay in 17 such gaps, inside DistributedDataParallel.forward.
+LAUNCH_GAP_NS = 1_000_000
 LONG_QUEUE_NS = 50_000
 NOISE_FLOOR_NS = 50_000  # a finding accounts for at least this …
 NOISE_FLOOR_SHARE = 0.005  # … and this share of the trace's wall time, or it is not shown
@@ -427,9 +433,10 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
         durations = ev.dur[rows]
         small = durations < SMALL_KERNEL_NS
         storm = rows.size >= 50 and small.mean() >= 0.5 and gap.size > 0
-        # each idle gap is told once: before a small kernel it is the storm's, else
-        # plain launch overhead — so the two findings' evidence adds up to the idle time
-        before_small = small[after] if storm else np.zeros(gap.size, dtype=bool)
+        # each idle gap is told once: before a small kernel, and no longer than a launch
+        # can cost, it is the storm's, else plain idle time — so the two findings'
+        # evidence adds up to the idle time
+        before_small = small[after] & (gap <= LAUNCH_GAP_NS) if storm else np.zeros(gap.size, dtype=bool)
         if storm:
             evidence = int(gap[before_small].sum())
             launching = links.device_op[rows[small]]
@@ -440,7 +447,8 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
                     analysis,
                     "small_kernels",
                     f"{int(small.sum()):,} of {rows.size:,} device events on {name} run under "
-                    f"{SMALL_KERNEL_NS // 1000} µs; the device is idle {fmt_time_ns(evidence)} in the gaps before them — "
+                    f"{SMALL_KERNEL_NS // 1000} µs; the device is idle {fmt_time_ns(evidence)} in the gaps of up to "
+                    f"{LAUNCH_GAP_NS // 1_000_000} ms before them — "
                     "each launch costs more than its work: fuse them (torch.compile) or batch"
                     f"{_where_the_host_was(analysis, rows, after, gap, before_small, union)}",
                     top,
