@@ -659,9 +659,9 @@ def test_summary_text_never_cuts_a_number(width: int, monkeypatch, capsys) -> No
     assert all(len(line) <= width for line in lines)
     table = lines[1 : lines.index(next(line for line in lines if line.startswith("Self CPU time total")))]
     for line in table[1:]:
-        memory = re.findall(r"-?\d+(?:\.\d\d)? (?:b|Kb|Mb|Gb)\b", line)  # PyTorch's memory format
-        assert all(re.fullmatch(r"-?\d+(\.\d\d)? (b|Kb|Mb|Gb)", m) for m in memory)
-        cells = re.sub(r"-?\d+(?:\.\d\d)? (?:b|Kb|Mb|Gb)\b", "", line).split()
+        memory = re.findall(r"-?\d+(?:\.\d\d)? (?:B|KB|MB|GB)\b", line)  # PyTorch's memory format
+        assert all(re.fullmatch(r"-?\d+(\.\d\d)? (B|KB|MB|GB)", m) for m in memory)
+        cells = re.sub(r"-?\d+(?:\.\d\d)? (?:B|KB|MB|GB)\b", "", line).split()
         numbers = [c for c in cells if re.match(r"^-?[\d,.]+(us|ms|s|%)?$", c)]
         assert numbers and all(re.match(r"^[\d,]+$|^-?\d+\.\d{2,3}(us|ms|s|%)$", c) for c in numbers), line
         assert not re.search(r"\d…|…\d", line.split("  ")[-1])

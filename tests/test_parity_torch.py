@@ -100,6 +100,13 @@ def test_parity_autograd_backward_and_memory(tmp_path: Path) -> None:
 
     summary = {op.name: (op.cpu_memory_bytes, op.self_cpu_memory_bytes) for op in build_summary(analysis).ops}
     assert {k: v for k, v in summary.items() if k in theirs} == theirs
+    # and printed as key_averages().table() prints them: "13.30 MB", "-16.00 KB", "0 B"
+    from torch.autograd.profiler_util import _format_memory
+
+    from trnscope.core.base.units import fmt_bytes
+
+    for count in {*(b for pair in theirs.values() for b in pair), 0, 1023, 1024, -(1 << 20), 5 << 30}:
+        assert fmt_bytes(count) == _format_memory(count), count
 
 
 def _flop_counted_ops() -> None:

@@ -927,7 +927,7 @@ async def test_flops_columns_from_130_wide_or_by_the_chooser() -> None:
         memory = memory_columns(ops.analysis, ops._table)
         assert memory is not None
         cells = [str(c) for c in view.model.cells(g)]
-        assert cells[keys().index("device_memory")] == "13.30 Mb"  # key_averages: 13.30 Mb
+        assert cells[keys().index("device_memory")] == "13.30 MB"  # key_averages: 13.30 MB
         assert int(memory.device[g]) > 13 << 20
 
 

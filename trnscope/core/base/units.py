@@ -89,11 +89,13 @@ def fit_si(value: float, width: int) -> str:
 
 
 def fmt_bytes(count: int) -> str:
-    """PyTorch's table style for memory: ``Gb``, ``Mb``, ``Kb``, ``b`` (2-based)."""
-    for limit, suffix in ((1 << 30, "Gb"), (1 << 20, "Mb"), (1 << 10, "Kb")):
+    """PyTorch's table style for memory: ``GB``, ``MB``, ``KB``, ``B`` (2-based), as
+    ``key_averages().table()`` prints them since it stopped writing ``Kb`` and ``b``,
+    which read as bits."""
+    for limit, suffix in ((1 << 30, "GB"), (1 << 20, "MB"), (1 << 10, "KB")):
         if abs(count) >= limit:
             return f"{count / limit:.2f} {suffix}"
-    return f"{count} b"
+    return f"{count} B"
 
 
 def fmt_rate(gb_per_s: float) -> str:
@@ -107,8 +109,8 @@ def fmt_rate(gb_per_s: float) -> str:
 
 def fmt_size(count: int) -> str:
     """A message size in IEC units, at most 8 characters (``64.0 KiB``, ``1.25 MiB``,
-    ``512 B``): unambiguous beside decimal bandwidths, where PyTorch's ``Kb`` of the op
-    table could be read as kilobits.  Rounded to three digits; the JSON has the bytes."""
+    ``512 B``): unambiguous beside decimal bandwidths, where the op table's ``KB``
+    (PyTorch's 2-based unit) could be read as 1,000 bytes.  Rounded to three digits; the JSON has the bytes."""
     for limit, suffix in ((1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
         if abs(count) >= limit:
             value = count / limit
