@@ -428,3 +428,36 @@ async def test_the_drill_down_title_fits_its_line_and_keeps_its_figures(tmp_path
         await pilot.resize_terminal(140, 30)  # wider: the title is fitted again, the name whole
         await settle(pilot)
         assert str(title.render()).startswith(name + "  instance #2 · 3 in all · by duration")
+
+
+def test_a_long_name_takes_the_room_of_minor_figures_in_the_text_table() -> None:
+    """``layout``: at 80 columns, Python rows of a CPU trace ("<built-in method acquire
+    of _thread.lock object at 0x…>") get at least ``NAME_COMFORT`` cells by leaving out
+    minor figures (priority under ``MINOR``: averages, shares, FLOPs), lowest first, and
+    say which; the main figures stay even if the name stays narrow, and short names
+    leave every column that fits."""
+    from trnscope.cli.text_table import MINOR, NAME_COMFORT, NAME_MIN, NumberColumn, layout
+
+    def numbers() -> list[NumberColumn]:
+        return [
+            NumberColumn("Calls", 90, ["13"]),
+            NumberColumn("Self CPU %", 40, ["18.65%"]),
+            NumberColumn("Self CPU", 80, ["17.581ms"]),
+            NumberColumn("CPU total", 70, ["17.581ms"]),
+            NumberColumn("CPU avg", 20, ["1.352ms"]),
+            NumberColumn("FLOPs", 16, ["1.82M"]),
+        ]
+
+    long_names = [f"<built-in method acquire of _thread.lock object at 0x7f0ddf4ee{i:03x}>" for i in range(3)]
+    texts, kept, hidden = layout(80, [("Name", long_names, NAME_MIN, 100)], numbers())
+    assert texts[0][2] >= NAME_COMFORT
+    assert hidden == ["FLOPs", "CPU avg"]  # lowest priority first, and no more than needed
+    assert [c.header for c in kept] == ["Calls", "Self CPU %", "Self CPU", "CPU total"]
+    assert sum(c.width + 2 for c in kept) + texts[0][2] + 2 <= 80
+    # short names: every column that fits stays
+    texts, kept, hidden = layout(80, [("Name", ["aten::mm", "aten::addmm"], NAME_MIN, 100)], numbers())
+    assert hidden == [] and len(kept) == 6
+    # only main figures left: they stay, and the name takes what is left
+    main = [c for c in numbers() if c.priority >= MINOR]
+    texts, kept, hidden = layout(60, [("Name", long_names, NAME_MIN, 100)], main)
+    assert hidden == [] and len(kept) == 3 and NAME_MIN <= texts[0][2] < NAME_COMFORT

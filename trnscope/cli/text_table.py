@@ -25,6 +25,11 @@ class NumberColumn:
 
 
 NAME_MIN = 18  # the name column never gets narrower than this
+# … and a long name gets at least this much before a minor figure keeps its column: at
+# 80 columns a CPU trace's Python rows read "<built-in me…ee200>" beside a "CPU avg"
+# anyone can divide out; at 32 they read "<built-in method acquire …0x7f0ddf4ee200>"
+NAME_COMFORT = 32
+MINOR = 50  # number columns below this priority make way for the name (Self CPU %, avg, memory, FLOPs)
 GAP = 2
 
 
@@ -34,7 +39,8 @@ def layout(
     """Columns that fit ``width``.  Numbers are never cut, so whole columns go, least
     important first (text columns after the first have a priority too); text columns
     (name, shapes, launching op) get their minimum, then what is left — the first one
-    first — and lose their middle when still too narrow.  Returns the kept text columns
+    first — and lose their middle when still too narrow.  A long name squeezed under
+    ``NAME_COMFORT`` takes the room of minor figures (priority under ``MINOR``) too.  Returns the kept text columns
     with their widths, the kept number columns and the headers of the hidden ones."""
     kept_numbers = list(numbers)
     kept_texts = list(text_columns)
@@ -42,6 +48,9 @@ def layout(
 
     def needed() -> int:
         return sum(c.width + GAP for c in kept_numbers) + sum(t[2] + GAP for t in kept_texts)
+
+    def longest(header: str, cells: list[str]) -> int:
+        return max([len(header), *(cell_width(safe_text(c)) for c in cells)])
 
     while needed() > width:
         candidates: list[tuple[int, str]] = [(c.priority, c.header) for c in kept_numbers]
@@ -52,11 +61,21 @@ def layout(
         hidden.append(header)
         kept_numbers = [c for c in kept_numbers if c.header != header]
         kept_texts = [t for t in kept_texts if t[0] != header or t is kept_texts[0]]
+    if kept_texts:
+        name, cells, name_min, _priority = kept_texts[0]
+        wanted = min(NAME_COMFORT, longest(name, cells))
+        while name_min + max(width - needed(), 0) < wanted:
+            minor = [c for c in kept_numbers if c.priority < MINOR]
+            if not minor:
+                break
+            least = min(minor, key=lambda c: c.priority)
+            hidden.append(least.header)
+            kept_numbers.remove(least)
     spare = width - needed()
     out = []
     for header, cells, min_w, _priority in kept_texts:
-        longest = max([len(header), *(cell_width(safe_text(c)) for c in cells)])
-        extra = max(min(longest - min_w, spare), 0)
+        longest_cell = longest(header, cells)
+        extra = max(min(longest_cell - min_w, spare), 0)
         spare -= extra
         out.append((header, cells, min_w + extra))
     kept_numbers.sort(key=lambda c: numbers.index(c))
