@@ -316,7 +316,8 @@ def test_progress_reports_bytes_and_events(tmp_path: Path, small_synthetic) -> N
     assert parse and parse[-1][3] > 0 and parse[-1][1] <= parse[-1][2]
 
 
-def test_chain_text_json_and_errors(capsys, small_synthetic) -> None:
+def test_chain_text_json_and_errors(capsys, small_synthetic, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "160")  # laid out for the width: names give way on a narrow one
     path, _ = small_synthetic
     code, out, _ = run(capsys, "chain", str(path), "--op", "aten::addmm", "--instance", "0")
     assert code == 0 and "cudaLaunchKernel" in out and "ampere_sgemm_128x64_tn" in out and "dispatch" in out
@@ -812,3 +813,51 @@ def test_the_console_script_starts_a_decode_ahead_for_one_trace_read_whole(
     monkeypatch.setattr(loader, "start_decode_ahead", record)
     decode_ahead(parse_command_line(argv))
     assert asked == expected
+
+
+def _chain_cases() -> list[tuple[Path, str, str | None]]:
+    cases: list[tuple[Path, str, str | None]] = [(SAMPLES / "trn_synthetic_rmsnorm_session", "aten::mul", "eager")]
+    if (CORPUS / "tracelens_b200_eager_stack.json.gz").is_file():  # deep Python stacks, long kernel names
+        cases.append((CORPUS / "tracelens_b200_eager_stack.json.gz", "aten::mm", None))
+    return cases
+
+
+@pytest.mark.parametrize("width", [40, 60, 80, 120])
+def test_chain_text_fits_the_terminal_and_keeps_every_figure_whole(width: int, monkeypatch, capsys) -> None:
+    """``trnscope chain`` at any width: every line fits, every hop's start and duration
+    lead its line whole and in order, the closing figures are whole, and where a hop ran
+    is said where it changes (a Python stack on one thread said it on every line); the
+    copy (no width) keeps every line whole, each with its place."""
+    from rich.cells import cell_len
+
+    from trnscope.core.analysis.chain import chain_for
+    from trnscope.core.analysis.chain_text import render_chain_text
+    from trnscope.core.base.units import fmt_time_ns
+    from trnscope.core.formats import discover, load_source
+
+    monkeypatch.setenv("COLUMNS", str(width))
+    for path, op, select in _chain_cases():
+        code, out, _ = run(capsys, "chain", str(path), "--op", op, *(["--select", select] if select else []))
+        assert code == 0
+        lines = out.splitlines()
+        assert all(cell_len(line) <= width for line in lines), [line for line in lines if cell_len(line) > width]
+        ref = discover(path)
+        chain = chain_for(Analysis(load_source(ref.select(select) if select else ref.sources[0])), op)
+        starts = [f"{fmt_time_ns(h.start_us * 1000):>12} {fmt_time_ns(h.dur_us * 1000):>12}  " for h in chain.hops]
+        hop_lines = [line for line in lines[2:] if re.match(r" *-?[\d.]+(us|ms|s) +[\d.]+(us|ms|s)  ", line)]
+        assert [line[:27] for line in hop_lines] == starts
+        g = chain.gaps
+        text = "\n".join(lines)
+        for figure in (
+            f"dispatch {fmt_time_ns(g.dispatch_us * 1000)}",
+            f"device {fmt_time_ns(g.device_us * 1000)}",
+            f"host self {fmt_time_ns(g.host_us * 1000)}",
+        ):
+            assert figure in text
+        places = [h.thread_or_stream for h in chain.hops]
+        changes = sum(1 for i, place in enumerate(places) if i == 0 or place != places[i - 1])
+        assert sum(1 for line in hop_lines if line.endswith("]")) == changes < len(places)
+        copy = render_chain_text(chain).splitlines()
+        copied = [line for line in copy[2:] if re.match(r" *-?[\d.]+(us|ms|s) +[\d.]+(us|ms|s)  ", line)]
+        assert len(copied) == len(chain.hops)
+        assert all(line.endswith(f"  [{h.thread_or_stream}]") for line, h in zip(copied, chain.hops))

@@ -16,7 +16,8 @@ from trnscope.cli.compare import render_table as compare_table
 from trnscope.cli.diagnose import render_diagnosis
 from trnscope.cli.render_summary import render_csv, render_table
 from trnscope.core.analysis.analysis import Analysis
-from trnscope.core.analysis.chain import chain_for, render_chain_text
+from trnscope.core.analysis.chain import chain_for
+from trnscope.core.analysis.chain_text import render_chain_text
 from trnscope.core.analysis.compare import compare
 from trnscope.core.analysis.diagnose import diagnose
 from trnscope.core.analysis.summary import build_summary

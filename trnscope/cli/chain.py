@@ -7,7 +7,9 @@ import sys
 
 from trnscope.cli.sources import open_sources
 from trnscope.cli.textout import write_json
-from trnscope.core.analysis.chain import chain_for, render_chain_text
+from trnscope.cli.width import output_width
+from trnscope.core.analysis.chain import chain_for
+from trnscope.core.analysis.chain_text import render_chain_text
 from trnscope.core.analysis.contracts import chain_document
 from trnscope.core.opening.sources import Mode
 
@@ -19,7 +21,7 @@ def cmd_chain(args: argparse.Namespace) -> int:
     if args.format == "json":
         write_json(chain_document(chain))
     else:
-        sys.stdout.write(render_chain_text(chain))
+        sys.stdout.write(render_chain_text(chain, output_width()))
     sys.stdout.flush()
     opened.finish()
     return 0

@@ -9,7 +9,7 @@ from typing import Any
 
 from trnscope.cli.sources import open_sources
 from trnscope.cli.text_table import NAME_MIN, NumberColumn, layout, print_columns
-from trnscope.cli.textout import csv_writer, text_console, wrap_words
+from trnscope.cli.textout import csv_writer, text_console
 from trnscope.cli.width import output_width
 from trnscope.core.analysis.compare import METRICS, CompareRow, Comparison, compare, with_metric
 from trnscope.core.analysis.compare_model import idle_share_text
@@ -17,7 +17,7 @@ from trnscope.core.analysis.contracts import compare_document, encode, figures_d
 from trnscope.core.analysis.distribution import RatioInterval
 from trnscope.core.analysis.row_labels import distinct_names
 from trnscope.core.base.errors import TrnscopeError
-from trnscope.core.base.text import elide_middle_text, safe_text
+from trnscope.core.base.text import elide_middle_text, safe_text, wrap_words
 from trnscope.core.base.units import fmt_ratio, fmt_time_ns, us
 from trnscope.core.opening.sources import Mode
 

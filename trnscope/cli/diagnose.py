@@ -6,11 +6,11 @@ import argparse
 import sys
 
 from trnscope.cli.sources import open_sources
-from trnscope.cli.textout import wrap_words, write_json
+from trnscope.cli.textout import write_json
 from trnscope.cli.width import output_width
 from trnscope.core.analysis.contracts import DiagnoseOut
 from trnscope.core.analysis.diagnose import diagnose
-from trnscope.core.base.text import elide_middle_text, pad_cells, safe_text, shorten
+from trnscope.core.base.text import elide_middle_text, pad_cells, safe_text, shorten, wrap_words
 from trnscope.core.base.units import fmt_time_ns
 from trnscope.core.opening.sources import Mode
 

@@ -12,12 +12,12 @@ import argparse
 import sys
 
 from trnscope.cli.sources import clear_progress_line
-from trnscope.cli.textout import wrap_words, write_json
+from trnscope.cli.textout import write_json
 from trnscope.cli.width import output_width
 from trnscope.core.analysis.contracts import RankOut, RanksOut
 from trnscope.core.analysis.rank_view import what_was_read
 from trnscope.core.base.errors import TrnscopeError
-from trnscope.core.base.text import elide_middle_text, pad_cells, plural, safe_text, shorten
+from trnscope.core.base.text import elide_middle_text, pad_cells, plural, safe_text, shorten, wrap_words
 from trnscope.core.base.units import fmt_rate, fmt_size, fmt_time_ns
 from trnscope.core.formats.options import LoadOptions
 from trnscope.core.opening.executors import ExecutorChoice

@@ -50,21 +50,6 @@ def text_console(width: int) -> Console:
     )
 
 
-def wrap_words(text: str, width: int, indent: str) -> list[str]:
-    """``text`` in lines of at most ``width`` characters (20 at least), each after
-    ``indent``; a word longer than a line stands alone, whole (never cut)."""
-    out, line = [], ""
-    for word in text.split():
-        if line and len(line) + 1 + len(word) > max(width, 20):
-            out.append(indent + line)
-            line = word
-        else:
-            line = f"{line} {word}" if line else word
-    if line:
-        out.append(indent + line)
-    return out
-
-
 def write_json(document: Any) -> None:
     """A contract document on stdout as indented JSON, written as bytes piece by piece (a
     ``ranks`` answer over many ranks is ~100 MB: never one str, never one buffer); through

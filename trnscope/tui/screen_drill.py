@@ -19,9 +19,9 @@ from trnscope.core.analysis.chain import (
     chain_is_quick,
     op_group_of_row,
     read_hop_args,
-    render_chain_text,
 )
 from trnscope.core.analysis.chain_model import Chain
+from trnscope.core.analysis.chain_text import render_chain_text
 from trnscope.core.base.cachedir import writable_dir
 from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fmt_time_short

@@ -21,8 +21,7 @@ from trnscope.core.analysis.backends import device_hop_providers
 from trnscope.core.analysis.chain_model import Chain, ChainContext, Gaps, Hop, HopMaker, chain_gaps, us
 from trnscope.core.analysis.flops import COUNTED_OPS, UNKNOWN, flops_of
 from trnscope.core.base.arrays import equals_any, index_by, is_member, sorted_unique, values_of_keys
-from trnscope.core.base.text import safe_text
-from trnscope.core.base.units import fit_si, fmt_time_ns
+from trnscope.core.base.units import fit_si
 from trnscope.core.formats.kineto.lazyargs import event_args
 from trnscope.core.link.linker import enclosing_op, forward_links
 from trnscope.core.model.roles import LAYER_OF_ROLE, Layer, Role, group_name
@@ -521,32 +520,3 @@ def chain_for(analysis: Analysis, name: str, instance: int | None = None) -> Cha
             f"instance {instance} out of range: {analysis.op_table().name[group]} has {rows.size} instances (0–{rows.size - 1})"
         )
     return build_chain(analysis, int(rows[instance]), instance=instance, instances=int(rows.size))
-
-
-_MAX_TEXT_INDENT = 16  # deeper levels (30 Python frames) share the last indent
-
-
-def render_chain_text(chain: Chain) -> str:
-    """The chain as plain text (``trnscope chain``, the drill-down's copy): file text
-    sanitised, one hop per line."""
-    lines = [f"{safe_text(chain.op)}  (instance #{chain.instance} · {chain.instances:,} in all)"]
-    lines.append(f"{'start':>12} {'duration':>12}  {'layer':<9} hop")
-    for h in chain.hops:
-        indent = "  " * min(h.depth, _MAX_TEXT_INDENT)
-        lines.append(
-            f"{fmt_time_ns(h.start_us * 1000):>12} {fmt_time_ns(h.dur_us * 1000):>12}  {h.layer:<9} "
-            f"{indent}{safe_text(h.name)}  [{safe_text(h.thread_or_stream)}]"
-        )
-        shown = {k: v for k, v in h.details.items() if k != "category"}
-        if shown and h.kind not in ("python", "parent", "child"):
-            text = safe_text(", ".join(f"{k}={v}" for k, v in shown.items()))
-            lines.append(f"{'':>26}  {'':<9} {indent}  {text[:200]}{' …' if len(text) > 200 else ''}")
-    g = chain.gaps
-    t = fmt_time_ns
-    lines.append(
-        f"dispatch {t(g.dispatch_us * 1000)} · runtime {t(g.runtime_us * 1000)} (own {t(g.runtime_own_us * 1000)}) · "
-        f"queue {t(g.queue_us * 1000)} (longest {t(g.queue_max_us * 1000)}) · device {t(g.device_us * 1000)} · "
-        f"host self {t(g.host_us * 1000)}"
-    )
-    lines += [f"note: {safe_text(n)}" for n in chain.notes]
-    return "\n".join(lines) + "\n"

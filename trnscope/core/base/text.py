@@ -313,3 +313,18 @@ def _where_it_differs(name: str, differs_at: int, width: int, narrow: bool) -> s
     if start <= len(head_text) + 1:
         return _head(name, head + window + 1, narrow) + "…" + tail_text
     return head_text + "…" + _head(name[start:], window, narrow) + "…" + tail_text
+
+
+def wrap_words(text: str, width: int, indent: str) -> list[str]:
+    """``text`` in lines of at most ``width`` characters (20 at least), each after
+    ``indent``; a word longer than a line stands alone, whole (never cut)."""
+    out, line = [], ""
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > max(width, 20):
+            out.append(indent + line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    if line:
+        out.append(indent + line)
+    return out
