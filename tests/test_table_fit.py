@@ -461,3 +461,37 @@ def test_a_long_name_takes_the_room_of_minor_figures_in_the_text_table() -> None
     main = [c for c in numbers() if c.priority >= MINOR]
     texts, kept, hidden = layout(60, [("Name", long_names, NAME_MIN, 100)], main)
     assert hidden == [] and len(kept) == 3 and NAME_MIN <= texts[0][2] < NAME_COMFORT
+
+
+def test_a_name_loses_its_middle_around_its_numbers_not_through_them() -> None:
+    """``elide_middle_text`` moves its cuts out of a number (up to five characters):
+    "f32[8,256,102…" read as a shape of 102, "thread 424…" as thread 424.  The head
+    takes the whole number where the tail keeps three cells, the tail where the head
+    keeps one; the result still fits, and keeps the name's start and end."""
+    import random
+
+    from trnscope.core.base.text import elide_middle_text
+
+    assert elide_middle_text("thread 4242 (python)", 16) == "thread 4242…hon)"
+    assert elide_middle_text("ProfilerStep#1234567", 12) == "Prof…1234567"
+    assert elide_middle_text("%multiply.7 = f32[8,256,1024] multiply(%p0, %broadcast.2)", 28) == (
+        "%multiply.7 = f32[…adcast.2)"
+    )
+    rng = random.Random(5)
+    split = 0
+    for _ in range(20_000):
+        text = "".join(rng.choice("ab12_ ") for _ in range(rng.randint(1, 40)))
+        width = rng.randint(8, 45)
+        shown = elide_middle_text(text, width)
+        if len(text) <= width:
+            assert shown == text
+            continue
+        head, tail = shown.split("…")
+        assert len(shown) <= width and head and tail and text.startswith(head) and text.endswith(tail)
+        cut_head = head[-1].isdigit() and text[len(head)].isdigit()
+        cut_tail = tail[0].isdigit() and text[len(text) - len(tail) - 1].isdigit()
+        if cut_head or cut_tail:  # only a number too long to move around, or one at the very start
+            run = max(len(m) for m in __import__("re").findall(r"\d+", text))
+            assert run > 5 or text[0].isdigit(), (text, width, shown)
+            split += 1
+    assert split < 500

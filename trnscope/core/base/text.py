@@ -197,9 +197,40 @@ def _elide_middle(text: str, width: int, narrow: bool, cells: int) -> str:
         return text
     if width < 8:  # too narrow for a head and a tail: the head, marked as cut
         return _head(text, width - 1, narrow) + "…" if width >= 2 else _head(text, width, narrow)
-    head = _head(text, width - 1 - (width - 1) // 3, narrow)
-    # a cell the head left goes to the tail
-    return head + "…" + _tail(text, width - 1 - (len(head) if narrow else cell_width(head)), narrow)
+    if not narrow:
+        head = _head(text, width - 1 - (width - 1) // 3, narrow)
+        # a cell the head left goes to the tail
+        return head + "…" + _tail(text, width - 1 - cell_width(head), narrow)
+    # one cell a character: positions are cells.  Neither cut splits a number ("f32[8,
+    # 256,102…" read as a shape of 102): the head's end moves right to take all of it
+    # (from the tail's cells, leaving it three) or else left out of it, the tail's
+    # start left to take all of it (from the head's cells) or else right past it
+    end = width - 1 - (width - 1) // 3
+    whole = _off_a_number(text, end, +1)
+    end = whole if width - 1 - whole >= 3 else _off_a_number(text, end, -1)
+    start = len(text) - (width - 1 - end)
+    whole = _off_a_number(text, start, -1)
+    shorter = _off_a_number(text, end - (start - whole), -1)
+    if whole != start and shorter >= 1:
+        end, start = shorter, whole
+    else:
+        start = _off_a_number(text, start, +1)
+    return text[:end] + "…" + text[start:]
+
+
+_NUMBER_GIVES = 5  # a cut moves this far at most to keep a number whole (a longer one is cut)
+
+
+def _off_a_number(text: str, cut: int, way: int) -> int:
+    """``cut`` (a position between two characters of ``text``) moved ``way`` (-1: left,
+    +1: right) until it splits no number, by ``_NUMBER_GIVES`` at most and never to an
+    end of the text (else where it was: a head or tail of nothing tells less)."""
+    moved = cut
+    while 0 < moved < len(text) and text[moved - 1].isdigit() and text[moved].isdigit():
+        moved += way
+        if abs(moved - cut) > _NUMBER_GIVES:
+            return cut
+    return moved if 0 < moved < len(text) or moved == cut else cut
 
 
 def _common_prefix(a: str, b: str) -> int:
