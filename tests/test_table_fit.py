@@ -495,3 +495,13 @@ def test_a_name_loses_its_middle_around_its_numbers_not_through_them() -> None:
             assert run > 5 or text[0].isdigit(), (text, width, shown)
             split += 1
     assert split < 500
+
+
+def test_wrapped_lines_are_measured_in_cells() -> None:
+    """``wrap_words`` (diagnose's findings, ranks' warnings, the chain's arguments): a
+    two-cell character counts two, so a line of CJK words fits the terminal too."""
+    from trnscope.core.base.text import cell_width, wrap_words
+
+    lines = wrap_words(" ".join(["中文参数值"] * 30), 40, "  ")
+    assert len(lines) > 1 and all(cell_width(line) <= 42 for line in lines)
+    assert " ".join(line.strip() for line in lines) == " ".join(["中文参数值"] * 30)

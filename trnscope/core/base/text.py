@@ -347,15 +347,17 @@ def _where_it_differs(name: str, differs_at: int, width: int, narrow: bool) -> s
 
 
 def wrap_words(text: str, width: int, indent: str) -> list[str]:
-    """``text`` in lines of at most ``width`` characters (20 at least), each after
-    ``indent``; a word longer than a line stands alone, whole (never cut)."""
-    out, line = [], ""
+    """``text`` in lines of at most ``width`` cells (20 at least; a two-cell character
+    counts two), each after ``indent``; a word longer than a line stands alone, whole
+    (never cut)."""
+    out, line, used = [], "", 0
     for word in text.split():
-        if line and len(line) + 1 + len(word) > max(width, 20):
+        cells = cell_width(word)
+        if line and used + 1 + cells > max(width, 20):
             out.append(indent + line)
-            line = word
+            line, used = word, cells
         else:
-            line = f"{line} {word}" if line else word
+            line, used = (f"{line} {word}", used + 1 + cells) if line else (word, cells)
     if line:
         out.append(indent + line)
     return out
