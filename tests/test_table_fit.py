@@ -505,3 +505,38 @@ def test_wrapped_lines_are_measured_in_cells() -> None:
     lines = wrap_words(" ".join(["中文参数值"] * 30), 40, "  ")
     assert len(lines) > 1 and all(cell_width(line) <= 42 for line in lines)
     assert " ".join(line.strip() for line in lines) == " ".join(["中文参数值"] * 30)
+
+
+def test_diagnose_text_fits_the_terminal_and_says_what_it_left_out(monkeypatch, capsys) -> None:
+    """``trnscope diagnose`` at 40, 80 and 120 columns: no line runs past the edge (a
+    finding's op gives up its middle, or goes to its own line; the tables leave out
+    their least important figures and say which); every finding's evidence and the
+    figures kept are whole."""
+    import re
+
+    from conftest import CORPUS
+    from trnscope.cli.main import main
+    from trnscope.core.analysis.analysis import Analysis
+    from trnscope.core.analysis.diagnose import diagnose
+    from trnscope.core.base.units import fmt_time_ns
+    from trnscope.core.formats import load_path
+
+    paths = [SAMPLES / "cpu_train_tiny_session"]
+    paths += [
+        p for p in (CORPUS / "kineto_resnet50_2021.json.gz", CORPUS / "hta_diff_control_a100.json.gz") if p.is_file()
+    ]
+    for path in paths:
+        doc = diagnose(Analysis(load_path(path)))
+        for width in (40, 80, 120):
+            monkeypatch.setenv("COLUMNS", str(width))
+            assert main(["diagnose", str(path)]) == 0
+            out = capsys.readouterr().out
+            lines = out.splitlines()
+            assert all(cell_len(line) <= width for line in lines), [line for line in lines if cell_len(line) > width]
+            for finding in doc.findings:
+                assert f"{finding.kind}: {fmt_time_ns(finding.evidence_us * 1000)}" in out
+            header = next(line for line in lines if line.startswith("step"))
+            shown = re.split(r"\s{2,}", header.strip())
+            assert shown[0] == "step" and ("wall" in shown) and shown[-1] == "bound"
+            left_out = {"host busy", "device busy"} - set(shown)
+            assert not left_out or "(hidden at" in out

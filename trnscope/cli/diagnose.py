@@ -6,20 +6,32 @@ import argparse
 import sys
 
 from trnscope.cli.sources import open_sources
+from trnscope.cli.text_table import NumberColumn, layout
 from trnscope.cli.textout import write_json
 from trnscope.cli.width import output_width
 from trnscope.core.analysis.contracts import DiagnoseOut
 from trnscope.core.analysis.diagnose import diagnose
-from trnscope.core.base.text import elide_middle_text, pad_cells, safe_text, shorten, wrap_words
+from trnscope.core.base.text import (
+    cell_width,
+    distinct_elisions,
+    elide_middle_text,
+    pad_cells,
+    safe_text,
+    shorten,
+    wrap_words,
+)
 from trnscope.core.base.units import fmt_time_ns
 from trnscope.core.opening.sources import Mode
 
 STEPS_SHOWN = 12  # text output: more steps than this become a summary and the slowest
 NAME_LIMIT = 160  # characters of an op name in text output (JSON has it whole)
+NAME_WIDTH = 20  # cells of a device's or a step's name, when the terminal has room
+NAME_MIN = 12  # … and on a narrow one, before a figure's column is left out
+OP_MIN = 16  # cells of a finding's op beside its heading, or it goes on a line of its own
 MESSAGE_LIMIT = 1200
 
 
-def _step_lines(doc: DiagnoseOut, all_steps: bool, width: int) -> list[str]:
+def _step_lines(doc: DiagnoseOut, all_steps: bool, width: int, hidden: list[str]) -> list[str]:
     steps = doc.steps
     lines = []
     shown = steps
@@ -33,40 +45,74 @@ def _step_lines(doc: DiagnoseOut, all_steps: bool, width: int) -> list[str]:
         )
         lines += wrap_words(summary, width, "")
         shown = sorted(steps, key=lambda s: -s.wall_us)[:STEPS_SHOWN]
-    lines.append(f"{'step':<20} {'wall':>12} {'host busy':>12} {'device busy':>12}  bound")
-    for s in shown:
-        lines.append(
-            f"{pad_cells(elide_middle_text(safe_text(s.step), 20), 20)} {fmt_time_ns(s.wall_us * 1000):>12} {fmt_time_ns(s.host_busy_us * 1000):>12} "
-            f"{fmt_time_ns(s.device_busy_us * 1000) if doc.devices else '—':>12}  {s.bound}"
-        )
+    t = fmt_time_ns
+    figures = [
+        NumberColumn("wall", 90, [t(s.wall_us * 1000) for s in shown]),
+        NumberColumn("host busy", 80, [t(s.host_busy_us * 1000) for s in shown]),
+        NumberColumn("device busy", 85, [t(s.device_busy_us * 1000) if doc.devices else "—" for s in shown]),
+        NumberColumn("bound", 95, [s.bound for s in shown]),
+    ]
+    return lines + _table(width, "step", [s.step for s in shown], figures, hidden)
+
+
+def _table(width: int, header: str, names: list[str], figures: list[NumberColumn], hidden: list[str]) -> list[str]:
+    """A name column (``NAME_WIDTH`` cells, fewer on a narrow terminal, down to
+    ``NAME_MIN``) and the figures that fit beside it, the least important left out first
+    (named in ``hidden``): no line runs past the terminal's edge, no figure is cut."""
+    texts, kept, gone = layout(width, [(header, [n[:NAME_WIDTH] for n in names], NAME_MIN, 100)], figures)
+    hidden += [h for h in gone if h not in hidden]
+    name_width = min(texts[0][2], NAME_WIDTH)
+    shown = [safe_text(n) for n in names]
+    distinct = distinct_elisions(shown, name_width)
+    lines = ["  ".join([pad_cells(header, name_width), *(c.header.rjust(c.width) for c in kept)])]
+    for i, name in enumerate(shown):
+        cell = distinct.get(i) or elide_middle_text(name, name_width)
+        lines.append("  ".join([pad_cells(cell, name_width), *(c.cells[i].rjust(c.width) for c in kept)]))
     return lines
 
 
 def render_diagnosis(doc: DiagnoseOut, width: int, all_steps: bool = False) -> str:
-    lines = [f"{safe_text(doc.source)}: diagnosis"]
+    lines = [elide_middle_text(f"{safe_text(doc.source)}: diagnosis", width)]
+    hidden: list[str] = []
     if doc.devices:
         lines.append("")
-        lines.append(f"{'device':<20} {'span':>12} {'busy':>12} {'idle':>12} {'idle %':>7}")
-        for d in doc.devices:
-            lines.append(
-                f"{pad_cells(elide_middle_text(safe_text(d.device), 20), 20)} {fmt_time_ns(d.span_us * 1000):>12} {fmt_time_ns(d.busy_us * 1000):>12} "
-                f"{fmt_time_ns(d.idle_us * 1000):>12} {d.idle_pct:>6.1f}%"
-            )
+        t = fmt_time_ns
+        figures = [
+            NumberColumn("span", 70, [t(d.span_us * 1000) for d in doc.devices]),
+            NumberColumn("busy", 80, [t(d.busy_us * 1000) for d in doc.devices]),
+            NumberColumn("idle", 85, [t(d.idle_us * 1000) for d in doc.devices]),
+            NumberColumn("idle %", 90, [f"{d.idle_pct:.1f}%" for d in doc.devices]),
+        ]
+        lines += _table(width, "device", [d.device for d in doc.devices], figures, hidden)
     else:
         lines.append("no device work in this trace (CPU only)")
     lines.append("")
     if doc.steps:
-        lines += _step_lines(doc, all_steps, width)
+        lines += _step_lines(doc, all_steps, width, hidden)
     else:
         lines.append("no ProfilerStep in this trace: no per-step figures")
+    if hidden:
+        lines += wrap_words(
+            f"(hidden at {width} columns: {', '.join(hidden)}; set COLUMNS, or --format json)", width, ""
+        )
     lines.append("")
     if not doc.findings:
         lines.append("findings: none above their thresholds")
     for i, f in enumerate(doc.findings, 1):
-        where = f"  [{safe_text(shorten(f.op, NAME_LIMIT))} #{f.instance}]" if f.op else ""
-        head = f"{i}. {f.severity.upper():<6} {f.kind}: {fmt_time_ns(f.evidence_us * 1000)}{where}"
+        head = f"{i}. {f.severity.upper():<6} {f.kind}: {fmt_time_ns(f.evidence_us * 1000)}"
+        if f.op:
+            # the op gives up its middle to keep the line within the terminal; on one too
+            # narrow for a useful part of it, it goes to the next line
+            instance = f" #{f.instance}]"
+            room = width - cell_width(head) - 3 - len(instance)
+            if room < min(len(f.op), OP_MIN):
+                lines.append(head)
+                head, room = " ", width - 4 - len(instance)
+            # a name too long to read says how long it was ("…(2,000,000 characters)…")
+            name = safe_text(shorten(f.op, min(room, NAME_LIMIT) if len(f.op) > NAME_LIMIT else NAME_LIMIT))
+            head += f"  [{elide_middle_text(name, room)}{instance}"
         lines.append(head)
-        lines += wrap_words(safe_text(shorten(f.message, MESSAGE_LIMIT)), width - 3, "   ")
+        lines += wrap_words(safe_text(shorten(f.message, MESSAGE_LIMIT)), width - 3, "   ", cut_long_words=True)
     return "\n".join(lines) + "\n"
 
 

@@ -104,8 +104,7 @@ def _name_and_place(name: str, place: str | None, width: int | None, used: int) 
 def _wrapped(text: str, width: int, under: str) -> list[str]:
     """``text`` wrapped after ``under`` into lines of ``width``; a word longer than a
     line (a NEFF's path) loses its middle."""
-    room = width - len(under)
-    return [under + elide_middle_text(line[len(under) :], room) for line in wrap_words(text, room, under)]
+    return wrap_words(text, width - len(under), under, cut_long_words=True)
 
 
 def _arguments(text: str) -> str:

@@ -346,13 +346,17 @@ def _where_it_differs(name: str, differs_at: int, width: int, narrow: bool) -> s
     return head_text + "…" + _head(name[start:], window, narrow) + "…" + tail_text
 
 
-def wrap_words(text: str, width: int, indent: str) -> list[str]:
+def wrap_words(text: str, width: int, indent: str, *, cut_long_words: bool = False) -> list[str]:
     """``text`` in lines of at most ``width`` cells (20 at least; a two-cell character
-    counts two), each after ``indent``; a word longer than a line stands alone, whole
-    (never cut)."""
+    counts two), each after ``indent``; a word longer than a line stands alone, whole,
+    or with ``cut_long_words`` loses its middle (a compiled graph's 52-character hash,
+    a NEFF's path: never a figure)."""
     out, line, used = [], "", 0
     for word in text.split():
         cells = cell_width(word)
+        if cut_long_words and cells > max(width, 20):
+            word = elide_middle_text(word, max(width, 20))
+            cells = cell_width(word)
         if line and used + 1 + cells > max(width, 20):
             out.append(indent + line)
             line, used = word, cells
