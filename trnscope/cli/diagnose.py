@@ -6,16 +6,14 @@ import argparse
 import sys
 
 from trnscope.cli.sources import open_sources
-from trnscope.cli.text_table import NumberColumn, layout
+from trnscope.cli.text_table import NumberColumn, plain_table
 from trnscope.cli.textout import write_json
 from trnscope.cli.width import output_width
 from trnscope.core.analysis.contracts import DiagnoseOut
 from trnscope.core.analysis.diagnose import diagnose
 from trnscope.core.base.text import (
     cell_width,
-    distinct_elisions,
     elide_middle_text,
-    pad_cells,
     safe_text,
     shorten,
     wrap_words,
@@ -52,23 +50,7 @@ def _step_lines(doc: DiagnoseOut, all_steps: bool, width: int, hidden: list[str]
         NumberColumn("device busy", 85, [t(s.device_busy_us * 1000) if doc.devices else "—" for s in shown]),
         NumberColumn("bound", 95, [s.bound for s in shown]),
     ]
-    return lines + _table(width, "step", [s.step for s in shown], figures, hidden)
-
-
-def _table(width: int, header: str, names: list[str], figures: list[NumberColumn], hidden: list[str]) -> list[str]:
-    """A name column (``NAME_WIDTH`` cells, fewer on a narrow terminal, down to
-    ``NAME_MIN``) and the figures that fit beside it, the least important left out first
-    (named in ``hidden``): no line runs past the terminal's edge, no figure is cut."""
-    texts, kept, gone = layout(width, [(header, [n[:NAME_WIDTH] for n in names], NAME_MIN, 100)], figures)
-    hidden += [h for h in gone if h not in hidden]
-    name_width = min(texts[0][2], NAME_WIDTH)
-    shown = [safe_text(n) for n in names]
-    distinct = distinct_elisions(shown, name_width)
-    lines = ["  ".join([pad_cells(header, name_width), *(c.header.rjust(c.width) for c in kept)])]
-    for i, name in enumerate(shown):
-        cell = distinct.get(i) or elide_middle_text(name, name_width)
-        lines.append("  ".join([pad_cells(cell, name_width), *(c.cells[i].rjust(c.width) for c in kept)]))
-    return lines
+    return lines + plain_table(width, ("step", [s.step for s in shown], NAME_MIN, NAME_WIDTH), figures, hidden)
 
 
 def render_diagnosis(doc: DiagnoseOut, width: int, all_steps: bool = False) -> str:
@@ -83,7 +65,7 @@ def render_diagnosis(doc: DiagnoseOut, width: int, all_steps: bool = False) -> s
             NumberColumn("idle", 85, [t(d.idle_us * 1000) for d in doc.devices]),
             NumberColumn("idle %", 90, [f"{d.idle_pct:.1f}%" for d in doc.devices]),
         ]
-        lines += _table(width, "device", [d.device for d in doc.devices], figures, hidden)
+        lines += plain_table(width, ("device", [d.device for d in doc.devices], NAME_MIN, NAME_WIDTH), figures, hidden)
     else:
         lines.append("no device work in this trace (CPU only)")
     lines.append("")

@@ -12,12 +12,13 @@ import argparse
 import sys
 
 from trnscope.cli.sources import clear_progress_line
+from trnscope.cli.text_table import NumberColumn, plain_table
 from trnscope.cli.textout import write_json
 from trnscope.cli.width import output_width
 from trnscope.core.analysis.contracts import RankOut, RanksOut
 from trnscope.core.analysis.rank_view import what_was_read
 from trnscope.core.base.errors import TrnscopeError
-from trnscope.core.base.text import elide_middle_text, pad_cells, plural, safe_text, shorten, wrap_words
+from trnscope.core.base.text import plural, safe_text, shorten, wrap_words
 from trnscope.core.base.units import fmt_rate, fmt_size, fmt_time_ns
 from trnscope.core.formats.options import LoadOptions
 from trnscope.core.opening.executors import ExecutorChoice
@@ -70,7 +71,7 @@ def render_ranks(doc: RanksOut, width: int, ran_on: str = "") -> str:
     lines.append("")
     lines += _rank_lines(doc, width)
     lines.append("")
-    lines += _collective_lines(doc)
+    lines += _collective_lines(doc, width)
     if doc.warnings:
         lines.append("")
         for warning in doc.warnings:
@@ -117,7 +118,7 @@ def _step_columns(doc: RanksOut, width: int) -> tuple[list[int], int]:
 def _rank_lines(doc: RanksOut, width: int) -> list[str]:
     steps, hidden = _step_columns(doc, width)
     late = {(f.rank, f.step) for f in doc.findings if f.kind == "straggler"}
-    lines = ["wait in collectives per rank and step (" + STRAGGLER_MARK + ": held the others back)"]
+    lines = wrap_words(f"wait in collectives per rank and step ({STRAGGLER_MARK}: held the others back)", width, "")
     header = f"{'rank':>5} " + "".join(f"{('step ' + str(n)) if n >= 0 else 'trace':>11}" for n in steps)
     lines.append(header + f"{'total':>12}{'last at':>8}")
     shown: list[RankOut] = doc.ranks
@@ -133,37 +134,44 @@ def _rank_lines(doc: RanksOut, width: int) -> list[str]:
             mark = STRAGGLER_MARK if (r.rank, n) in late else " "
             cells.append(f"{text:>10}{mark}")
         lines.append(f"{r.rank:>5} " + "".join(cells) + f"{fmt_time_ns(r.wait_us * 1000):>12}{r.last_arrivals:>8}")
+    notes = []
     if len(shown) < len(doc.ranks):
-        lines.append(
-            f"  {len(doc.ranks) - len(shown):,} more ranks not shown: these {len(shown)} arrived last most often "
+        notes.append(
+            f"{len(doc.ranks) - len(shown):,} more ranks not shown: these {len(shown)} arrived last most often "
             "(--format json lists all)"
         )
     if hidden:
-        lines.append(f"  {plural(hidden, 'faster step')} not shown (--step K shows one; --format json has all)")
-    lines.append("  last at: how many collectives the rank arrived last at")
+        notes.append(f"{plural(hidden, 'faster step')} not shown (--step K shows one; --format json has all)")
+    notes.append("last at: how many collectives the rank arrived last at")
+    for note in notes:
+        lines += wrap_words(note, width - 2, "  ")
     return lines
 
 
-def _collective_lines(doc: RanksOut) -> list[str]:
+def _collective_lines(doc: RanksOut, width: int) -> list[str]:
     worst = sorted(doc.collectives, key=lambda c: -c.start_skew_us)[:COLLECTIVES_SHOWN]
     if not worst:
         return ["no collectives matched across ranks"]
-    lines = [f"collectives with the largest start skew ({len(worst)} of {len(doc.collectives):,})"]
-    lines.append(
-        f"{'id':>5} {'name':<15}{'step':>5}{'#':>4}{'size':>10}{'skew':>11}{'latency':>11}{'last':>5}{'bus bw':>12}"
+    lines = wrap_words(f"collectives with the largest start skew ({len(worst)} of {len(doc.collectives):,})", width, "")
+    t = fmt_time_ns
+    figures = [
+        NumberColumn("id", 98, [str(c.id) for c in worst]),
+        NumberColumn("step", 90, [str(c.step) if c.step >= 0 else "—" for c in worst]),
+        NumberColumn("#", 60, [str(c.index) for c in worst]),
+        NumberColumn("size", 70, [fmt_size(c.bytes) if c.bytes >= 0 else "—" for c in worst]),
+        NumberColumn("skew", 99, [t(c.start_skew_us * 1000) for c in worst]),
+        NumberColumn("latency", 80, [t(c.latency_us * 1000) for c in worst]),
+        NumberColumn("last", 95, [str(c.last_rank) for c in worst]),
+        NumberColumn("bus bw", 75, [fmt_rate(c.bus_bw_gbps) if c.bus_bw_gbps > 0 else "—" for c in worst]),
+    ]
+    if any(c.problems for c in worst):
+        figures.append(NumberColumn("!", 97, ["!" if c.problems else "" for c in worst]))
+    hidden: list[str] = []
+    lines += plain_table(width, ("name", [c.name for c in worst], 10, 15), figures, hidden, before=1)
+    legend = "skew: latest − earliest arrival; latency: the shortest duration across ranks" + (
+        "; !: ranks disagree (see warnings)" if any(c.problems for c in worst) else ""
     )
-    for c in worst:
-        bandwidth = fmt_rate(c.bus_bw_gbps) if c.bus_bw_gbps > 0 else "—"
-        step = str(c.step) if c.step >= 0 else "—"
-        problems = " !" if c.problems else ""
-        size = fmt_size(c.bytes) if c.bytes >= 0 else "—"
-        lines.append(
-            f"{c.id:>5} {pad_cells(elide_middle_text(safe_text(c.name), 15), 15)}{step:>5}{c.index:>4}{size:>10}"
-            f"{fmt_time_ns(c.start_skew_us * 1000):>11}{fmt_time_ns(c.latency_us * 1000):>11}{c.last_rank:>5}"
-            f" {bandwidth:>11}{problems}"
-        )
-    lines.append(
-        "  skew: latest − earliest arrival; latency: the shortest duration across ranks"
-        + ("; !: ranks disagree (see warnings)" if any(c.problems for c in worst) else "")
-    )
+    if hidden:
+        legend += f"; hidden at {width} columns: {', '.join(hidden)} (--format json has all)"
+    lines += wrap_words(legend, width - 2, "  ")
     return lines

@@ -113,3 +113,36 @@ def print_columns(
         parts += [safe_text(c.cells[i]).rjust(width) for c, width in zip(numbers, number_widths)]
         lines.append("  ".join(parts))
     console.print("\n".join(lines), soft_wrap=True)
+
+
+def plain_table(
+    width: int,
+    name: tuple[str, list[str], int, int],
+    figures: list[NumberColumn],
+    hidden: list[str],
+    *,
+    before: int = 0,
+) -> list[str]:
+    """A table as lines of plain text (``diagnose``'s devices and steps, ``ranks``'
+    collectives): ``name`` is (header, cells, fewest cells, most cells), shown after the
+    first ``before`` figures; the figures that fit beside it stay, the least important
+    left out first and named in ``hidden``.  No line runs past ``width``, no figure is
+    cut, and two different names never read the same."""
+    header, cells, fewest, most = name
+    texts, kept, gone = layout(width, [(header, [c[:most] for c in cells], fewest, 100)], figures)
+    hidden += [h for h in gone if h not in hidden]
+    name_width = min(texts[0][2], most)
+    shown = [safe_text(c) for c in cells]
+    distinct = distinct_elisions(shown, name_width)
+    first = [c for c in kept if figures.index(c) < before]
+    rest = [c for c in kept if figures.index(c) >= before]
+
+    def line(name_cell: str, row: int | None) -> str:
+        def cell(c: NumberColumn) -> str:
+            return (c.header if row is None else c.cells[row]).rjust(c.width)
+
+        return "  ".join([*map(cell, first), pad_cells(name_cell, name_width), *map(cell, rest)]).rstrip()
+
+    lines = [line(header, None)]
+    lines += [line(distinct.get(i) or elide_middle_text(text, name_width), i) for i, text in enumerate(shown)]
+    return lines
