@@ -317,7 +317,7 @@ def test_a_rank_file_that_is_no_trace_is_named(tmp_path: Path, capsys: pytest.Ca
     assert any("2 of 4 ranks given" in w for w in warnings), warnings
 
 
-def test_text_answer_fits_80_columns_and_sizes_read_unambiguously(
+def test_text_answer_fits_the_terminal_and_sizes_read_unambiguously(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from trnscope.core.base.units import fmt_size
@@ -326,10 +326,14 @@ def test_text_answer_fits_80_columns_and_sizes_read_unambiguously(
         "512 B", "1.00 KiB", "64.0 KiB", "1.25 MiB", "1.00 TiB",
     ]  # fmt: skip
     write_ranks(tmp_path, RankPlan(held_back={(1, 1): 3_000}))
-    monkeypatch.setenv("COLUMNS", "80")
-    assert main(["ranks", str(tmp_path), "--no-cache"]) == 0
-    out = capsys.readouterr().out
-    assert all(len(line) <= 80 for line in out.splitlines()), max(out.splitlines(), key=len)
+    for width in (40, 60, 80):
+        monkeypatch.setenv("COLUMNS", str(width))
+        assert main(["ranks", str(tmp_path), "--no-cache"]) == 0
+        out = capsys.readouterr().out
+        assert all(len(line) <= width for line in out.splitlines()), max(out.splitlines(), key=len)
+        # the skew is never left out; what is, is named
+        header = next(line for line in out.splitlines() if line.lstrip().startswith("id "))
+        assert "skew" in header and ("size" in header or f"hidden at {width} columns:" in out)
     assert fmt_size(message_bytes(RankPlan().collectives[0], 4)) in out and " Kb " not in out
 
 
