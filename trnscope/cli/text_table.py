@@ -27,7 +27,7 @@ class NumberColumn:
 NAME_MIN = 18  # the name column never gets narrower than this
 # … and a long name gets at least this much before a minor figure keeps its column: at
 # 80 columns a CPU trace's Python rows read "<built-in me…ee200>" beside a "CPU avg"
-# anyone can divide out; at 32 they read "<built-in method acquire …0x7f0ddf4ee200>"
+# anyone can divide out; now they read "<built-in method acquire…f0ddf4ee200>"
 NAME_COMFORT = 32
 MINOR = 50  # number columns below this priority make way for the name (Self CPU %, avg, memory, FLOPs)
 GAP = 2
@@ -40,8 +40,9 @@ def layout(
     important first (text columns after the first have a priority too); text columns
     (name, shapes, launching op) get their minimum, then what is left — the first one
     first — and lose their middle when still too narrow.  A long name squeezed under
-    ``NAME_COMFORT`` takes the room of minor figures (priority under ``MINOR``) too.  Returns the kept text columns
-    with their widths, the kept number columns and the headers of the hidden ones."""
+    ``NAME_COMFORT`` takes the room of minor figures (priority under ``MINOR``) too.
+    Returns the kept text columns with their widths, the kept number columns and the
+    headers of the hidden ones."""
     kept_numbers = list(numbers)
     kept_texts = list(text_columns)
     hidden: list[str] = []
