@@ -137,6 +137,7 @@ def test_idle_time_waiting_for_the_dataloader_is_data_loading_not_launch_overhea
     (step,) = doc.steps
     assert step.host_busy_us == pytest.approx(sum(end - start for start, end in merged), abs=1e-3)
     assert step.host_busy_us > 4_150  # the fetches alone
+    assert step.data_loading_us == pytest.approx(150 + 4_000, abs=1e-3)  # both fetches, inside the step
     # without the fetches, the 5,000 µs gap is too long to be a launch's overhead: the
     # host was busy elsewhere (device_idle); the 118 gaps of 1 µs stay the small kernels'
     plain = [e for e in events if not e["name"].startswith("enumerate(DataLoader)")]
@@ -283,6 +284,13 @@ def test_dataloader_waits_of_the_2021_resnet50_trace_equal_an_independent_count(
     assert expected > 0.2 * doc.devices[0].idle_us  # a large share of the idle time: it must not be missed
     assert finding.evidence_us == pytest.approx(expected, abs=1e-3)
     assert doc.findings[0] is finding  # the largest loss
+    # the step's (here the whole trace's) own figure: the host's time fetching batches,
+    # the union of the fetches on its thread (all on the main thread in this trace)
+    loader = [e for e in timed if e["name"].startswith("enumerate(DataLoader)#") and e.get("cat") not in device_cats]
+    assert len({(e["pid"], e["tid"]) for e in loader}) == 1
+    (step,) = doc.steps
+    assert step.data_loading_us == pytest.approx(sum(end - start for start, end in fetches), abs=1e-3)
+    assert step.data_loading_us > finding.evidence_us  # fetching while the GPU still worked counts here
 
 
 @requires_corpus
@@ -865,3 +873,27 @@ async def _diagnosis_pane(app: Any, pilot: Any) -> Any:
     assert isinstance(pane, DiagnoseScreen)
     await settle(pilot)
     return pane
+
+
+async def test_the_diagnosis_panes_steps_say_how_long_the_host_fetched_batches(tmp_path: Path) -> None:
+    """The steps view of the diagnosis pane has a Loading column where a step fetched
+    from its DataLoader, and the step's line says what share of its wall time that was."""
+    from trnscope.tui.app import TrnscopeApp
+    from trnscope.tui.vtable import VirtualTable
+
+    events = [annotation("ProfilerStep#1", 0, 10_000, ext=1)]
+    events.append(annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 100, 2_500))
+    events.append(op("aten::add", 3_000, 20, ext=2))
+    events.append(launch(3_005, 5, correlation=2, ext=2))
+    events.append(kernel("add_kernel", 3_020, 4, correlation=2, ext=2))
+    path = write_trace(tmp_path / "t.json", events)
+    app = TrnscopeApp([str(path)])
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane = await _diagnosis_pane(app, pilot)
+        await press(pilot, "s")
+        (step,) = pane.doc.steps
+        assert step.data_loading_us == pytest.approx(2_500, abs=1e-3)
+        table = pane.query_one("#findings", VirtualTable)
+        assert [c.title for c in table.model.columns][3] == "Loading"
+        assert "2.50ms" in str(table.model.cells(0)[3])
+        assert "(25% fetching batches from the DataLoader)" in str(pane.query_one("#dg-detail").render())

@@ -540,3 +540,5 @@ def test_diagnose_text_fits_the_terminal_and_says_what_it_left_out(monkeypatch, 
             assert shown[0] == "step" and ("wall" in shown) and shown[-1] == "bound"
             left_out = {"host busy", "device busy"} - set(shown)
             assert not left_out or "(hidden at" in out
+            if any(s.data_loading_us > 0 for s in doc.steps):  # the host fetching batches
+                assert "loading" in shown or "loading" in out.split("(hidden at")[-1]

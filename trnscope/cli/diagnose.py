@@ -50,6 +50,8 @@ def _step_lines(doc: DiagnoseOut, all_steps: bool, width: int, hidden: list[str]
         NumberColumn("device busy", 85, [t(s.device_busy_us * 1000) if doc.devices else "—" for s in shown]),
         NumberColumn("bound", 95, [s.bound for s in shown]),
     ]
+    if any(s.data_loading_us > 0 for s in shown):  # the host fetching batches: part of its busy time
+        figures.insert(2, NumberColumn("loading", 75, [t(s.data_loading_us * 1000) for s in shown]))
     return lines + plain_table(width, ("step", [s.step for s in shown], NAME_MIN, NAME_WIDTH), figures, hidden)
 
 

@@ -121,12 +121,15 @@ class DiagnoseScreen(ExplorerScreen):
             order.sort(key=lambda i: -steps[i].wall_us)
         self.step_order = order
 
+        loading = any(s.data_loading_us > 0 for s in steps)  # the host fetching batches
+
         def cells(i: int) -> list[str | Text]:
             s = steps[order[i]]
             return [
                 Text(safe_text(s.step)),
                 fit_time_short(s.wall_us * 1000, 9),
                 fit_time_short(s.host_busy_us * 1000, 9),
+                *([fit_time_short(s.data_loading_us * 1000, 9)] if loading else []),
                 fit_time_short(s.device_busy_us * 1000, 9) if doc.devices else "—",
                 Text(s.bound, style="yellow" if s.bound == "host" else "green"),
             ]
@@ -135,6 +138,7 @@ class DiagnoseScreen(ExplorerScreen):
             Column("step", "Step (⏎ timeline)", 16, "left", flex=True),
             Column("wall", "Wall", 9),
             Column("host", "Host busy", 9),
+            *([Column("loading", "Loading", 9)] if loading else []),
             Column("device", "Dev busy", 9),
             Column("bound", "Bound", 6, "left"),
         ]
@@ -172,7 +176,13 @@ class DiagnoseScreen(ExplorerScreen):
             self.query_one("#dg-detail", Static).update(
                 Text(
                     f"{safe_text(s.step)}: wall {fmt_time_short(s.wall_us * 1000)}; host busy "
-                    f"{100 * s.host_busy_us / wall:.0f}%, "
+                    f"{100 * s.host_busy_us / wall:.0f}%"
+                    + (
+                        f" ({100 * s.data_loading_us / wall:.0f}% fetching batches from the DataLoader)"
+                        if s.data_loading_us > 0
+                        else ""
+                    )
+                    + ", "
                     + (
                         f"device busy {100 * s.device_busy_us / wall:.0f}% → {s.bound}-bound (device-bound "
                         "when the device is busy half the wall time or more)"

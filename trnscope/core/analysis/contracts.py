@@ -205,6 +205,7 @@ class StepOut(msgspec.Struct):
     host_busy_us: float
     device_busy_us: float
     bound: str  # "device" | "host"
+    data_loading_us: float = 0.0  # the host's time in DataLoader fetches inside the step
 
 
 class FindingOut(msgspec.Struct):
