@@ -861,3 +861,16 @@ def test_chain_text_fits_the_terminal_and_keeps_every_figure_whole(width: int, m
         copied = [line for line in copy[2:] if re.match(r" *-?[\d.]+(us|ms|s) +[\d.]+(us|ms|s)  ", line)]
         assert len(copied) == len(chain.hops)
         assert all(line.endswith(f"  [{h.thread_or_stream}]") for line, h in zip(copied, chain.hops))
+
+
+def test_launches_per_step_read_whole_in_the_comparison() -> None:
+    """The comparison's "device launches per step" (CLI and pane): grouped thousands and
+    the two decimals the figure keeps, never an exponent ("1.5e+06") or a digit cut
+    ("12345.7" for 12,345.67)."""
+    from trnscope.core.analysis.compare_model import per_step_text
+
+    figures = (1575.0, 1663.5, 12345.67, 1.5e6, 0.0, 0.25, 10.0, 100.1)
+    assert [per_step_text(x) for x in figures] == [
+        "1,575", "1,663.5", "12,345.67", "1,500,000", "0", "0.25", "10", "100.1",
+    ]  # fmt: skip
+    assert all(float(per_step_text(x).replace(",", "")) == x for x in figures)

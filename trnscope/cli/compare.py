@@ -12,7 +12,7 @@ from trnscope.cli.text_table import NAME_MIN, NumberColumn, layout, print_column
 from trnscope.cli.textout import csv_writer, text_console
 from trnscope.cli.width import output_width
 from trnscope.core.analysis.compare import METRICS, CompareRow, Comparison, compare, with_metric
-from trnscope.core.analysis.compare_model import idle_share_text
+from trnscope.core.analysis.compare_model import idle_share_text, per_step_text
 from trnscope.core.analysis.contracts import compare_document, encode, figures_document
 from trnscope.core.analysis.distribution import RatioInterval
 from trnscope.core.analysis.row_labels import distinct_names
@@ -206,7 +206,7 @@ def render_table(comparison: Comparison, limit: int, width: int, hide: tuple[str
                 [
                     idle_share_text(x.device_idle_pct),
                     f"{x.host_bound_steps} of {x.steps}",
-                    f"{x.dispatches_per_step:g}",
+                    per_step_text(x.dispatches_per_step),
                     x.top_finding or "—",
                 ],
             )

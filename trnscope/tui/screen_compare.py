@@ -10,7 +10,7 @@ from textual.widgets import Input, Static
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.compare import METRICS, CompareRow, Comparison, with_metric
-from trnscope.core.analysis.compare_model import idle_share_text
+from trnscope.core.analysis.compare_model import idle_share_text, per_step_text
 from trnscope.core.analysis.distribution import sparkline
 from trnscope.core.base.text import safe_text, user_pattern
 from trnscope.core.base.units import fmt_time_short
@@ -189,7 +189,7 @@ class CompareScreen(FilterScreen):
         rows = [
             ("device idle", [idle_share_text(x.device_idle_pct) for x in d]),
             ("host-bound steps", [f"{x.host_bound_steps} of {x.steps}" for x in d]),
-            ("launches / step", [f"{x.dispatches_per_step:g}" for x in d]),
+            ("launches / step", [per_step_text(x.dispatches_per_step) for x in d]),
             ("largest finding", [x.top_finding or "—" for x in d]),
         ]
         columns = [Column("what", "", 18, "left")] + [

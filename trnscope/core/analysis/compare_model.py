@@ -52,6 +52,13 @@ def idle_share_text(device_idle_pct: float | None) -> str:
     return "no device" if device_idle_pct is None else f"{device_idle_pct:.1f}%"
 
 
+def per_step_text(launches_per_step: float) -> str:
+    """A variant's launches per step as the comparison tables print it: grouped
+    thousands, the two decimals it was rounded to where it has them ("1,575",
+    "1,663.5"); ``:g`` printed 12,345.67 as "12345.7" and 1.5 million as "1.5e+06"."""
+    return f"{launches_per_step:,.2f}".rstrip("0").rstrip(".")
+
+
 class KernelRuns(msgspec.Struct):
     """One variant's executions of one kernel (ns)."""
 
