@@ -348,3 +348,15 @@ def test_ranks_text_of_a_profile_without_matched_collectives_reads_whole(monkeyp
     assert "no collectives matched;" in out and "matched by —" not in out
     assert "the system trace's cc_running events are matched instead, where the profile has them" in out
     assert "1 faster step not shown" in out and "1 faster steps" not in out
+
+
+def test_bandwidths_read_in_three_digits_without_an_exponent() -> None:
+    """``fmt_rate`` (bus bandwidth in ``ranks``, its pane and its findings): three
+    significant digits in the unit that holds them — a figure rounding to 1,000 goes to
+    the next unit (``:.3g`` wrote 999.7 GB/s as "1e+03 GB/s"), terabytes included."""
+    from trnscope.core.base.units import fmt_rate
+
+    cases = {1.04: "1.04 GB/s", 0.389: "389 MB/s", 154e-6: "154 KB/s", 2.9e3: "2.9 TB/s", 999.7: "1 TB/s"}
+    cases |= {999.4: "999 GB/s", 5e6: "5,000 TB/s", 0.5e-9: "0.5 B/s"}
+    assert {x: fmt_rate(x) for x in cases} == cases
+    assert not any("e" in fmt_rate(10.0**k) for k in range(-12, 9))

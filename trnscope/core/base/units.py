@@ -100,11 +100,15 @@ def fmt_bytes(count: int) -> str:
 
 def fmt_rate(gb_per_s: float) -> str:
     """A bandwidth in decimal units, three significant digits: ``1.04 GB/s``,
-    ``389 MB/s``, ``154 KB/s`` (bytes per ns are GB/s)."""
-    for scale, suffix in ((1.0, "GB/s"), (1e-3, "MB/s"), (1e-6, "KB/s")):
-        if abs(gb_per_s) >= scale:
-            return f"{gb_per_s / scale:.3g} {suffix}"
-    return f"{gb_per_s * 1e9:.3g} B/s"
+    ``389 MB/s``, ``154 KB/s``, ``2.9 TB/s`` (bytes per ns are GB/s).  A figure that
+    rounds to 1,000 of a unit is told in the next (``:.3g`` wrote 999.7 GB/s as
+    ``1e+03``), and past 999 TB/s in whole TB/s."""
+    per_s = gb_per_s * 1e9
+    for scale, suffix in ((1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s"), (1e3, "KB/s")):
+        if abs(per_s) >= scale * 0.9995:  # at least 1 of this unit, in three digits
+            value = per_s / scale
+            return f"{value:,.0f} {suffix}" if abs(value) >= 999.5 else f"{value:.3g} {suffix}"
+    return f"{per_s:.3g} B/s"
 
 
 def fmt_size(count: int) -> str:
