@@ -874,3 +874,30 @@ def test_launches_per_step_read_whole_in_the_comparison() -> None:
         "1,575", "1,663.5", "12,345.67", "1,500,000", "0", "0.25", "10", "100.1",
     ]  # fmt: skip
     assert all(float(per_step_text(x).replace(",", "")) == x for x in figures)
+
+
+def test_a_large_drop_in_the_comparison_never_reads_as_zero() -> None:
+    """``fmt_ratio`` (the compare tables' ×B, CLI and pane): two decimals, and below 0.1
+    two significant digits, so a 2,000-fold drop reads 0.00050x, not 0.00x."""
+    from trnscope.core.base.units import fmt_ratio
+
+    assert fmt_ratio(1.76, 1.0) == "1.76x" and fmt_ratio(0.5, 1_000.0) == "0.00050x"
+    assert fmt_ratio(12.0, 1_000.0) == "0.012x" and fmt_ratio(3.0, 0.0) == "new" and fmt_ratio(0.0, 3.0) == "gone"
+    for k in range(1, 12):
+        shown = fmt_ratio(1.0, 10.0**k)
+        assert float(shown.rstrip("x")) == pytest.approx(10.0**-k, rel=0.05) and "e" not in shown
+
+
+def test_the_comparison_panes_ratios_fit_their_column_whole() -> None:
+    """``fit_ratio`` (the compare pane's B÷A): fewer decimals, then SI steps, so a ratio
+    fits its column without an ellipsis through its digits (123.45x in six cells read
+    "123.4…")."""
+    from trnscope.core.base.units import fit_ratio
+    from trnscope.tui.models import RATIO_WIDTH
+
+    for ratio in (1.76, 12.345, 123.45, 1234.5, 12345.6, 123456.0, 1.5e7, 0.0005, 0.012, 0.099, 1.2e-5, 0.1):
+        shown = fit_ratio(ratio, 1.0, RATIO_WIDTH)
+        assert len(shown) <= RATIO_WIDTH and "…" not in shown and "e" not in shown, (ratio, shown)
+        if ratio < 1e5:  # one significant digit left for the smallest
+            assert float(shown.rstrip("x")) == pytest.approx(ratio, rel=0.06 if ratio > 1e-3 else 0.2)
+    assert fit_ratio(123.45, 1.0, 6) == "123.5x" and fit_ratio(1234.5, 1.0, 6) == "1234x"

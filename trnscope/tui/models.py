@@ -26,7 +26,7 @@ from trnscope.core.analysis.ordering import KERNEL_SORT_COLUMNS, default_op_sort
 from trnscope.core.analysis.row_labels import distinct_names
 from trnscope.core.base.arrays import equals_any, stable_argsort
 from trnscope.core.base.text import user_pattern
-from trnscope.core.base.units import fit_bytes, fit_count, fit_si, fit_time_short, fmt_ratio
+from trnscope.core.base.units import fit_bytes, fit_count, fit_ratio, fit_si, fit_time_short
 from trnscope.core.model.roles import Role
 from trnscope.tui.vtable import Column, TableModel
 
@@ -64,6 +64,7 @@ class OpViewState:
     columns: dict[str, bool] = field(default_factory=dict)  # the column chooser's overrides: key → shown
 
 
+RATIO_WIDTH = 8  # a comparison's B÷A: 0.00001x, 123.45x and 1.2Mx fit whole
 KERNEL_SORT_KEYS = KERNEL_SORT_COLUMNS
 
 
@@ -464,7 +465,7 @@ def compare_model(comparison: Comparison, rows: list[CompareRow], width: int) ->
         columns.append(Column(f"v{i}", VARIANT_LETTERS[i], value_width))
     for i in range(1, len(labels)):
         columns.append(Column(f"d{i}", f"Δ{VARIANT_LETTERS[i]}", value_width))
-        columns.append(Column(f"r{i}", f"{VARIANT_LETTERS[i]}÷A", 6))
+        columns.append(Column(f"r{i}", f"{VARIANT_LETTERS[i]}÷A", RATIO_WIDTH))
     metric = comparison.primary
     # below 110 columns there is no kind column: twins differ by their names
     names = distinct_names([(row.key,) for row in rows], [row.kind for row in rows])
@@ -497,7 +498,11 @@ def compare_model(comparison: Comparison, rows: list[CompareRow], width: int) ->
                 out.append(Text(sign + number(delta, column.width - len(sign)), style=style))
             elif key.startswith("r"):
                 k = int(key[1:])
-                out.append(fmt_ratio(values[k], values[0]) if present[0] and present[k] else Text("—", style="dim"))
+                out.append(
+                    fit_ratio(values[k], values[0], column.width)
+                    if present[0] and present[k]
+                    else Text("—", style="dim")
+                )
         return out
 
     return TableModel(columns, len(rows), cells, names={"name": lambda i: names[i]})

@@ -139,11 +139,34 @@ def fit_bytes(count: int, width: int) -> str:
 
 
 def fmt_ratio(new: float, old: float) -> str:
+    """``new`` ÷ ``old`` as the comparison prints it: two decimals (``1.76x``), and under
+    0.1 two significant digits (a 2,000-fold drop read "0.00x", as if to nothing:
+    ``0.0005x``)."""
     if old == 0:
         return "new" if new else ""
     if new == 0:
         return "gone"
-    return f"{new / old:.2f}x"
+    ratio = new / old
+    if abs(ratio) >= 0.1:
+        return f"{ratio:.2f}x"
+    return f"{ratio:.{1 - math.floor(math.log10(abs(ratio)))}f}x"
+
+
+def fit_ratio(new: float, old: float, width: int) -> str:
+    """``fmt_ratio`` in ``width`` cells: fewer decimals where it does not fit
+    (``123.45x`` → ``123.5x`` → ``123x``, ``0.00050x`` → ``0.0005x``), SI steps past a
+    hundred thousand (``1.2Mx``); never cut."""
+    text = fmt_ratio(new, old)
+    if len(text) <= width or text in ("new", "gone", ""):
+        return text
+    ratio = new / old
+    if abs(ratio) >= 1e5:
+        return fit_si(ratio, width - 1) + "x"
+    if abs(ratio) >= 0.1:
+        forms = [f"{ratio:.{d}f}x" for d in (1, 0)]
+    else:  # one significant digit
+        forms = [f"{ratio:.{-math.floor(math.log10(abs(ratio)))}f}x"]
+    return next((form for form in forms if len(form) <= width), forms[-1])
 
 
 def us(ns: float | int) -> float:
