@@ -542,3 +542,48 @@ def test_diagnose_text_fits_the_terminal_and_says_what_it_left_out(monkeypatch, 
             assert not left_out or "(hidden at" in out
             if any(s.data_loading_us > 0 for s in doc.steps):  # the host fetching batches
                 assert "loading" in shown or "loading" in out.split("(hidden at")[-1]
+
+
+def test_chain_text_and_plain_tables_fit_any_width_whatever_the_names() -> None:
+    """Random chains (names, places and arguments with control characters, bidi
+    overrides, two-cell characters, long words; depths up to 30) and random plain
+    tables: at every width from 40 to 200 no line runs past it."""
+    from trnscope.cli.text_table import NumberColumn, plain_table
+    from trnscope.core.analysis.chain_model import Chain, Gaps, Hop
+    from trnscope.core.analysis.chain_text import render_chain_text
+
+    rng = random.Random(11)
+    alphabet = "ab12 _.:/[]()#,-中文\x1b\u202e\n\téß"
+
+    def word(most: int) -> str:
+        return "".join(rng.choice(alphabet) for _ in range(rng.randint(1, most)))
+
+    for _ in range(300):
+        width = rng.randint(40, 200)
+        hops, depth = [], 0
+        for _ in range(rng.randint(1, 30)):
+            depth = max(0, depth + rng.choice((-1, 0, 1, 1)))
+            details = {word(10): word(120) for _ in range(rng.randint(0, 4))}
+            kind = rng.choice(["python", "parent", "op", "child", "runtime", "kernel", "engine"])
+            layer = rng.choice(["framework", "runtime", "device"])
+            hops.append(
+                Hop(layer, word(150), rng.uniform(-1e7, 1e7), rng.uniform(0, 1e7), word(40), details, kind, depth)
+            )
+        gaps = Gaps(*(rng.uniform(0, 1e6) for _ in range(7)))
+        chain = Chain(word(300), rng.randint(0, 10**6), rng.randint(1, 10**7), 0, hops, gaps, [word(200)])
+        lines = render_chain_text(chain, width).splitlines()
+        assert all(cell_len(line) <= width for line in lines), (width, max(lines, key=cell_len))
+        rows = rng.randint(1, 8)
+        figures = [
+            NumberColumn(
+                "h" * rng.randint(1, 8) + str(k),
+                rng.randint(1, 100),
+                [f"{rng.uniform(0, 1e6):.3f}ms" for _ in range(rows)],
+            )
+            for k in range(rng.randint(1, 8))
+        ]
+        hidden: list[str] = []
+        table = plain_table(
+            width, ("name", [word(60) for _ in range(rows)], 10, 20), figures, hidden, before=rng.randint(0, 1)
+        )
+        assert all(cell_len(line) <= width for line in table), (width, max(table, key=cell_len))
