@@ -457,6 +457,9 @@ def test_a_long_name_takes_the_room_of_minor_figures_in_the_text_table() -> None
     # short names: every column that fits stays
     texts, kept, hidden = layout(80, [("Name", ["aten::mm", "aten::addmm"], NAME_MIN, 100)], numbers())
     assert hidden == [] and len(kept) == 6
+    # a tag column first (compare's variant letters): the name is the column after it
+    texts, kept, hidden = layout(80, [("", ["A", "B"], 1, 100), ("Name", long_names, 12, 95)], numbers())
+    assert texts[1][2] >= NAME_COMFORT and hidden == ["FLOPs", "CPU avg"]
     # only main figures left: they stay, and the name takes what is left
     main = [c for c in numbers() if c.priority >= MINOR]
     texts, kept, hidden = layout(60, [("Name", long_names, NAME_MIN, 100)], main)

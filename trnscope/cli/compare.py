@@ -133,15 +133,13 @@ def _rows_table(
 def _verdict(interval: RatioInterval | None) -> str:
     if interval is None or interval.ratio != interval.ratio:
         return "—"
-    if interval.within_noise:
-        return "within noise"
-    return "faster" if interval.high < 1.0 else "slower"
+    return interval.verdict
 
 
 def _ratio_text(interval: RatioInterval | None) -> str:
     if interval is None or interval.ratio != interval.ratio:
         return "—"
-    return f"×{interval.ratio:.3f} [{interval.low:.3f}–{interval.high:.3f}]"
+    return interval.text()
 
 
 def _kernel_runs_lines(comparison: Comparison, width: int, console: Any) -> list[str]:

@@ -30,6 +30,7 @@ NAME_MIN = 18  # the name column never gets narrower than this
 # anyone can divide out; now they read "<built-in method acquire…f0ddf4ee200>"
 NAME_COMFORT = 32
 MINOR = 50  # number columns below this priority make way for the name (Self CPU %, avg, memory, FLOPs)
+TAG_MAX = 8  # a text column this narrow at least is a tag (a variant's letter), not the name
 GAP = 2
 
 
@@ -62,8 +63,10 @@ def layout(
         hidden.append(header)
         kept_numbers = [c for c in kept_numbers if c.header != header]
         kept_texts = [t for t in kept_texts if t[0] != header or t is kept_texts[0]]
-    if kept_texts:
-        name, cells, name_min, _priority = kept_texts[0]
+    # the name: the first text column wider than a tag (compare's variant letters come first)
+    named = [t for t in kept_texts if t[2] >= TAG_MAX] or kept_texts
+    if named:
+        name, cells, name_min, _priority = named[0]
         wanted = min(NAME_COMFORT, longest(name, cells))
         while name_min + max(width - needed(), 0) < wanted:
             minor = [c for c in kept_numbers if c.priority < MINOR]

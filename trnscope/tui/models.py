@@ -64,6 +64,7 @@ class OpViewState:
     columns: dict[str, bool] = field(default_factory=dict)  # the column chooser's overrides: key → shown
 
 
+RATIO_INTERVAL_WIDTH = 22  # ×0.499 [0.492–0.506], fewer decimals past ×10
 RATIO_WIDTH = 8  # a comparison's B÷A: 0.00001x, 123.45x and 1.2Mx fit whole
 KERNEL_SORT_KEYS = KERNEL_SORT_COLUMNS
 
@@ -519,7 +520,7 @@ def kernel_runs_model(comparison: Comparison) -> tuple[TableModel, list[tuple[in
         Column("median", "Median", 8),
         Column("p10", "P10", 8),
         Column("p90", "P90", 8),
-        Column("ratio", "Median ÷ A [95%]", 22),
+        Column("ratio", "Median ÷ A [95%]", RATIO_INTERVAL_WIDTH),
     ]
 
     def cells(i: int) -> list[str | Text]:
@@ -532,7 +533,7 @@ def kernel_runs_model(comparison: Comparison) -> tuple[TableModel, list[tuple[in
             ratio: str | Text = Text("baseline" if v == 0 else "—", style="dim")
         else:
             style = "dim" if interval.within_noise else "green" if interval.high < 1 else "red"
-            ratio = Text(f"×{interval.ratio:.3f} [{interval.low:.2f}–{interval.high:.2f}]", style=style)
+            ratio = Text(interval.text(RATIO_INTERVAL_WIDTH), style=style)
         return [
             Text(VARIANT_LETTERS[v], style="bold"),
             runs.name,

@@ -232,7 +232,7 @@ class CompareScreen(FilterScreen):
         text.append(f" {fmt_time_short(hi)}", style="dim")
         interval = row.median_ratio[v] if v < len(row.median_ratio) else None
         if interval is not None and interval.ratio == interval.ratio:
-            verdict = "within noise" if interval.within_noise else "faster" if interval.high < 1 else "slower"
+            verdict = interval.verdict
             text.append(
                 f"\nmedian ÷ A ×{interval.ratio:.3f}, 95% bootstrap interval {interval.low:.3f}–{interval.high:.3f}: "
                 f"{verdict}"

@@ -333,7 +333,7 @@ def _kernel_run_rows(comparison: Comparison) -> list[KernelRunRowOut]:
         for label, median, mean in zip(comparison.labels[1:], row.median_ratio[1:], row.mean_ratio[1:], strict=False):
             if median is None or mean is None:
                 continue
-            verdict = "within noise" if median.within_noise else ("faster" if median.high < 1.0 else "slower")
+            verdict = median.verdict
             ratios.append(
                 RatioOut(
                     label,

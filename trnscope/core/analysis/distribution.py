@@ -65,6 +65,21 @@ class RatioInterval(msgspec.Struct):
     def within_noise(self) -> bool:
         return self.low <= 1.0 <= self.high
 
+    @property
+    def verdict(self) -> str:
+        """ "within noise" where the interval holds 1, else "faster" or "slower"."""
+        return "within noise" if self.within_noise else "faster" if self.high < 1.0 else "slower"
+
+    def text(self, width: int | None = None) -> str:
+        """``×0.499 [0.492–0.506]``: the ratio and its interval in the same precision,
+        three decimals, fewer where ``width`` is too narrow (the pane's column cut the
+        interval to two while the ratio kept three)."""
+        for decimals in (3, 2, 1, 0):
+            shown = f"×{self.ratio:.{decimals}f} [{self.low:.{decimals}f}–{self.high:.{decimals}f}]"
+            if width is None or len(shown) <= width:
+                return shown
+        return shown
+
 
 def bootstrap_ratio(baseline: np.ndarray, other: np.ndarray, statistic: str = "median") -> RatioInterval:
     """``statistic(other) / statistic(baseline)`` and its bootstrap interval."""
