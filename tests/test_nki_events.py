@@ -225,3 +225,18 @@ async def test_the_compare_pane_says_it_has_notes_and_w_lists_them(tmp_path: Pat
         assert "B:b" in title and "Δ vs A" in title  # wrapped, not cut
         await press(pilot, "w")
         assert isinstance(app.screen, WarningsScreen) and "warm-up?" in app.screen.text
+
+
+def test_a_ratio_and_its_interval_read_in_one_precision() -> None:
+    """``RatioInterval.text`` (compare's kernel runs, CLI and pane): the ratio and its
+    bootstrap interval share their decimals, three where the column has room, fewer
+    where it has not; ``verdict`` says whether the interval holds 1."""
+    from trnscope.core.analysis.distribution import RatioInterval
+
+    faster = RatioInterval(0.49912, 0.49351, 0.50694)
+    assert faster.text() == "×0.499 [0.494–0.507]" and faster.text(22) == "×0.499 [0.494–0.507]"
+    slower = RatioInterval(12.3456, 12.1, 12.6)
+    assert slower.text(22) == "×12.35 [12.10–12.60]" and len(slower.text(22)) <= 22
+    assert (faster.verdict, slower.verdict, RatioInterval(1.01, 0.97, 1.04).verdict) == (
+        "faster", "slower", "within noise",
+    )  # fmt: skip
