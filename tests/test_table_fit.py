@@ -477,6 +477,15 @@ def test_a_name_loses_its_middle_around_its_numbers_not_through_them() -> None:
 
     assert elide_middle_text("thread 4242 (python)", 16) == "thread 4242…hon)"
     assert elide_middle_text("ProfilerStep#1234567", 12) == "Prof…1234567"
+    assert elide_middle_text("thread -1029147072", 16) == "thre…-1029147072"  # the sign is the number's
+    # look-alikes shown where they differ: the window starts where the id starts
+    from trnscope.core.base.text import distinct_elisions
+
+    labels = [f"thread {tid} (python3.8){rt}" for tid in (3113936, 3126441) for rt in ("", " rt")]
+    forms = distinct_elisions(labels, 16)
+    assert len(set(forms.values())) == 4 and all(
+        str(tid) in forms[i] for i, tid in enumerate((3113936,) * 2 + (3126441,) * 2)
+    )
     assert elide_middle_text("%multiply.7 = f32[8,256,1024] multiply(%p0, %broadcast.2)", 28) == (
         "%multiply.7 = f32[…adcast.2)"
     )

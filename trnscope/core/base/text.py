@@ -206,15 +206,17 @@ def _elide_middle(text: str, width: int, narrow: bool, cells: int) -> str:
     # (from the tail's cells, leaving it three) or else left out of it, the tail's
     # start left to take all of it (from the head's cells) or else right past it
     end = width - 1 - (width - 1) // 3
-    whole = _off_a_number(text, end, +1)
-    end = whole if width - 1 - whole >= 3 else _off_a_number(text, end, -1)
+    if _splits(text, end):
+        whole = _off_a_number(text, end, +1)
+        end = whole if whole != end and width - 1 - whole >= 3 else _off_a_number(text, end, -1)
     start = len(text) - (width - 1 - end)
-    whole = _off_a_number(text, start, -1)
-    shorter = _off_a_number(text, end - (start - whole), -1)
-    if whole != start and shorter >= 1:
-        end, start = shorter, whole
-    else:
-        start = _off_a_number(text, start, +1)
+    if _splits(text, start):
+        whole = _off_a_number(text, start, -1)
+        shorter = _off_a_number(text, end - (start - whole), -1)
+        if whole != start and shorter >= 1:
+            end, start = shorter, whole
+        else:
+            start = _off_a_number(text, start, +1)
     return text[:end] + "…" + text[start:]
 
 
@@ -226,11 +228,25 @@ def _off_a_number(text: str, cut: int, way: int) -> int:
     +1: right) until it splits no number, by ``_NUMBER_GIVES`` at most and never to an
     end of the text (else where it was: a head or tail of nothing tells less)."""
     moved = cut
-    while 0 < moved < len(text) and text[moved - 1].isdigit() and text[moved].isdigit():
+    while _splits(text, moved):
         moved += way
         if abs(moved - cut) > _NUMBER_GIVES:
             return cut
     return moved if 0 < moved < len(text) or moved == cut else cut
+
+
+def _splits(text: str, cut: int) -> bool:
+    """Whether a cut at ``cut`` (between two characters) falls inside a number."""
+    return 0 < cut < len(text) and _numeric(text, cut - 1) and text[cut].isdigit()
+
+
+def _numeric(text: str, index: int) -> bool:
+    """Whether ``text[index]`` is part of a number: a digit, or a minus sign that starts
+    one ("thread -1029147072" must not read as a positive id)."""
+    ch = text[index]
+    return ch.isdigit() or (
+        ch == "-" and index + 1 < len(text) and text[index + 1].isdigit() and (index == 0 or not text[index - 1].isalnum())
+    )
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -341,9 +357,14 @@ def _where_it_differs(name: str, differs_at: int, width: int, narrow: bool) -> s
     before_difference = len(_tail(name[:differs_at], window // 4, narrow))
     last_start = len(name) - len(tail_text) - len(_tail(name[: len(name) - len(tail_text)], window, narrow))
     start = max(len(head_text), min(differs_at - before_difference, last_start))
+    if narrow:  # the window starts where a number starts, not inside it ("…113936" for thread 2113936)
+        start = max(len(head_text), _off_a_number(name, start, -1))
     if start <= len(head_text) + 1:
         return _head(name, head + window + 1, narrow) + "…" + tail_text
-    return head_text + "…" + _head(name[start:], window, narrow) + "…" + tail_text
+    shown = _head(name[start:], window, narrow)
+    if narrow:  # … and ends where one ends, or before it
+        shown = shown[: _off_a_number(shown + name[start + len(shown) :][:1], len(shown), -1)]
+    return head_text + "…" + shown + "…" + tail_text
 
 
 def wrap_words(text: str, width: int, indent: str, *, cut_long_words: bool = False) -> list[str]:
