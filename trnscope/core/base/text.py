@@ -357,13 +357,15 @@ def _where_it_differs(name: str, differs_at: int, width: int, narrow: bool) -> s
     before_difference = len(_tail(name[:differs_at], window // 4, narrow))
     last_start = len(name) - len(tail_text) - len(_tail(name[: len(name) - len(tail_text)], window, narrow))
     start = max(len(head_text), min(differs_at - before_difference, last_start))
-    if narrow:  # the window starts where a number starts, not inside it ("…113936" for thread 2113936)
-        start = max(len(head_text), _off_a_number(name, start, -1))
     if start <= len(head_text) + 1:
         return _head(name, head + window + 1, narrow) + "…" + tail_text
     shown = _head(name[start:], window, narrow)
-    if narrow:  # … and ends where one ends, or before it
-        shown = shown[: _off_a_number(shown + name[start + len(shown) :][:1], len(shown), -1)]
+    if narrow:  # the window starts and ends outside a number where it still shows the difference
+        whole = max(len(head_text) + 2, _off_a_number(name, start, -1))
+        moved = name[whole : whole + len(shown)]
+        moved = moved[: _off_a_number(name[whole : whole + len(moved) + 1], len(moved), -1)]
+        if whole <= differs_at < whole + len(moved):
+            start, shown = whole, moved
     return head_text + "…" + shown + "…" + tail_text
 
 
