@@ -245,7 +245,10 @@ def _numeric(text: str, index: int) -> bool:
     one ("thread -1029147072" must not read as a positive id)."""
     ch = text[index]
     return ch.isdigit() or (
-        ch == "-" and index + 1 < len(text) and text[index + 1].isdigit() and (index == 0 or not text[index - 1].isalnum())
+        ch == "-"
+        and index + 1 < len(text)
+        and text[index + 1].isdigit()
+        and (index == 0 or not text[index - 1].isalnum())
     )
 
 
