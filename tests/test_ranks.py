@@ -95,6 +95,46 @@ def test_mismatched_sizes_are_said(tmp_path: Path) -> None:
     assert any("disagree between ranks" in w for w in doc.warnings)
 
 
+@pytest.mark.parametrize(("key", "lowered"), [("none", True), ("seq", False)])
+def test_a_straggler_at_a_collective_the_ranks_disagree_about_is_in_doubt(
+    tmp_path: Path, key: str, lowered: bool
+) -> None:
+    # rank 2 is late at step 1's all-reduce; alone, that is a straggler of one severity
+    plan = RankPlan(held_back={(2, 1): 5_000}, key=key)
+    write_ranks(tmp_path / "agree", plan)
+    agreed = next(f for f in _analyse(tmp_path / "agree").findings if f.kind == "straggler")
+    assert "disagree" not in agreed.message
+    # … and when that rank's call has another size, the ranks disagree about what it is
+    write_ranks(tmp_path / "odd", RankPlan(held_back={(2, 1): 5_000}, key=key, wrong_size={(2, 1, 0): 999}))
+    doubted = next(f for f in _analyse(tmp_path / "odd").findings if f.kind == "straggler")
+    assert (doubted.rank, doubted.step, doubted.evidence_us) == (agreed.rank, agreed.step, agreed.evidence_us)
+    assert "the ranks disagree about this collective (input elements differs (rank 2: 999;" in doubted.message
+    severities = ["low", "medium", "high"]
+    if lowered:  # matched by position only: the lateness may be between two different calls
+        assert "matched by order in step these may be different calls" in doubted.message
+        assert severities.index(doubted.severity) == max(severities.index(agreed.severity) - 1, 0)
+    else:  # the same sequence number: the program called mismatched collectives
+        assert "a mismatched call in the program" in doubted.message
+        assert doubted.severity == agreed.severity
+
+
+def test_a_straggler_is_shown_at_a_collective_the_ranks_agree_about(tmp_path: Path) -> None:
+    # rank 1 is late at both collectives of a step, later at the first, whose sizes the
+    # ranks disagree about: the finding's example is the second, which they call alike
+    plan = RankPlan(key="none", late_call={(1, 1, 0): 9_000, (1, 1, 1): 6_000}, wrong_size={(1, 1, 0): 999})
+    write_ranks(tmp_path, plan)
+    doc = _analyse(tmp_path)
+    (late,) = [f for f in doc.findings if f.kind == "straggler"]
+    shown = doc.collectives[late.collective]
+    assert (late.rank, shown.name, shown.problems) == (1, "all_gather", [])
+    assert "and 1 more collective" in late.message and "disagree" not in late.message
+    assert late.evidence_us == 3 * 9_000 + 3 * 6_000  # the three others waited at both
+    # without the disagreement, the later arrival is the example
+    write_ranks(tmp_path / "alike", RankPlan(key="none", late_call={(1, 1, 0): 9_000, (1, 1, 1): 6_000}))
+    (alike,) = [f for f in _analyse(tmp_path / "alike").findings if f.kind == "straggler"]
+    assert _analyse(tmp_path / "alike").collectives[alike.collective].name == "all_reduce"
+
+
 def test_a_missing_rank_is_said_and_the_rest_analysed(tmp_path: Path) -> None:
     write_ranks(tmp_path, RankPlan(skip_ranks=frozenset({2}), held_back={(1, 0): 4_000}))
     doc = _analyse(tmp_path)

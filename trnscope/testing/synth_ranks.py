@@ -68,14 +68,16 @@ class RankPlan:
     skip_ranks: frozenset[int] = frozenset()  # ranks whose file is not written
     late_window: frozenset[int] = frozenset()  # ranks whose first collective precedes their window
     wrong_size: dict[tuple[int, int, int], int] = field(default_factory=dict)  # (rank, step, k) → nelems
+    late_call: dict[tuple[int, int, int], int] = field(default_factory=dict)  # (rank, step, k) → µs late
 
     def arrival(self, rank: int, step: int, k: int) -> int:
         """When ``rank`` calls collective ``k`` of step position ``step`` (µs since the
         epoch): the first after its compute and any delay, the next ones ``gap_us`` after
         the previous collective ended (on every rank at once)."""
+        late = self.late_call.get((rank, step, k), 0)
         if k == 0:
-            return self.step_start(step) + 10 + self.compute_us + self.delay(rank, step)
-        return self.end(step, k - 1) + self.gap_us
+            return self.step_start(step) + 10 + self.compute_us + self.delay(rank, step) + late
+        return self.end(step, k - 1) + self.gap_us + late
 
     def delay(self, rank: int, step: int) -> int:
         return self.held_back.get((rank, step), 0) + self.extra_compute.get(rank, 0)

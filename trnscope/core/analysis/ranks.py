@@ -452,6 +452,9 @@ def _rank_outputs(
     return out
 
 
+_LOWER = {"high": "medium", "medium": "low", "low": "low"}  # a finding the data leaves in doubt
+
+
 def _severity(evidence: int, total: int) -> str:
     share = evidence / total if total else 0.0
     return "high" if share >= 0.2 else "medium" if share >= 0.05 else "low"
@@ -503,7 +506,9 @@ def _stragglers(
         if previous is None:
             worst[key] = (k, lost, 1)
         else:
-            best = k if figures[k].lateness > figures[previous[0]].lateness else previous[0]
+            # the example is the latest arrival at a collective the ranks agree on: one
+            # they disagree about may pair different calls
+            best = max(k, previous[0], key=lambda j: (not collectives[j].problems, figures[j].lateness))
             worst[key] = (best, previous[1] + lost, previous[2] + 1)
     steps_late: Counter[int] = Counter(rank for rank, _ in worst)
     out = []
@@ -512,13 +517,23 @@ def _stragglers(
         why = _why_late(int(matched.calls.ints("idle_before_ns")[f.last_row]), f)
         more = f" and {count - 1} more collective{'s' if count > 2 else ''}" if count > 1 else ""
         often = f"; late in {steps_late[rank]} steps" if steps_late[rank] > 1 else ""
+        severity = _severity(lost, _step_rank_time(summaries, step))
+        doubt = ""
+        if c.problems:
+            doubt = f"; but the ranks disagree about this collective ({c.problems[0]})"
+            if matched.level == BY_ORDER:
+                # paired by position only: the lateness may be two different calls' distance
+                doubt += ", so matched by order in step these may be different calls (see warnings)"
+                severity = _LOWER[severity]
+            else:
+                doubt += ": a mismatched call in the program"
         out.append(
             RankFindingOut(
                 kind="straggler",
-                severity=_severity(lost, _step_rank_time(summaries, step)),
+                severity=severity,
                 message=(
                     f"rank {rank} arrived {fmt_time_ns(f.lateness)} after the others' median at "
-                    f"{_collective_label(c)}{more}; the other ranks lost {fmt_time_ns(lost)} waiting{why}{often}"
+                    f"{_collective_label(c)}{more}; the other ranks lost {fmt_time_ns(lost)} waiting{why}{often}{doubt}"
                 ),
                 rank=rank,
                 step=step,
