@@ -765,6 +765,40 @@ def test_lanes_whose_labels_elide_alike_keep_where_they_differ(tmp_path: Path, c
     assert len(threads) == 2 and threads[0] != threads[1], rows
 
 
+def test_a_long_lane_label_leaves_out_what_every_lane_repeats() -> None:
+    """HTA's A100 trace at 80 columns read "thre…3113936… rt" and "python3.8 …am 20":
+    the process name every lane repeats goes first, then the middle."""
+    from trnscope.core.analysis.timeline import compact_lane_labels, lane_labels
+
+    labels = [
+        "thread -1029147072",
+        "thread 3113936 (python3.8)",
+        "thread 3113936 (python3.8) rt",
+        "thread 3126441 (python3.8) ·1",
+        "python3.8 (GPU 3) / stream 7",
+        "python3.8 (GPU 3) / stream 20",
+        "MTIA 9 (MTIA 9) / Stream 102 FW",
+        "NC0",
+    ]
+    assert lane_labels(labels, 18) == [
+        "thread -1029147072",
+        "thread 3113936",
+        "thread 3113936 rt",
+        "thread 3126441 ·1",
+        "GPU 3 / stream 7",
+        "GPU 3 / stream 20",
+        "MTIA 9 / St…102 FW",
+        "NC0",
+    ]
+    assert lane_labels(labels, 40) == labels  # room for the whole label: nothing goes
+    # threads of two processes: the process names tell them apart, so they stay
+    two = ["thread 5 (trainer)", "thread 6 (loader)"]
+    assert compact_lane_labels(two) == two
+    # two processes' GPU 0: the short forms would read alike, so both stay whole
+    same_gpu = ["rank0 (GPU 0) / stream 7", "rank1 (GPU 0) / stream 7", "rank1 (GPU 1) / stream 7"]
+    assert compact_lane_labels(same_gpu) == [same_gpu[0], same_gpu[1], "GPU 1 / stream 7"]
+
+
 @pytest.mark.parametrize("at_once", [True, False])
 async def test_the_timeline_and_the_diagnosis_open_with_their_figures(at_once: bool, monkeypatch) -> None:
     """A trace of at most ``AT_ONCE_EVENTS`` events: the lanes and the diagnosis are

@@ -71,7 +71,7 @@ def cmd_timeline(args: argparse.Namespace) -> int:  # noqa: C901 - argument chec
             f"trace: showing {fmt_time_short(max(t0, first) - origin)} → {fmt_time_short(min(t1, last) - origin)}\n"
         )
         t0, t1 = max(t0, first), min(t1, last)
-    label_width = min(24, max(16, width // 5))
+    label_width = min(24, max(18, width // 5))
     cells = width - label_width - 1
     header = (
         f"{safe_text(analysis.trace.label or analysis.trace.source)}  {fmt_time_short(t0 - origin)} → "

@@ -23,7 +23,7 @@ from trnscope.tui.screen_base import ExplorerScreen
 from trnscope.tui.status import fit_line
 from trnscope.tui.textpanel import TextPanel
 
-LABEL_WIDTH = 16
+LABEL_WIDTH = 18  # "thread 3113936 rt" and "GPU 3 / stream 20" whole (the process name goes first)
 _STYLE = {"host": "yellow", "runtime": "cyan", "device": "green", "engine": "blue"}
 
 

@@ -10,6 +10,7 @@ of its time the lane was busy: blank (idle), then ``▁▂▃▄▅▆▇█`` i
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 import msgspec
 import numpy as np
@@ -18,7 +19,7 @@ from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.host_work import data_loader_rows
 from trnscope.core.base.arrays import equals_any, order_by_group_then_value, split_by
 from trnscope.core.base.intervals import Union, coverage_grid, unions_of_groups
-from trnscope.core.base.text import distinct_elisions, elide_middle_text, pad_cells, safe_text, user_pattern
+from trnscope.core.base.text import cell_width, distinct_elisions, elide_middle_text, pad_cells, safe_text, user_pattern
 from trnscope.core.base.units import fmt_time_short
 from trnscope.core.model.roles import Role
 
@@ -284,8 +285,35 @@ def lane_labels(labels: list[str], width: int) -> list[str]:
     instead ("thread 4242 (python)" and "thread 4249 (python)" both read
     "thread 424…thon)" at 16 cells)."""
     safe = [safe_text(label) for label in labels]
+    short = compact_lane_labels(safe)
+    safe = [s if cell_width(s) <= width else c for s, c in zip(safe, short, strict=True)]
     alike = distinct_elisions(safe, width)
     return [alike.get(i, elide_middle_text(label, width)) for i, label in enumerate(safe)]
+
+
+_HOST_LABEL = re.compile(r"^(thread -?\d+) \((.*)\)((?: rt)?(?: ·\d+)?)$")
+_DEVICE_LABEL = re.compile(r"^(.*) \(([^()]+)\) / (.+)$")
+
+
+def compact_lane_labels(labels: list[str]) -> list[str]:
+    """Each label without what every lane of its kind repeats, for a label too long
+    for its column: the host threads' common process name ("thread 3113936
+    (python3.8) rt" → "thread 3113936 rt") and a device track's process before its
+    device ("python3.8 (GPU 3) / stream 7" → "GPU 3 / stream 7").  A label whose short
+    form another lane's shares stays whole, so no two lanes read the same."""
+    hosts = [_HOST_LABEL.match(label) for label in labels]
+    names = {m.group(2) for m in hosts if m}
+    short = []
+    for label, host in zip(labels, hosts, strict=True):
+        device = _DEVICE_LABEL.match(label)
+        if host and len(names) == 1:
+            short.append(host.group(1) + host.group(3))
+        elif not host and device:
+            short.append(f"{device.group(2)} / {device.group(3)}")
+        else:
+            short.append(label)
+    taken = Counter(short)
+    return [s if taken[s] == 1 or s == label else label for s, label in zip(short, labels, strict=True)]
 
 
 # As at load (``kineto.events.MAX_ABS_US``): about 142 years either way, in ns
