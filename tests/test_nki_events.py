@@ -142,6 +142,24 @@ def test_compare_variants_says_which_difference_is_real(tmp_path: Path, capsys: 
     assert "Kernel executions (one kernel per variant; " in text  # the JSON's code in words
 
 
+def test_kernel_names_read_whole_at_80_columns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the bundled benchmarks' "rmsnorm_baseline" read "rmsnorm_b…line" beside a Std
+    # column: the name identifies the variant, the spread is in P10 and P90 too
+    names = ["rmsnorm_baseline", "rmsnorm_fused_v2", "rmsnorm_tiled_128"]
+    for k, name in enumerate(names):
+        write_benchmark(tmp_path / f"{k}_{name}.json", kernel=name, median_us=140 - 10 * k, seed=k, executions=20)
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["compare", str(tmp_path), "--no-cache"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = [line for line in lines if line[:3] in ("A  ", "B  ", "C  ")]
+    assert [row.split()[1] for row in rows] == names
+    assert all(len(line) <= 80 for line in lines)
+    (hidden,) = [line for line in lines if line.startswith("(hidden at 80 columns:")]
+    assert "Std" in hidden and "P90" not in hidden
+
+
 def test_align_names_kernels_that_differ(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from trnscope.testing.synth_nrt_events import write_benchmark as write
 

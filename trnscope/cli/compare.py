@@ -155,7 +155,7 @@ def _kernel_runs_lines(comparison: Comparison, width: int, console: Any) -> list
             NumberColumn("Mean", 80, [fmt_time_ns(r.mean_ns) for r in present]),
             NumberColumn("P10", 60, [fmt_time_ns(r.p10_ns) for r in present]),
             NumberColumn("P90", 61, [fmt_time_ns(r.p90_ns) for r in present]),
-            NumberColumn("Std", 50, [fmt_time_ns(r.std_ns) for r in present]),
+            NumberColumn("Std", 45, [fmt_time_ns(r.std_ns) for r in present]),  # P10–P90 say the spread too
             NumberColumn("Min", 30, [fmt_time_ns(r.min_ns) for r in present]),
             NumberColumn("Max", 31, [fmt_time_ns(r.max_ns) for r in present]),
         ]
