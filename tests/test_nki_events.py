@@ -160,6 +160,39 @@ def test_kernel_names_read_whole_at_80_columns(
     assert "Std" in hidden and "P90" not in hidden
 
 
+@pytest.mark.parametrize("hours_apart", [0, 3])
+def test_a_framework_trace_of_another_run_above_a_benchmark_is_not_attached(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], hours_apart: int
+) -> None:
+    """A kernel benchmark saved one folder below some other run's trace took that
+    trace's ops, steps and name, and called every execution "launched before the
+    capture window".  A trace of the same run (a profiler around the benchmark loop)
+    is still attached."""
+    from trnscope.testing.events import op, write_trace
+    from trnscope.testing.synth_nrt_events import BASE_NS, PERIOD_NS
+
+    bench = tmp_path / "kernels" / "rmsnorm"
+    bench.mkdir(parents=True)
+    truth = write_benchmark(bench / "benchmark_events.json", kernel="rmsnorm_nki", executions=12)
+    around_us = (BASE_NS - hours_apart * 3_600 * 10**9) // 1000  # the loop's start, Unix µs
+    loop_us = 12 * PERIOD_NS // 1000 + 2_000
+    write_trace(
+        tmp_path / "trace.json", [op("ProfilerStep#1", around_us - 500, loop_us), op("my_loop", around_us, loop_us)]
+    )
+    assert main(["summary", str(bench / "benchmark_events.json"), "--format", "json", "--no-cache"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    names = {row["name"] for row in doc["ops"]}
+    not_attached = [w for w in doc["warnings"] if "not attached" in w]
+    assert doc["kernels"][0]["calls"] == len(truth.executions)
+    if hours_apart:
+        assert "my_loop" not in names and not doc["source"].endswith("trace.json")
+        assert len(not_attached) == 1 and "(another run)" in not_attached[0], doc["warnings"]
+        assert not any("before the capture window" in w for w in doc["warnings"])
+    else:
+        assert "my_loop" in names and doc["source"].endswith("trace.json")
+        assert not not_attached
+
+
 def test_align_names_kernels_that_differ(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from trnscope.testing.synth_nrt_events import write_benchmark as write
 

@@ -186,6 +186,8 @@ def load_neuron(
     if files.has_raw and export_format == "none":
         warnings.append(_raw_warning(files, exports.corrupt))
     system = _system_to_use(exports.system, files, warmup, warnings)
+    if trace is not None and system is not None and not _same_capture(trace, system, files, warnings):
+        trace = None
     if trace is None and system is None:
         if files.has_raw:
             raise InputError(f"{folder}: nothing readable yet: {_raw_warning(files, exports.corrupt)}")
@@ -340,6 +342,46 @@ def _framework_trace(files: NeuronFiles, read_framework: FrameworkReader | None)
         return None
     preferred = sorted(files.framework_traces, key=lambda p: (Path(p).name != "trace.json", p))
     return read_framework(Path(preferred[0]))
+
+
+# A framework trace and a Neuron capture that are this far apart and do not overlap
+# are two runs: a capture's runtime calls happen inside (or right around) its window.
+UNRELATED_GAP_NS = 1_000_000_000
+
+
+def _same_capture(trace: Trace, system: SystemEvents, files: NeuronFiles, warnings: list[str]) -> bool:
+    """Whether the framework trace found beside (or above) the Neuron capture recorded the
+    same run: their host times overlap, or come within ``UNRELATED_GAP_NS``.  A kernel
+    benchmark's events JSON saved under a folder that holds some other run's trace took
+    that trace's ops, steps and source name (and "launched before the capture window"
+    for all its executions).  Without Unix times on both sides nothing can be told, and
+    the trace is kept."""
+    runtime = np.flatnonzero(system.source == SOURCE_RUNTIME)
+    first, last = trace.span_ns
+    if not trace.origin_is_unix or runtime.size == 0 or last <= first:
+        return True
+    starts = system.start[runtime]
+    capture = (int(starts.min()), int((starts + np.maximum(system.duration[runtime], 0)).max()))
+    framework = (trace.origin_ns + first, trace.origin_ns + last)
+    gap = max(capture[0] - framework[1], framework[0] - capture[1])
+    if gap <= UNRELATED_GAP_NS:
+        return True
+    preferred = sorted(files.framework_traces, key=lambda p: (Path(p).name != "trace.json", p))[0]
+    warnings.append(
+        f"framework trace {preferred} not attached: it ran {_utc(framework[0])} to {_utc(framework[1])}, "
+        f"this capture's runtime {_utc(capture[0])} to {_utc(capture[1])} (another run)"
+    )
+    return False
+
+
+def _utc(ns: int) -> str:
+    import datetime
+
+    try:
+        moment = datetime.datetime.fromtimestamp(ns / 1e9, tz=datetime.UTC)
+    except (OverflowError, OSError, ValueError):
+        return f"{ns} ns"
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _empty_trace(folder: Path, system: SystemEvents) -> Trace:
