@@ -171,7 +171,22 @@ def test_folder_with_several_traces_says_which(capsys, tmp_path: Path, small_syn
     code, out, _ = run(capsys, "summary", str(tmp_path), "--format", "json", "--select", "rank1")
     assert code == 0 and json.loads(out)["label"] == "rank1"
     code, out, _ = run(capsys, "summary", str(tmp_path), "--format", "json")
-    assert any("holds 2 traces" in w for w in json.loads(out)["warnings"])
+    (said,) = [w for w in json.loads(out)["warnings"] if "holds 2 traces" in w]
+    # not one job's ranks (no distributedInfo): picked or compared, not summed as ranks
+    assert said.endswith("pick with --select, or compare two or three: trnscope compare A B)")
+
+
+def test_a_folder_says_what_its_traces_are_for(capsys, tmp_path: Path) -> None:
+    from trnscope.testing.synth_ranks import RankPlan, write_ranks
+
+    write_ranks(tmp_path / "job", RankPlan(world=2))
+    code, out, _ = run(capsys, "summary", str(tmp_path / "job"), "--format", "json")
+    assert code == 0
+    assert any(w.endswith("or see them as ranks: trnscope ranks, or R)") for w in json.loads(out)["warnings"])
+    bench = Path(__file__).parent.parent / "sample_traces" / "nki_synthetic_rmsnorm_benchmarks"
+    code, out, _ = run(capsys, "summary", str(bench), "--format", "json", "--no-cache")
+    assert code == 0
+    assert any(w.endswith(f"or compare them: trnscope compare {bench})") for w in json.loads(out)["warnings"])
 
 
 def test_cache_info_and_clear(capsys, small_synthetic, isolated_cache: Path) -> None:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from trnscope.cli.main import main
@@ -133,6 +134,43 @@ def test_a_straggler_is_shown_at_a_collective_the_ranks_agree_about(tmp_path: Pa
     write_ranks(tmp_path / "alike", RankPlan(key="none", late_call={(1, 1, 0): 9_000, (1, 1, 1): 6_000}))
     (alike,) = [f for f in _analyse(tmp_path / "alike").findings if f.kind == "straggler"]
     assert _analyse(tmp_path / "alike").collectives[alike.collective].name == "all_reduce"
+
+
+def test_traces_of_other_runs_are_not_compared(tmp_path: Path) -> None:
+    """A folder of unrelated traces read as ranks (HTA's and TraceLens's, each some job's
+    rank): one was 46,639,634 s "late" at a collective.  Ranks that share no moment are
+    other runs: no finding compares them, and the warnings say why."""
+    from trnscope.core.analysis.rank_view import no_findings_text
+
+    day_us = 86_400 * 10**6
+    write_ranks(tmp_path / "a", RankPlan(world=2, held_back={(1, 1): 5_000}))
+    write_ranks(tmp_path / "b", RankPlan(world=2, held_back={(1, 1): 5_000}, epoch_us=EPOCH_US + 3 * day_us))
+    together = tmp_path / "together"
+    together.mkdir()
+    (together / "rank0.json").write_bytes((tmp_path / "a" / "rank0.json").read_bytes())
+    (together / "rank1.json").write_bytes((tmp_path / "b" / "rank1.json").read_bytes())
+    apart = _analyse(together)
+    assert [f.kind for f in apart.findings if f.kind in ("straggler", "imbalance", "slow_collective")] == []
+    (said,) = [w for w in apart.warnings if w.startswith("the traces share no moment")]
+    assert "rank 0 ends" in said and "before rank 1 begins" in said and "3.0 days" in said
+    assert "share no moment" in no_findings_text(msgspec.structs.replace(apart, findings=[]))
+    # the same two ranks of one run: compared, and rank 1 held the other back
+    alike = _analyse(tmp_path / "a")
+    assert any(f.kind == "straggler" and f.rank == 1 for f in alike.findings)
+    assert not any("share no moment" in w for w in alike.warnings)
+    assert "noise floor" in no_findings_text(msgspec.structs.replace(alike, findings=[]))
+
+
+def test_traces_that_name_different_world_sizes_are_said(tmp_path: Path) -> None:
+    write_ranks(tmp_path / "two", RankPlan(world=2))
+    write_ranks(tmp_path / "four", RankPlan(world=4))
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    (mixed / "rank0.json").write_bytes((tmp_path / "two" / "rank0.json").read_bytes())
+    (mixed / "rank1.json").write_bytes((tmp_path / "four" / "rank1.json").read_bytes())
+    doc = _analyse(mixed)
+    assert "the traces give different world sizes (2, 4): they are not all one job's ranks" in doc.warnings
+    assert not any("ranks given" in w for w in doc.warnings)
 
 
 def test_a_missing_rank_is_said_and_the_rest_analysed(tmp_path: Path) -> None:

@@ -88,6 +88,50 @@ async def test_R_reaches_the_ranks_pane_from_a_selected_rank(tmp_path: Path) -> 
         assert app.screen.document.findings[0].rank == 2
 
 
+async def test_a_folder_of_other_jobs_ranks_opens_its_first_trace(tmp_path: Path) -> None:
+    """Each trace some job's rank 0 (a folder of traces collected from several jobs): not
+    one job's ranks, so the op table of the first, as for any folder of traces."""
+    write_ranks(tmp_path / "a", RankPlan(world=2))
+    write_ranks(tmp_path / "b", RankPlan(world=4))
+    folder = tmp_path / "collected"
+    folder.mkdir()
+    (folder / "job_a.json").write_bytes((tmp_path / "a" / "rank0.json").read_bytes())
+    (folder / "job_b.json").write_bytes((tmp_path / "b" / "rank0.json").read_bytes())
+    app = TrnscopeApp([str(folder)], use_cache=False, workers=1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot)
+        assert isinstance(app.screen, OpsScreen)
+
+
+def test_one_jobs_ranks_by_their_distributed_info(tmp_path: Path) -> None:
+    import gzip
+    import json
+
+    from trnscope.core.formats.sniff import one_jobs_ranks, rank_of
+
+    def trace(name: str, info: object, packed: bool = False) -> Path:
+        text = json.dumps({"schemaVersion": 1, "distributedInfo": info, "traceEvents": []})
+        path = tmp_path / (name + (".json.gz" if packed else ".json"))
+        path.write_bytes(gzip.compress(text.encode()) if packed else text.encode())
+        return path
+
+    groups = [{"pg_name": "0", "pg_desc": "default_pg", "pg_size": 4, "ranks": [0, 1, 2, 3]}]  # as torch writes it
+    four = [
+        trace(f"r{r}", {"backend": "gloo", "rank": r, "world_size": 4, "pg_config": groups}, r % 2 == 1)
+        for r in range(4)
+    ]
+    assert [rank_of(p) for p in four] == [(0, 4), (1, 4), (2, 4), (3, 4)]
+    assert one_jobs_ranks(four)
+    assert not one_jobs_ranks(four[:1])  # one trace is no job's ranks
+    assert not one_jobs_ranks([four[0], trace("other0", {"rank": 0, "world_size": 4})])  # rank 0 twice
+    assert not one_jobs_ranks([four[0], trace("w8", {"rank": 1, "world_size": 8})])  # another world size
+    assert not one_jobs_ranks([four[0], trace("plain", None).with_suffix(".json")])  # null: not a rank's
+    assert rank_of(trace("odd", {"rank": "zero", "world_size": True, "s": '}{\\"}'})) == (-1, -1)
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps({"traceEvents": []}))
+    assert rank_of(bare) is None
+
+
 def _many(world: int, steps: int) -> list[RankSummary]:
     out = []
     for r in range(world):

@@ -16,7 +16,7 @@ from trnscope.cli.text_table import NumberColumn, plain_table
 from trnscope.cli.textout import write_json
 from trnscope.cli.width import output_width
 from trnscope.core.analysis.contracts import RankOut, RanksOut
-from trnscope.core.analysis.rank_view import what_was_read
+from trnscope.core.analysis.rank_view import no_findings_text, what_was_read
 from trnscope.core.base.errors import TrnscopeError
 from trnscope.core.base.text import plural, safe_text, shorten, wrap_words
 from trnscope.core.base.units import fmt_rate, fmt_size, fmt_time_ns
@@ -91,7 +91,7 @@ def _headline(doc: RanksOut, ran_on: str) -> str:
 
 def _finding_lines(doc: RanksOut, width: int) -> list[str]:
     if not doc.findings:
-        return ["findings: none above the noise floor — no rank held the others back"]
+        return [f"findings: {no_findings_text(doc)}"]
     lines = ["findings"]
     for i, f in enumerate(doc.findings, 1):
         lines.append(f"{i}. {f.severity.upper():<6} {f.kind}: {fmt_time_ns(f.evidence_us * 1000)}")

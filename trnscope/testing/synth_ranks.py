@@ -69,6 +69,7 @@ class RankPlan:
     late_window: frozenset[int] = frozenset()  # ranks whose first collective precedes their window
     wrong_size: dict[tuple[int, int, int], int] = field(default_factory=dict)  # (rank, step, k) → nelems
     late_call: dict[tuple[int, int, int], int] = field(default_factory=dict)  # (rank, step, k) → µs late
+    epoch_us: int = EPOCH_US  # when the job's first step starts (Unix µs)
 
     def arrival(self, rank: int, step: int, k: int) -> int:
         """When ``rank`` calls collective ``k`` of step position ``step`` (µs since the
@@ -83,7 +84,7 @@ class RankPlan:
         return self.held_back.get((rank, step), 0) + self.extra_compute.get(rank, 0)
 
     def step_start(self, step: int) -> int:
-        return EPOCH_US + step * self.step_period_us
+        return self.epoch_us + step * self.step_period_us
 
     def end(self, step: int, k: int) -> int:
         """When collective ``k`` ends on every rank: the last rank's kernel ran its latency."""

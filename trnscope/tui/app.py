@@ -29,7 +29,7 @@ from trnscope.core.analysis.compare import compare
 from trnscope.core.base.errors import LoadCancelled, TrnscopeError
 from trnscope.core.base.text import safe_text
 from trnscope.core.formats import ProfileRef, SourceRef
-from trnscope.core.formats.sniff import looks_like_rank_trace
+from trnscope.core.formats.sniff import one_jobs_ranks
 from trnscope.core.opening.sources import Mode, OpenOptions, is_variants_folder, open_source, plan_sources
 from trnscope.tui.commands import TrnscopeCommands
 from trnscope.tui.early_load import EarlyLoad
@@ -264,9 +264,12 @@ class TrnscopeApp(App[None]):
             return False
         if ref.kind == "neuron":  # one process folder per rank
             return True
-        # a folder of traces: ranks when they say so (a folder of unrelated traces opens the first)
-        return ref.kind == "folder" and all(
-            s.kind == "kineto" and looks_like_rank_trace(Path(s.path)) for s in ref.sources[:2]
+        # a folder of traces: ranks when they say they are one job's (a folder of unrelated
+        # traces, each some job's rank 0, opens the first)
+        return (
+            ref.kind == "folder"
+            and all(s.kind == "kineto" for s in ref.sources)
+            and one_jobs_ranks([Path(s.path) for s in ref.sources])
         )
 
     def _make_ranks(self) -> ShowRanks:

@@ -15,7 +15,7 @@ from textual.binding import Binding
 from textual.widgets import Static
 
 from trnscope.core.analysis.contracts import CollectiveOut, RankOut, RanksOut
-from trnscope.core.analysis.rank_view import LATE, heat_map, lateness_order, what_was_read
+from trnscope.core.analysis.rank_view import LATE, heat_map, lateness_order, no_findings_text, what_was_read
 from trnscope.core.base.text import plural, safe_text
 from trnscope.core.base.units import fit_time_short, fmt_rate, fmt_size, fmt_time_short
 from trnscope.core.formats import SourceRef
@@ -77,7 +77,7 @@ class RanksScreen(ExplorerScreen):
             style="dim",
         )
         if not doc.findings:
-            text.append("no rank held the others back (nothing above the noise floor)", style="green")
+            text.append(no_findings_text(doc), style="green")
         for f in doc.findings[:_FINDINGS_SHOWN]:
             text.append(f"{f.severity:<6} ", style=_SEVERITY.get(f.severity, ""))
             text.append(f"{f.kind}: ", style="bold")

@@ -126,3 +126,14 @@ def collective_lanes(c: CollectiveOut, width: int) -> tuple[list[Lane], float, f
         cells[int(at[k])] = ARRIVAL
         lanes.append(Lane(rank, "".join(cells.tolist()), rank == c.last_rank))
     return lanes, lo, hi
+
+
+NOT_ONE_RUN = "the traces share no moment"  # the reducer's warning when the traces are other runs
+
+
+def no_findings_text(doc: RanksOut) -> str:
+    """What an empty list of findings means: nothing above the noise floor, or nothing
+    compared, the traces being other runs."""
+    if any(w.startswith(NOT_ONE_RUN) for w in doc.warnings):
+        return "no findings that compare ranks: the traces share no moment (see warnings)"
+    return "no rank held the others back (nothing above the noise floor)"

@@ -50,6 +50,7 @@ from trnscope.core.analysis.contracts import (
 )
 from trnscope.core.analysis.rank_matching import BY_ORDER, Matched, group_ids, match_collectives
 from trnscope.core.analysis.rank_summary import RankSummary
+from trnscope.core.analysis.rank_view import NOT_ONE_RUN
 from trnscope.core.base.arrays import medians_without_each
 from trnscope.core.base.units import fmt_rate, fmt_time_ns, us
 
@@ -341,7 +342,11 @@ def reduce_ranks(summaries: list[RankSummary], step: int | None = None) -> Ranks
     if not all(s.clock_is_unix for s in summaries):
         warnings.append("some traces do not give absolute times: arrivals across ranks assume one shared clock")
     world = max([s.world_size for s in summaries] + [len(summaries)])
-    if world > len(summaries):
+    worlds = sorted({s.world_size for s in summaries if s.world_size > 0})
+    if len(worlds) > 1:
+        listed = ", ".join(f"{w:,}" for w in worlds[:6]) + (" …" if len(worlds) > 6 else "")
+        warnings.append(f"the traces give different world sizes ({listed}): they are not all one job's ranks")
+    elif world > len(summaries):
         warnings.append(f"{len(summaries)} of {world} ranks given: figures cover those only")
     origin = min((s.start_ns for s in summaries), default=0)
     matched = match_collectives([s.collectives for s in summaries], ranks, warnings)
@@ -365,7 +370,8 @@ def reduce_ranks(summaries: list[RankSummary], step: int | None = None) -> Ranks
     if partial and matched.level != BY_ORDER:
         warnings.append(f"{len(partial)} collectives were not seen on every rank given")
     rank_out = _rank_outputs(summaries, ranks, matched, columns, figures)
-    findings = _findings(summaries, ranks, matched, figures, collectives, floor)
+    apart = _not_one_run(summaries, ranks, warnings)
+    findings = _findings(summaries, ranks, matched, figures, collectives, floor, across_ranks=not apart)
     return RanksOut(
         world_size=world,
         ranks=rank_out,
@@ -470,6 +476,29 @@ def _collective_label(c: CollectiveOut) -> str:
     return f"{c.name} #{c.index} of {where}" + (f" (group {c.group})" if c.group else "")
 
 
+def _not_one_run(summaries: list[RankSummary], ranks: list[int], warnings: list[str]) -> bool:
+    """Whether the traces share no moment on one clock: ranks of one job record the same
+    steps at the same time, so traces that do not overlap at all are other runs (or hosts
+    whose clocks are far apart), and comparing their arrivals means nothing."""
+    if len(summaries) < 2 or not all(s.clock_is_unix for s in summaries):
+        return False
+    late = max(range(len(summaries)), key=lambda p: summaries[p].start_ns)
+    early = min(range(len(summaries)), key=lambda p: summaries[p].end_ns)
+    gap = summaries[late].start_ns - summaries[early].end_ns
+    if gap <= 0:
+        return False
+    apart = fmt_time_ns(gap) if gap < 2 * _DAY_NS else f"{gap / _DAY_NS:,.1f} days"
+    warnings.append(
+        f"{NOT_ONE_RUN}: rank {ranks[early]} ends {apart} before rank {ranks[late]} begins — "
+        "not one run, or clocks far apart; findings that compare ranks (stragglers, imbalance, slow collectives) "
+        "are left out"
+    )
+    return True
+
+
+_DAY_NS = 86_400 * 10**9
+
+
 def _findings(
     summaries: list[RankSummary],
     ranks: list[int],
@@ -477,10 +506,14 @@ def _findings(
     figures: list[_Figures],
     collectives: list[CollectiveOut],
     floor: int,
+    *,
+    across_ranks: bool = True,
 ) -> list[RankFindingOut]:
-    findings = _stragglers(summaries, matched, figures, collectives, floor)
-    findings += _imbalance(summaries, ranks, floor)
-    findings += _slow_collectives(figures, collectives, floor)
+    findings: list[RankFindingOut] = []
+    if across_ranks:
+        findings += _stragglers(summaries, matched, figures, collectives, floor)
+        findings += _imbalance(summaries, ranks, floor)
+        findings += _slow_collectives(figures, collectives, floor)
     findings += _low_overlap(summaries, ranks)
     rank_of_severity = {"high": 0, "medium": 1, "low": 2}
     findings.sort(key=lambda f: (rank_of_severity.get(f.severity, 3), -f.evidence_us))

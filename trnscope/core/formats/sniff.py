@@ -6,8 +6,11 @@ Shared by every backend's discovery, so no reader's discovery imports another's.
 from __future__ import annotations
 
 import gzip
+import re
 import zlib
 from pathlib import Path
+
+import msgspec
 
 from trnscope.core.formats.source import GZIP_MAGIC
 
@@ -36,10 +39,61 @@ def looks_like_kineto(path: Path) -> bool:
     return b'"traceEvents"' in head
 
 
-def looks_like_rank_trace(path: Path) -> bool:
-    """A trace one rank of a distributed job wrote: PyTorch puts ``distributedInfo``
-    before the events, so the head says it."""
-    return b'"distributedInfo"' in head_bytes(path, 256 << 10)
+_DISTRIBUTED_INFO = re.compile(rb'"distributedInfo"\s*:\s*\{')
+_INFO_MAX = 1 << 16  # its process groups' ranks included; a longer one is not read
+
+
+def _object_from(text: bytes, start: int) -> bytes | None:
+    """The JSON object that opens at ``text[start]`` (``{``), found by its braces
+    outside strings; None when it does not close within ``_INFO_MAX`` bytes."""
+    depth, quoted, escaped = 0, False, False
+    for at in range(start, min(len(text), start + _INFO_MAX)):
+        byte = text[at]
+        if quoted:
+            escaped, quoted = (False, True) if escaped else (byte == 0x5C, byte != 0x22)
+        elif byte == 0x22:
+            quoted = True
+        elif byte == 0x7B:
+            depth += 1
+        elif byte == 0x7D:
+            depth -= 1
+            if depth == 0:
+                return text[start : at + 1]
+    return None
+
+
+def rank_of(path: Path) -> tuple[int, int] | None:
+    """(rank, world size) from the head's ``distributedInfo`` (PyTorch writes it before
+    the events), -1 for what it leaves out or cannot mean; None when the head has none."""
+    head = head_bytes(path, 256 << 10)
+    match = _DISTRIBUTED_INFO.search(head)
+    if match is None:
+        return None
+    text = _object_from(head, match.end() - 1)
+    try:
+        info = msgspec.json.decode(text) if text is not None else None
+    except msgspec.DecodeError:
+        info = None
+    if not isinstance(info, dict):
+        return (-1, -1)
+
+    def whole(value: object) -> int:
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else -1
+
+    return whole(info.get("rank")), whole(info.get("world_size"))
+
+
+def one_jobs_ranks(paths: list[Path], probe: int = 64) -> bool:
+    """Whether these traces read as the ranks of one job: each names itself a rank, they
+    agree on the world size and no two claim the same rank (the first ``probe`` of them
+    are read).  A folder of unrelated traces, each its own job's rank 0, is not."""
+    infos = [rank_of(path) for path in paths[:probe]]
+    if len(infos) < 2 or any(info is None for info in infos):
+        return False
+    known = [info for info in infos if info is not None]
+    ranks = [rank for rank, _ in known if rank >= 0]
+    worlds = {world for _, world in known if world >= 0}
+    return len(worlds) <= 1 and len(ranks) == len(set(ranks))
 
 
 def looks_like_neuron_json(path: Path) -> bool:

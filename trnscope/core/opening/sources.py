@@ -20,6 +20,7 @@ from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.base.errors import InputError
 from trnscope.core.formats import ProfileRef, SourceRef, discover
 from trnscope.core.formats.options import LoadOptions
+from trnscope.core.formats.sniff import one_jobs_ranks
 from trnscope.core.formats.source import Progress
 from trnscope.core.opening.open import fork_decode_helpers, open_analysis
 
@@ -103,10 +104,21 @@ def _one_path(refs: list[ProfileRef], mode: Mode, select: str | None, path: str,
     if len(ref.sources) > 1 and select is None:
         others = ", ".join(s.label for s in ref.sources[1:6]) + (" …" if len(ref.sources) > 6 else "")
         notes.append(
-            f"{path} holds {len(ref.sources)} traces; showing {sources[0].label!r} "
-            f"(others: {others}; pick with --select, sum them with --merge, or see them as ranks: trnscope ranks, or R)"
+            f"{path} holds {len(ref.sources)} traces; showing {sources[0].label!r} (others: {others}; {_what_else(ref, path)})"
         )
     return sources
+
+
+def _what_else(ref: ProfileRef, path: str) -> str:
+    """What else to do with a path of several traces, by what they are: variants of a
+    kernel compare, one job's ranks sum or rank, unrelated traces are picked."""
+    if is_variants_folder(ref):
+        return f"pick with --select, or compare them: trnscope compare {path}"
+    if ref.kind == "neuron" or (
+        all(s.kind == "kineto" for s in ref.sources) and one_jobs_ranks([Path(s.path) for s in ref.sources])
+    ):
+        return "pick with --select, sum them with --merge, or see them as ranks: trnscope ranks, or R"
+    return "pick with --select, or compare two or three: trnscope compare A B"
 
 
 def is_variants_folder(ref: ProfileRef) -> bool:
