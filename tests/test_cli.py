@@ -916,3 +916,17 @@ def test_the_comparison_panes_ratios_fit_their_column_whole() -> None:
         if ratio < 1e5:  # one significant digit left for the smallest
             assert float(shown.rstrip("x")) == pytest.approx(ratio, rel=0.06 if ratio > 1e-3 else 0.2)
     assert fit_ratio(123.45, 1.0, 6) == "123.5x" and fit_ratio(1234.5, 1.0, 6) == "1234x"
+
+
+def test_a_share_is_never_rounded_to_nothing_or_to_the_whole() -> None:
+    """A GPU busy 28.8 µs of its 57.8 ms (TraceLens's vLLM graph capture) read "idle
+    100%": a share that is not all or nothing never reads as all or nothing."""
+    from trnscope.core.base.units import fmt_share
+
+    assert fmt_share(57_800 - 28.8, 57_800) == "99.95%" and fmt_share(28.8, 57_800) == "0.05%"
+    assert (fmt_share(0, 5), fmt_share(5, 5), fmt_share(1, 3), fmt_share(0.996, 1)) == ("0%", "100%", "33%", "99.6%")
+    assert (fmt_share(1e-5, 1), fmt_share(1 - 1e-5, 1), fmt_share(1, 0)) == ("<0.01%", ">99.99%", "—")
+    for part in range(0, 100_001, 7):
+        text = fmt_share(part, 100_000)
+        assert (text == "0%") == (part == 0) and (text == "100%") == (part == 100_000), (part, text)
+    assert (fmt_share(1, 3, 1), fmt_share(0.9999, 1, 1), fmt_share(5, 5, 1)) == ("33.3%", "99.99%", "100.0%")

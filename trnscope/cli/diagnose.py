@@ -18,7 +18,7 @@ from trnscope.core.base.text import (
     shorten,
     wrap_words,
 )
-from trnscope.core.base.units import fmt_time_ns
+from trnscope.core.base.units import fmt_share, fmt_time_ns
 from trnscope.core.opening.sources import Mode
 
 STEPS_SHOWN = 12  # text output: more steps than this become a summary and the slowest
@@ -65,7 +65,7 @@ def render_diagnosis(doc: DiagnoseOut, width: int, all_steps: bool = False) -> s
             NumberColumn("span", 70, [t(d.span_us * 1000) for d in doc.devices]),
             NumberColumn("busy", 80, [t(d.busy_us * 1000) for d in doc.devices]),
             NumberColumn("idle", 85, [t(d.idle_us * 1000) for d in doc.devices]),
-            NumberColumn("idle %", 90, [f"{d.idle_pct:.1f}%" for d in doc.devices]),
+            NumberColumn("idle %", 90, [fmt_share(d.idle_us, d.span_us, 1) for d in doc.devices]),
         ]
         lines += plain_table(width, ("device", [d.device for d in doc.devices], NAME_MIN, NAME_WIDTH), figures, hidden)
     else:

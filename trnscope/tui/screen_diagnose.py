@@ -14,7 +14,7 @@ from trnscope.core.analysis.chain import op_group_of_row
 from trnscope.core.analysis.contracts import DiagnoseOut
 from trnscope.core.analysis.diagnose import diagnose
 from trnscope.core.base.text import safe_text
-from trnscope.core.base.units import fit_time_short, fmt_time_short
+from trnscope.core.base.units import fit_time_short, fmt_share, fmt_time_short
 from trnscope.tui.keyhints import KeyHints
 from trnscope.tui.messages import ShowDrill, ShowTimeline
 from trnscope.tui.panes import pane
@@ -71,7 +71,7 @@ class DiagnoseScreen(ExplorerScreen):
         for d in doc.devices[:4]:
             text.append(
                 f"{safe_text(d.device)}: busy {fmt_time_short(d.busy_us * 1000)} of "
-                f"{fmt_time_short(d.span_us * 1000)}, idle {d.idle_pct:.0f}%\n"
+                f"{fmt_time_short(d.span_us * 1000)}, idle {fmt_share(d.idle_us, d.span_us)}\n"
             )
         if not doc.devices:
             text.append("no device work (CPU only)\n", style="dim")
@@ -176,15 +176,15 @@ class DiagnoseScreen(ExplorerScreen):
             self.query_one("#dg-detail", Static).update(
                 Text(
                     f"{safe_text(s.step)}: wall {fmt_time_short(s.wall_us * 1000)}; host busy "
-                    f"{100 * s.host_busy_us / wall:.0f}%"
+                    f"{fmt_share(s.host_busy_us, wall)}"
                     + (
-                        f" ({100 * s.data_loading_us / wall:.0f}% fetching batches from the DataLoader)"
+                        f" ({fmt_share(s.data_loading_us, wall)} fetching batches from the DataLoader)"
                         if s.data_loading_us > 0
                         else ""
                     )
                     + ", "
                     + (
-                        f"device busy {100 * s.device_busy_us / wall:.0f}% → {s.bound}-bound (device-bound "
+                        f"device busy {fmt_share(s.device_busy_us, wall)} → {s.bound}-bound (device-bound "
                         "when the device is busy half the wall time or more)"
                         if self.doc.devices
                         else f"no device work → {s.bound}-bound"

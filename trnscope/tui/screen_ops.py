@@ -22,7 +22,7 @@ from trnscope.core.analysis.memory import memory_columns, memory_columns_ready
 from trnscope.core.analysis.optable import KernelTable, OpTable
 from trnscope.core.base.arrays import unique_inverse
 from trnscope.core.base.text import elide_middle_text, plural, safe_text
-from trnscope.core.base.units import fmt_time_short
+from trnscope.core.base.units import fmt_share, fmt_time_short
 from trnscope.core.formats import ProfileRef, SourceRef
 from trnscope.core.opening.sources import distinct_labels
 from trnscope.tui.filterbox import FilterScreen
@@ -400,7 +400,7 @@ class OpsScreen(FilterScreen):
                 )
             if table.top_op[group]:
                 text.append(
-                    f" · launched by {safe_text(table.top_op[group])} ({100 * table.top_op_share[group]:.0f}% of its time)"
+                    f" · launched by {safe_text(table.top_op[group])} ({fmt_share(float(table.top_op_share[group]), 1.0)} of its time)"
                 )
             if table.unattributed[group]:
                 text.append(f" · {fmt_time_short(table.unattributed[group])} unlinked", style="yellow")

@@ -16,7 +16,7 @@ from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.timeline import Lane, axis, build_lanes, coverage, extent, glyphs, lane_labels, under
 from trnscope.core.base.intervals import Union
 from trnscope.core.base.text import pad_cells, plural, safe_text
-from trnscope.core.base.units import fmt_time_short
+from trnscope.core.base.units import fmt_share, fmt_time_short
 from trnscope.tui.keyhints import KeyHints
 from trnscope.tui.panes import pane
 from trnscope.tui.screen_base import ExplorerScreen
@@ -239,7 +239,7 @@ class TimelineScreen(ExplorerScreen):
             pieces.append((f"  {fmt_time_short(max(int(ev.dur[row]), 0))}", "dim", False))
         cells = self._cells()
         busy = coverage(lane, self.t0, self.t1, 1)[0] if cells else 0.0
-        pieces.append((f"  · lane busy {100 * busy:.0f}% of the window", "dim", False))
+        pieces.append((f"  · lane busy {fmt_share(busy, 1.0)} of the window", "dim", False))
         self.query_one("#tl-info", Static).update(fit_line(pieces, self._line_width("#tl-info")))
 
     # -- keys -----------------------------------------------------------------------

@@ -35,7 +35,7 @@ from trnscope.core.analysis.name_match import names_matching
 from trnscope.core.base.arrays import equals_any, split_by
 from trnscope.core.base.intervals import Union, intersection, unions_of_groups
 from trnscope.core.base.text import plural
-from trnscope.core.base.units import fmt_time_ns, us, us_of_ns
+from trnscope.core.base.units import fmt_share, fmt_time_ns, us, us_of_ns
 from trnscope.core.model.roles import Role, is_profiler_step
 
 SMALL_KERNEL_NS = 10_000
@@ -480,7 +480,7 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
                 _finding(
                     analysis,
                     "device_idle",
-                    f"{name} is idle {100 * idle / span:.0f}% of its {fmt_time_ns(span)} span; "
+                    f"{name} is idle {fmt_share(idle, span)} of its {fmt_time_ns(span)} span; "
                     f"{fmt_time_ns(evidence)} of it in {int((rest & (gap > 0)).sum()):,} gaps between launches"
                     f"{_besides(storm, fetched >= noise_floor_ns(wall), captured > 0)}; {advice}"
                     f"{_where_the_host_was(analysis, rows, after, gap, rest, union)}",
@@ -557,7 +557,7 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
                 _finding(
                     analysis,
                     "collectives",
-                    f"collectives take {fmt_time_ns(comm_union.length)}, {100 * comm_union.length / device_busy:.0f}% "
+                    f"collectives take {fmt_time_ns(comm_union.length)}, {fmt_share(comm_union.length, device_busy)} "
                     "of the device's busy time — overlap communication with compute, or reduce how often it runs",
                     int(links.device_op[top]),
                     comm_union.length,
@@ -667,7 +667,7 @@ def _graph_capture(
     return _finding(
         analysis,
         "graph_capture",
-        f"{device} sat idle {fmt_time_ns(evidence)} ({100 * evidence / span:.0f}% of its {fmt_time_ns(span)} span) "
+        f"{device} sat idle {fmt_time_ns(evidence)} ({fmt_share(evidence, span)} of its {fmt_time_ns(span)} span) "
         f"while the host recorded {plural(captures.launches, 'launch', 'launches')} into {graphs} "
         f"({captures.begin} … {captures.end or 'the end of the trace'}): captured work does not run, so this idle "
         "time is the capture's, not the workload's — profile the graph's replays for its device time",
@@ -702,7 +702,7 @@ def _data_loading(
     return _finding(
         analysis,
         "data_loading",
-        f"{device} sat idle {fmt_time_ns(evidence)} ({100 * evidence / span:.0f}% of its {fmt_time_ns(span)} span) "
+        f"{device} sat idle {fmt_time_ns(evidence)} ({fmt_share(evidence, span)} of its {fmt_time_ns(span)} span) "
         f"while the host fetched the next batch ({plural(waits, 'DataLoader fetch', 'DataLoader fetches')}, the longest "
         f"{fmt_time_ns(int(ev.dur[worst]))}): the input pipeline holds the device up — load in worker processes "
         "(DataLoader num_workers, pin_memory) or preprocess ahead of training",

@@ -52,7 +52,7 @@ from trnscope.core.analysis.rank_matching import BY_ORDER, Matched, group_ids, m
 from trnscope.core.analysis.rank_summary import RankSummary
 from trnscope.core.analysis.rank_view import NOT_ONE_RUN
 from trnscope.core.base.arrays import medians_without_each
-from trnscope.core.base.units import fmt_rate, fmt_time_ns, us
+from trnscope.core.base.units import fmt_rate, fmt_share, fmt_time_ns, us
 
 NOISE_FLOOR_NS = 1_000_000  # 1 ms: below this, lateness is a busy host's scheduling noise
 # where compute is the host's own (CPU-only jobs: gloo), Python and the OS scheduler
@@ -713,8 +713,8 @@ def _low_overlap(summaries: list[RankSummary], ranks: list[int]) -> list[RankFin
             severity=_severity(exposed, wall),
             message=(
                 f"{low} of {len(shares)} ranks overlap less than {LOW_OVERLAP_PCT:.0f}% of their communication "
-                f"with compute (median rank: {pct:.0f}% of {fmt_time_ns(comm)}, {fmt_time_ns(exposed)} exposed; "
-                f"lowest: rank {worst[4]}, {worst[0]:.0f}%)"
+                f"with compute (median rank: {fmt_share(pct, 100.0)} of {fmt_time_ns(comm)}, {fmt_time_ns(exposed)} exposed; "
+                f"lowest: rank {worst[4]}, {fmt_share(worst[0], 100.0)})"
             ),
             rank=-1,
             step=-1,
