@@ -13,7 +13,7 @@ from trnscope.core.analysis.columns import OP_COLUMNS, Needs, OpColumn, Unit
 from trnscope.core.analysis.contracts import OpOut, SummaryOut, encode
 from trnscope.core.analysis.row_labels import distinct_names
 from trnscope.core.base.text import safe_text
-from trnscope.core.base.units import fit_si, fmt_bytes, fmt_time_ns
+from trnscope.core.base.units import fit_si, fmt_bytes, fmt_share, fmt_time_ns
 
 
 def render_json(summary: SummaryOut) -> str:
@@ -239,7 +239,7 @@ def render_table(summary: SummaryOut, width: int | None = None, which: str = "bo
         rest = "; ".join(f"{count:,} {why}" for count, why in reasons if count)
         console.print(
             f"Linked {link.linked:,} of {link.device_events:,} device events to ops "
-            f"(coverage {100 * summary.link_coverage:.2f}%){'; ' + rest if rest else ''}"
+            f"(coverage {fmt_share(summary.link_coverage, 1.0, 2)}){'; ' + rest if rest else ''}"
         )
     if summary.neuron is not None and summary.neuron.executions:
         n = summary.neuron

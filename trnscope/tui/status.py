@@ -10,7 +10,7 @@ from rich.text import Text
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.summary import analysis_warnings
 from trnscope.core.base.text import safe_text
-from trnscope.core.base.units import fmt_time_short
+from trnscope.core.base.units import fmt_share, fmt_time_short
 from trnscope.tui.vtable import elide_middle
 
 
@@ -32,7 +32,7 @@ def status_text(analysis: Analysis, extra: str = "", width: int = 200) -> Text:
     pieces.append((f"  {kind}", "cyan", False))
     pieces.append((f"  {trace.event_count:,} events  {fmt_time_short(end - start)}", "", False))
     if report.device_events:
-        pieces.append((f"  link {100 * report.coverage:.1f}%", "", False))
+        pieces.append((f"  link {fmt_share(report.coverage, 1.0, 1)}", "", False))
     warnings = len(analysis_warnings(analysis))
     if warnings:
         pieces.append((f"  ⚠ {warnings}", "yellow", False))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import msgspec
 
 from trnscope.core.analysis.distribution import RatioInterval
+from trnscope.core.base.units import fmt_share
 
 
 class Figures(msgspec.Struct):
@@ -49,7 +50,7 @@ class VariantDiagnosis(msgspec.Struct):
 
 def idle_share_text(device_idle_pct: float | None) -> str:
     """A variant's device idle share as the comparison tables print it."""
-    return "no device" if device_idle_pct is None else f"{device_idle_pct:.1f}%"
+    return "no device" if device_idle_pct is None else fmt_share(device_idle_pct, 100.0, 1)
 
 
 def per_step_text(launches_per_step: float) -> str:
