@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -255,6 +256,22 @@ def test_help_is_laid_out_for_the_terminal_width(monkeypatch) -> None:
     assert _terminal_columns() == 80
 
 
+@pytest.mark.parametrize("form", [["capture", "--help"], ["capture", "run", "--help"]])
+def test_capture_help_says_its_three_forms_within_80_columns(capsys, monkeypatch, form: list[str]) -> None:
+    # argparse's help listed --steps and --warmup with no word and never said what
+    # 'run' and 'nki' do; that was only in 'capture run --help'
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit) if form[1] == "--help" else contextlib.nullcontext():
+        assert main(form) == 0
+    out = capsys.readouterr().out
+    for usage in ("capture --demo NAME --out DIR", "capture run SCRIPT.py [ARGS...]", "capture nki KERNELS.py"):
+        assert usage in out
+    assert "run: profiles your unmodified training script" in out and "nki: benchmarks each" in out
+    assert all(len(line) <= 80 for line in out.splitlines()), max(out.splitlines(), key=len)
+    if form[1] == "--help":
+        assert "--steps N       steps profiled (default 5)" in out
+
+
 def test_the_parallel_decode_loads_no_openssl() -> None:
     """A big trace's load imports the parallel decode; its load token comes from
     ``os.urandom``, not ``secrets``, whose ``hmac`` loads OpenSSL's bindings (~3 ms)."""
@@ -377,7 +394,7 @@ def test_compare_table_csv_and_limits(capsys, small_synthetic, tmp_path: Path) -
             ["capture", "--demo", "rmsnorm", "--device", "cuda"],
             "CUDA capture requested but torch.cuda.is_available() is False on this host",
         ),
-        (["capture"], "capture needs --demo NAME or 'run SCRIPT.py'"),
+        (["capture"], "capture needs --demo NAME, 'run SCRIPT.py' or 'nki KERNELS.py' (capture --help)"),
         (["capture", "--demo", "rmsnorm", "extra"], "unexpected arguments: extra"),
         (["capture", "run"], "usage: trnscope capture run SCRIPT.py [ARGS...] --out DIR"),
         (["capture", "run", "no_such_script.py"], "no such script: no_such_script.py"),

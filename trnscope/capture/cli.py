@@ -66,26 +66,12 @@ def _capture_nki(rest: list[str], args: argparse.Namespace) -> int:
     return 0
 
 
-CAPTURE_HELP = """\
-usage: trnscope capture --demo NAME --out DIR [--steps N] [--warmup W] [--device KIND] [--size PRESET] [--memory]
-       trnscope capture run SCRIPT.py [ARGS...] --out DIR [--steps N] [--warmup W] [--memory]
-       trnscope capture nki KERNELS.py --out DIR [--warmup W] [--iterations N]
-
-run: profiles your unmodified training script.  A step is an optimizer.step() (hooked
-     for you) or a call to trnscope.capture.mark_step() in a loop without an optimizer;
-     after W warm-up steps, N steps are profiled, then the script is stopped (said on
-     stderr) and the trace is written into the session folder DIR.
-nki: benchmarks each (name, compiled kernel, inputs) of KERNELS.py's variants() in the
-     Neuron runtime's trace session and saves its events JSON (trnscope compare DIR).
-"""
-
-
-def cmd_capture(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per capture form (demo, run, nki, help); each is a call
+def cmd_capture(args: argparse.Namespace, usage: str = "") -> int:  # noqa: C901 - one branch per capture form (demo, run, nki, help); each is a call
     rest = list(args.rest or [])
     if rest and rest[0] == "--":
         rest = rest[1:]
     if any(item in ("-h", "--help") for item in rest[:2]) and "--" not in rest[:2]:
-        print(CAPTURE_HELP, end="")
+        print(usage, end="")
         return 0
     try:
         rest = split_script_arguments(rest, args)
@@ -124,7 +110,7 @@ def cmd_capture(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per
     if rest:
         raise TrnscopeError(f"unexpected arguments: {' '.join(rest)}")
     if not args.demo:
-        raise TrnscopeError("capture needs --demo NAME or 'run SCRIPT.py'")
+        raise TrnscopeError("capture needs --demo NAME, 'run SCRIPT.py' or 'nki KERNELS.py' (capture --help)")
     from trnscope.capture.demos import build_demo
     from trnscope.capture.device import plan_device
     from trnscope.capture.recorder import compare

@@ -57,6 +57,13 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
+class _LinesFormatter(_Formatter):
+    """Keeps the description's lines as written (``capture``'s three forms, indented)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "".join(indent + line for line in text.splitlines(keepends=True))
+
+
 class _SortKeysFormatter(_Formatter):
     """Writes the op table's sort keys into the help when it is printed: they come from
     the columns catalogue, which imports NumPy, and parsing must not."""
@@ -224,21 +231,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_ranks_command(sub)
 
+    from trnscope.cli.capture_usage import CAPTURE_USAGE
+
     p = sub.add_parser(
         "capture",
         help="record a profile: a built-in demo, your script (capture run SCRIPT.py) or NKI kernels (capture nki FILE.py)",
+        usage=CAPTURE_USAGE.split("\n\n", 1)[0].removeprefix("usage: "),
+        description=CAPTURE_USAGE.split("\n\n", 1)[1],
+        formatter_class=_LinesFormatter,
     )
     p.add_argument("--demo", metavar="NAME", help="built-in demo: rmsnorm, attention (or 'list')")
     p.add_argument("--out", metavar="DIR", help="session folder to create")
-    p.add_argument("--steps", type=int, default=None, metavar="N")
-    p.add_argument("--warmup", type=int, default=None, metavar="W")
+    p.add_argument("--steps", type=int, default=None, metavar="N", help="steps profiled (default 5)")
+    p.add_argument(
+        "--warmup", type=int, default=None, metavar="W", help="steps (nki: runs) before the profiled ones (default 3)"
+    )
     p.add_argument("--device", default=None, metavar="KIND", help="neuron, cuda or cpu (default: what this host has)")
     p.add_argument("--size", default=None, metavar="PRESET", help="demo size preset: small (default) or large")
     p.add_argument("--memory", action="store_true", help="profile_memory=True: memory columns per op (adds overhead)")
     p.add_argument(
         "--iterations", type=int, default=None, metavar="N", help="capture nki: measured runs per kernel (default 50)"
     )
-    p.add_argument("rest", nargs=argparse.REMAINDER, help="'run SCRIPT.py [ARGS...]' to profile a script")
+    p.add_argument(
+        "rest", nargs=argparse.REMAINDER, metavar="run|nki ...", help="run SCRIPT.py [ARGS...] or nki KERNELS.py: above"
+    )
 
     p = sub.add_parser("cache", help="show or clear the parsed-index cache")
     p.add_argument("action", choices=("info", "clear"))

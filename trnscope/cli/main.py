@@ -209,8 +209,9 @@ def _cmd_ranks(args: argparse.Namespace) -> int:
 
 def _cmd_capture(args: argparse.Namespace) -> int:
     from trnscope.capture.cli import cmd_capture
+    from trnscope.cli.capture_usage import CAPTURE_USAGE
 
-    return cmd_capture(args)
+    return cmd_capture(args, CAPTURE_USAGE)
 
 
 def _cmd_neuron_export(args: argparse.Namespace) -> int:
