@@ -78,7 +78,8 @@ def rank_of(path: Path) -> tuple[int, int] | None:
         return (-1, -1)
 
     def whole(value: object) -> int:
-        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else -1
+        # (past 2**24 no job's rank: as ``rank_summary.MAX_RANKS`` reads it)
+        return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 24 else -1
 
     return whole(info.get("rank")), whole(info.get("world_size"))
 
