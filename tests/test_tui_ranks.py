@@ -127,6 +127,7 @@ def test_one_jobs_ranks_by_their_distributed_info(tmp_path: Path) -> None:
     assert not one_jobs_ranks([four[0], trace("w8", {"rank": 1, "world_size": 8})])  # another world size
     assert not one_jobs_ranks([four[0], trace("plain", None).with_suffix(".json")])  # null: not a rank's
     assert rank_of(trace("odd", {"rank": "zero", "world_size": True, "s": '}{\\"}'})) == (-1, -1)
+    assert rank_of(trace("huge", {"rank": 2**70, "world_size": 2})) == (-1, 2)
     bare = tmp_path / "bare.json"
     bare.write_text(json.dumps({"traceEvents": []}))
     assert rank_of(bare) is None
