@@ -367,6 +367,31 @@ def test_h100_bert_is_launch_bound(capsys) -> None:
     )
 
 
+@pytest.mark.parametrize("compiled", [False, True])
+def test_launch_bound_advice_knows_compiled_code(tmp_path: Path, compiled: bool) -> None:
+    """TraceLens's xDiT step runs Inductor's graphs; "use torch.compile" was its advice."""
+    events = [annotation("ProfilerStep#1", 0, 10_000, ext=1)]
+    if compiled:
+        events.append(annotation("Torch-Compiled Region: 0/0", 1, 9_990))
+    for k in range(20):  # 400 µs of host work before each 50 µs kernel: the device waits
+        at = 10 + 480 * k
+        events += [
+            op("aten::mm", at, 400, ext=100 + k),
+            launch(at + 390, 5, correlation=200 + k, ext=100 + k),
+            kernel("gemm", at + 420, 50, correlation=200 + k, ext=100 + k),
+        ]
+    doc = diagnose(_trace(tmp_path, events))
+    (idle,) = [f for f in doc.findings if f.kind == "device_idle"]
+    assert doc.steps[0].bound == "host" and "launch-bound" in idle.message
+    if compiled:
+        assert 'the code is compiled already: capture it in CUDA graphs (torch.compile mode="reduce-overhead")' in (
+            idle.message
+        )
+        assert "use torch.compile" not in idle.message
+    else:
+        assert "fuse ops, use torch.compile / CUDA graphs" in idle.message
+
+
 def test_neuron_sample_diagnosis_sees_idle_engines(capsys) -> None:
     assert main(["diagnose", str(SAMPLES / "trn_synthetic_rmsnorm_session"), "--select", "eager"]) == 0
     out = capsys.readouterr().out
@@ -797,6 +822,28 @@ def test_a_long_lane_label_leaves_out_what_every_lane_repeats() -> None:
     # two processes' GPU 0: the short forms would read alike, so both stay whole
     same_gpu = ["rank0 (GPU 0) / stream 7", "rank1 (GPU 0) / stream 7", "rank1 (GPU 1) / stream 7"]
     assert compact_lane_labels(same_gpu) == [same_gpu[0], same_gpu[1], "GPU 1 / stream 7"]
+
+
+@pytest.mark.parametrize(
+    ("op_us", "kernel_us", "bound"),
+    [
+        ((0, 950), (100, 600), "host"),  # device busy 60% of the wall, the host 95%: the host is the limit
+        ((0, 300), (100, 700), "device"),  # device 70%, host 30%
+        ((0, 100), (100, 400), "host"),  # device 40%: the rest is time neither shows (Python, I/O)
+        ((0, 500), (100, 500), "device"),  # a tie at half the wall
+    ],
+)
+def test_a_step_is_bound_by_its_busier_side(tmp_path: Path, op_us: tuple, kernel_us: tuple, bound: str) -> None:
+    """TraceLens's xDiT step, host busy 94% and device 60%, read "device-bound" (the
+    device was busy half the wall) beside "speed up the device work itself"."""
+    events = [
+        annotation("ProfilerStep#1", 0, 1000, ext=1),
+        op("aten::mm", op_us[0], op_us[1], ext=2),
+        launch(op_us[0] + 5, 10, correlation=100, ext=2),
+        kernel("gemm", kernel_us[0], kernel_us[1], correlation=100, ext=2),
+    ]
+    (step,) = diagnose(_trace(tmp_path, events)).steps
+    assert (step.host_busy_us, step.device_busy_us, step.bound) == (op_us[1], kernel_us[1], bound)
 
 
 @pytest.mark.parametrize("at_once", [True, False])

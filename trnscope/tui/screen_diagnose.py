@@ -185,7 +185,7 @@ class DiagnoseScreen(ExplorerScreen):
                     + ", "
                     + (
                         f"device busy {fmt_share(s.device_busy_us, wall)} → {s.bound}-bound (device-bound "
-                        "when the device is busy half the wall time or more)"
+                        "when the device is busy half the wall time or more, and no less than the host)"
                         if self.doc.devices
                         else f"no device work → {s.bound}-bound"
                     )

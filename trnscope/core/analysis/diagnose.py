@@ -11,7 +11,7 @@ Definitions (the README's "Diagnosis" section says the same):
   length; *host busy* the union of the ops and DataLoader fetches on its thread inside
   it, less the time spent waiting in synchronisations; *device busy* the union of all device work
   inside it.  A step is *device-bound* when the device is busy at least half its
-  wall time, *host-bound* otherwise.
+  wall time and at least as long as the host, *host-bound* otherwise.
 * **findings**, ranked by ``evidence_us`` (the time each one accounts for, computed
   from the events named in its message): device idle while the host fetched the next
   batch (DataLoader) or recorded a CUDA graph (stream capture), device idle between
@@ -79,6 +79,9 @@ _HOST_RUNTIME = (int(Role.RUNTIME), int(Role.DRIVER))
 # none of it cannot match, so the pattern runs on the few names left.  Both patterns
 # over a trace's 7,230 names: 18 ms, 3 ms this way.  (Only ASCII names are ruled out
 # early: the patterns ignore case the Unicode way, where "ı" matches "i".)
+# what Inductor's compiled code leaves in a trace: its graphs' and regions' ranges
+_COMPILED = re.compile(r"(CompiledFxGraph|Torch-Compiled Region|CompiledFunction|triton_)")
+_COMPILED_NEEDLES = ("compiled", "triton_")
 _SYNC_NEEDLES = ("synchron", "aten::item", "local_scalar_dense", "nrt_")
 _COLLECTIVE_NEEDLES = (
     "nccl",
@@ -197,7 +200,9 @@ def diagnose(analysis: Analysis) -> DiagnoseOut:
     host_busy, device_busy, loading = _step_busy(analysis, windows, with_fetches, syncs, all_device, loader_rows)
     host_total = int(host_busy.sum())
     lengths = np.maximum(np.array([end - start for _, start, end, _ in windows], dtype=np.int64), 0)
-    bound = np.where(2 * device_busy >= lengths, "device", "host").tolist()
+    # the step can be no shorter than the busier side; time neither side shows busy is
+    # mostly the host's (Python, I/O between ops), hence "half the wall" too
+    bound = np.where((2 * device_busy >= lengths) & (device_busy >= host_busy), "device", "host").tolist()
     # µs of whole ns (``us_of_ns``) in four array passes, not 28,000 calls
     for (name, *_), wall_us, host_us, device_us, verdict, loading_us in zip(
         windows, us_of_ns(lengths), us_of_ns(host_busy), us_of_ns(device_busy), bound, us_of_ns(loading)
@@ -420,6 +425,14 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
             )
         )
     loader = Union(ev.ts[loader_rows], ev.ts[loader_rows] + ev.dur[loader_rows])
+    # already compiled (Inductor's graphs ran): "use torch.compile" is no advice then;
+    # what is left is graphs that launch the whole step at once, or larger launches
+    compiled = bool(names_matching(trace.names, _COMPILED, _COMPILED_NEEDLES).any())
+    graphs = trace.device_kind in ("cuda", "rocm")  # torch.cuda.graphs serves both
+    if compiled:
+        fuse = 'CUDA graphs (torch.compile mode="reduce-overhead")' if graphs else "fewer graph breaks"
+    else:
+        fuse = "torch.compile"
     for name, rows in ({} if benchmark else lanes).items():
         union = unions[name]
         span = int(union.end[-1] - union.start[0]) if len(union) else 0
@@ -454,7 +467,7 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
                     f"{int(small.sum()):,} of {rows.size:,} device events on {name} run under "
                     f"{SMALL_KERNEL_NS // 1000} µs; the device is idle {fmt_time_ns(evidence)} in the gaps of up to "
                     f"{LAUNCH_GAP_NS // 1_000_000} ms before them — "
-                    "each launch costs more than its work: fuse them (torch.compile) or batch"
+                    f"each launch costs more than its work: fuse them ({fuse}) or batch"
                     f"{_where_the_host_was(analysis, rows, after, gap, before_small, union)}",
                     top,
                     evidence,
@@ -467,8 +480,20 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
             top = _most_blamed(ops, gap, rest & (ops >= 0))
             ratio = host_total / max(union.length, 1)
             advice = (
-                f"the host spends {ratio:.1f} µs per µs of device work — launch-bound: fuse ops, use torch.compile / "
-                "CUDA graphs, or give each launch more work"
+                f"the host spends {ratio:.1f} µs per µs of device work — launch-bound: "
+                + (
+                    "the code is compiled already: "
+                    + (
+                        'capture it in CUDA graphs (torch.compile mode="reduce-overhead")'
+                        if graphs
+                        else "fewer graph breaks"
+                    )
+                    + ", or give each launch more work"
+                    if compiled
+                    else "fuse ops, use torch.compile / CUDA graphs, or give each launch more work"
+                    if graphs
+                    else "fuse ops (torch.compile), or give each launch more work"
+                )
                 if idle - fetched - captured >= 0.3 * span and not device_bound
                 else "the steps are device-bound; these gaps are where the host or a sync held the device up"
                 if device_bound
