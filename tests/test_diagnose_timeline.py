@@ -392,6 +392,26 @@ def test_launch_bound_advice_knows_compiled_code(tmp_path: Path, compiled: bool)
         assert "fuse ops, use torch.compile / CUDA graphs" in idle.message
 
 
+def test_one_long_wait_is_not_launch_bound(tmp_path: Path) -> None:
+    """SGLang's prefill trace idles 493 of 494 ms in one gap, inside one op: "launch-bound,
+    capture it in CUDA graphs" was its advice.  Idle time mostly in gaps longer than a
+    launch can cost is the host busy with other work."""
+    events = [annotation("ProfilerStep#1", 0, 20_000, ext=1), op("prepare", 10, 19_900, ext=50)]
+    for k in range(10):  # ten kernels 30 µs apart, then one 12 ms wait before the last
+        at = 20 + 60 * k + (12_000 if k == 9 else 0)
+        events += [
+            op("aten::mm", at, 20, ext=100 + k),
+            launch(at + 5, 5, correlation=200 + k, ext=100 + k),
+            kernel("gemm", at + 30, 30, correlation=200 + k, ext=100 + k),
+        ]
+    doc = diagnose(_trace(tmp_path, events))
+    (idle,) = [f for f in doc.findings if f.kind == "device_idle"]
+    assert "launch-bound" not in idle.message, idle.message
+    assert "12.030ms in 1 gap over 1 ms, too long to be launch overhead: the host did other work meanwhile" in (
+        idle.message
+    )
+
+
 def test_neuron_sample_diagnosis_sees_idle_engines(capsys) -> None:
     assert main(["diagnose", str(SAMPLES / "trn_synthetic_rmsnorm_session"), "--select", "eager"]) == 0
     out = capsys.readouterr().out
