@@ -947,3 +947,28 @@ def test_a_share_is_never_rounded_to_nothing_or_to_the_whole() -> None:
         text = fmt_share(part, 100_000)
         assert (text == "0%") == (part == 0) and (text == "100%") == (part == 100_000), (part, text)
     assert (fmt_share(1, 3, 1), fmt_share(0.9999, 1, 1), fmt_share(5, 5, 1)) == ("33.3%", "99.99%", "100.0%")
+
+
+def test_a_negative_self_time_is_explained(tmp_path: Path, capsys) -> None:
+    """Two children that overlap one another (nested only partly: PyTorch leaves them
+    side by side) add up to more than their parent; key_averages() subtracts both, and
+    the row reads below zero.  SGLang's decode trace had ProfilerStep* at −257 µs and no
+    word of why."""
+    from trnscope.testing.events import op, write_trace
+
+    path = write_trace(
+        tmp_path / "t.json",
+        [op("parent", 0, 100), op("a", 10, 70), op("b", 20, 75), op("alone", 200, 10)],
+        baseTimeNanoseconds=1_700_000_000_000_000_000,
+    )
+    assert main(["summary", str(path), "--format", "json", "--no-cache"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    by_name = {row["name"]: row for row in doc["ops"]}
+    assert by_name["parent"]["self_cpu_us"] == 100 - 70 - 75
+    (said,) = [w for w in doc["warnings"] if "negative self CPU time" in w]
+    assert said.startswith("1 op instance with a negative self CPU time (the lowest: parent, -45.000us)")
+    assert (
+        main(["summary", str(write_trace(tmp_path / "u.json", [op("x", 0, 10), op("y", 2, 5)])), "--format", "json"])
+        == 0
+    )
+    assert not any("negative self" in w for w in json.loads(capsys.readouterr().out)["warnings"])

@@ -26,7 +26,8 @@ from trnscope.core.analysis.opfigures import OpFigures, figures_of, merge_figure
 from trnscope.core.analysis.ordering import order_figures
 from trnscope.core.base.arrays import equals_any
 from trnscope.core.base.jsondepth import decode_bounded
-from trnscope.core.base.units import us
+from trnscope.core.base.text import plural
+from trnscope.core.base.units import fmt_time_ns, us
 from trnscope.core.model.roles import Role
 
 HIDE_KINDS = {
@@ -405,7 +406,33 @@ def analysis_warnings(analysis: Analysis, extra: list[str] | None = None) -> lis
     """Everything a reader of this analysis should know was lost, coerced or not linked
     (what is derived on demand — FLOPs — once it has been computed: the status line
     asks on the UI thread and must not compute it)."""
-    return [*analysis.trace.warnings, *(extra or []), *link_warnings(analysis), *_flops_warnings(analysis)]
+    return [
+        *analysis.trace.warnings,
+        *(extra or []),
+        *link_warnings(analysis),
+        *_flops_warnings(analysis),
+        *_negative_self_warnings(analysis),
+    ]
+
+
+def _negative_self_warnings(analysis: Analysis) -> list[str]:
+    """Why a row's self CPU time reads below zero (SGLang's decode trace: ProfilerStep*
+    at −257 µs, with no word): its children's times add up to more than its own —
+    children that overlap one another, events that nest only partly, which PyTorch
+    leaves side by side — and ``key_averages()`` subtracts each whole.  Said, not
+    changed."""
+    below = np.flatnonzero(analysis.times.self_cpu < 0)
+    if below.size == 0:
+        return []
+    names = analysis.trace.names
+    ev = analysis.trace.events
+    worst = int(below[np.argmin(analysis.times.self_cpu[below])])
+    return [
+        f"{plural(int(below.size), 'op instance')} with a negative self CPU time (the lowest: "
+        f"{names[int(ev.name[worst])]}, {fmt_time_ns(int(analysis.times.self_cpu[worst]))}): their children overlap "
+        "one another (events that nest only partly, which PyTorch leaves side by side) and key_averages() "
+        "subtracts each whole, so these rows read below zero as in PyTorch's table"
+    ]
 
 
 def _flops_warnings(analysis: Analysis) -> list[str]:
