@@ -411,7 +411,7 @@ def analysis_warnings(analysis: Analysis, extra: list[str] | None = None) -> lis
         *(extra or []),
         *link_warnings(analysis),
         *_flops_warnings(analysis),
-        *_negative_self_warnings(analysis),
+        *analysis.derived(("negative self warnings", None), lambda: _negative_self_warnings(analysis)),
     ]
 
 
