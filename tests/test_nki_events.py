@@ -278,6 +278,25 @@ async def test_the_compare_pane_says_it_has_notes_and_w_lists_them(tmp_path: Pat
         assert isinstance(app.screen, WarningsScreen) and "warm-up?" in app.screen.text
 
 
+async def test_a_benchmarks_drill_down_names_each_hop_once(tmp_path: Path) -> None:
+    """The runtime hop's line read "runtime · runtime · nrt_execute": its layer and its
+    kind are one word there, and said once."""
+    from tests.tui_helpers import press, settle, wait_loaded
+    from trnscope.tui.app import TrnscopeApp
+    from trnscope.tui.screen_drill import DrillScreen
+
+    write_benchmark(tmp_path / "a.json", kernel="k_a", executions=8, seed=1)
+    write_benchmark(tmp_path / "b.json", kernel="k_b", executions=8, seed=2)
+    app = TrnscopeApp([str(tmp_path)], use_cache=False, workers=1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot)
+        await press(pilot, "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, DrillScreen)
+        detail = str(app.screen.query_one("#hop-detail").render())
+        assert detail.startswith("runtime · nrt_execute"), detail[:80]
+
+
 def test_a_ratio_and_its_interval_read_in_one_precision() -> None:
     """``RatioInterval.text`` (compare's kernel runs, CLI and pane): the ratio and its
     bootstrap interval share their decimals, three where the column has room, fewer

@@ -226,7 +226,8 @@ class DrillScreen(ExplorerScreen):
         # one line: the hop's and its thread's names give up their middle, not a figure
         text = fit_line(
             [
-                (f"{hop.layer} · {hop.kind} · ", "dim", False),
+                # the layer and the kind, once where they are one word ("runtime · runtime")
+                (f"{hop.layer} · {hop.kind} · " if hop.kind != hop.layer else f"{hop.layer} · ", "dim", False),
                 (safe_text(hop.name), "bold", True),
                 (f"  at {hop.start_us:,.3f}us for {hop.dur_us:,.3f}us  [", "", False),
                 (safe_text(hop.thread_or_stream), "", True),
