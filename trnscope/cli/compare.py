@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from trnscope.cli.sources import open_sources
-from trnscope.cli.text_table import NAME_MIN, NumberColumn, layout, print_columns
+from trnscope.cli.text_table import NAME_COMFORT, NAME_MIN, NumberColumn, layout, print_columns
 from trnscope.cli.textout import csv_writer, text_console
 from trnscope.cli.width import output_width
 from trnscope.core.analysis.compare import METRICS, CompareRow, Comparison, compare, with_metric
@@ -262,11 +262,20 @@ def _device_work_table(console: Any, comparison: Comparison, rows: list[CompareR
         texts.append((letter, cells, max(len(letter), *map(len, times[k])), 90 - k))
     kept_texts, _, gone = layout(width, texts, [])
     # the variants share their columns' room evenly (the layout gives spare room to the
-    # first column first: A's kernels got all of it, B's none)
+    # first column first: A's kernels got all of it, B's none), and a long region name
+    # keeps NAME_COMFORT cells when the kernels behind it need the rest (at 80 columns
+    # HTA's "## all2all_data:permute_sparse_features ##" took 42 cells and every
+    # variant's kernels were left out)
     letters = [header for header, _cells, _width in kept_texts[1:]]
     minimums = [texts[LETTERS.index(letter) + 1][2] for letter in letters]
-    shares = _even_split(sum(column_width for _h, _c, column_width in kept_texts[1:]), minimums)
-    fitted: list[tuple[str, list[str], int]] = [kept_texts[0]]
+    room = sum(column_width for _h, _c, column_width in kept_texts[1:])
+    region_header, region_cells, region_width = kept_texts[0]
+    given = room + max(region_width - NAME_COMFORT, 0)
+    readable = letters and given // len(letters) - max(minimums) - 1 >= _KERNELS_READABLE
+    if readable and any(any(details[LETTERS.index(letter)]) for letter in letters) and region_width > NAME_COMFORT:
+        room, region_width = given, NAME_COMFORT
+    shares = _even_split(room, minimums)
+    fitted: list[tuple[str, list[str], int]] = [(region_header, region_cells, region_width)]
     for letter, share in zip(letters, shares):
         k = LETTERS.index(letter)
         fitted.append((letter, [_time_then_text(t, d, share) for t, d in zip(times[k], details[k])], share))
@@ -282,6 +291,9 @@ def _even_split(total: int, minimums: list[int]) -> list[int]:
     for _ in range(max(total - sum(widths), 0)):
         widths[widths.index(min(widths))] += 1
     return widths
+
+
+_KERNELS_READABLE = 24  # cells of kernel text worth a shorter region name ("5 kernels: ncclKernel_…")
 
 
 def _time_then_text(time: str, text: str, width: int) -> str:
