@@ -348,6 +348,30 @@ def test_progress_reports_bytes_and_events(tmp_path: Path, small_synthetic) -> N
     assert parse and parse[-1][3] > 0 and parse[-1][1] <= parse[-1][2]
 
 
+@requires_corpus
+def test_chain_picks_the_slowest_median_or_fastest_instance(capsys) -> None:
+    import gzip
+
+    path = CORPUS / "tracelens_h100_bert_small.json.gz"
+    with gzip.open(path, "rt") as fh:  # the instances' durations, read independently
+        durations = [
+            e["dur"] for e in json.load(fh)["traceEvents"] if e.get("name") == "aten::addmm" and e.get("ph") == "X"
+        ]
+    by_duration = sorted(range(len(durations)), key=lambda k: (durations[k], k))
+    expected = {
+        "slowest": max(range(len(durations)), key=lambda k: (durations[k], -k)),
+        "median": by_duration[(len(durations) - 1) // 2],
+        "fastest": by_duration[0],
+    }
+    for pick, k in expected.items():
+        code, out, _ = run(capsys, "chain", str(path), "--op", "aten::addmm", "--instance", pick, "--format", "json")
+        assert code == 0 and json.loads(out)["instance"] == k, pick
+    with pytest.raises(SystemExit) as exited:  # argparse's own refusal, as for any bad value
+        main(["chain", str(path), "--op", "aten::addmm", "--instance", "middle"])
+    assert exited.value.code == 2
+    assert "'middle': give a number, or slowest, median, fastest" in capsys.readouterr().err
+
+
 def test_chain_text_json_and_errors(capsys, small_synthetic, monkeypatch) -> None:
     monkeypatch.setenv("COLUMNS", "160")  # laid out for the width: names give way on a narrow one
     path, _ = small_synthetic

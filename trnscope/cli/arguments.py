@@ -57,6 +57,17 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
+def _instance_choice(text: str) -> int | str:
+    """``--instance``: a number, or slowest / median / fastest (argparse says which is
+    wrong, as for any other value)."""
+    if text in ("slowest", "median", "fastest"):
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number, or slowest, median, fastest") from None
+
+
 class _LinesFormatter(_Formatter):
     """Keeps the description's lines as written (``capture``'s three forms, indented)."""
 
@@ -171,10 +182,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--op", required=True, metavar="NAME", help="op name (exact, or a unique substring)")
     p.add_argument(
         "--instance",
-        type=int,
+        type=_instance_choice,
         default=None,
         metavar="K",
-        help="K-th instance (0-based, in time order); default: the slowest",
+        help="K-th instance (0-based, in time order), or slowest, median, fastest; default: the slowest",
     )
     p.add_argument("--format", choices=("text", "json"), default="text")
     _add_load_options(p)

@@ -508,13 +508,26 @@ def instance_rows(analysis: Analysis, group: int) -> np.ndarray:
     return rows[np.argsort(analysis.trace.events.ts[rows], kind="stable")]
 
 
-def chain_for(analysis: Analysis, name: str, instance: int | None = None) -> Chain:
+INSTANCE_PICKS = ("slowest", "median", "fastest")
+
+
+def chain_for(analysis: Analysis, name: str, instance: int | str | None = None) -> Chain:
+    """The chain of one instance of the op ``name``: the K-th in time order, or the
+    slowest (the default), the median or the fastest by duration (the median of an
+    even count: the shorter of the middle two; ties: the earlier)."""
     from trnscope.core.base.errors import TrnscopeError
 
     group = find_op(analysis, name)
     rows = instance_rows(analysis, group)
-    if instance is None:
-        instance = int(np.argmax(analysis.trace.events.dur[rows]))
+    if instance is None or isinstance(instance, str):
+        by_duration = np.argsort(analysis.trace.events.dur[rows], kind="stable")
+        pick = instance or "slowest"
+        if pick not in INSTANCE_PICKS:
+            raise TrnscopeError(f"instance {pick!r}: give a number or one of {', '.join(INSTANCE_PICKS)}")
+        if pick == "slowest":  # the earliest of equals, as argmax
+            instance = int(np.argmax(analysis.trace.events.dur[rows]))
+        else:
+            instance = int(by_duration[0 if pick == "fastest" else (rows.size - 1) // 2])
     if not 0 <= instance < rows.size:
         raise TrnscopeError(
             f"instance {instance} out of range: {analysis.op_table().name[group]} has {rows.size} instances (0–{rows.size - 1})"
