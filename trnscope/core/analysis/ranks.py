@@ -476,6 +476,9 @@ def _collective_label(c: CollectiveOut) -> str:
     return f"{c.name} #{c.index} of {where}" + (f" (group {c.group})" if c.group else "")
 
 
+_DAY_NS = 86_400 * 10**9
+
+
 def _not_one_run(summaries: list[RankSummary], ranks: list[int], warnings: list[str]) -> bool:
     """Whether the traces share no moment on one clock: ranks of one job record the same
     steps at the same time, so traces that do not overlap at all are other runs (or hosts
@@ -494,9 +497,6 @@ def _not_one_run(summaries: list[RankSummary], ranks: list[int], warnings: list[
         "are left out"
     )
     return True
-
-
-_DAY_NS = 86_400 * 10**9
 
 
 def _findings(
