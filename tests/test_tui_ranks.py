@@ -128,6 +128,10 @@ def test_one_jobs_ranks_by_their_distributed_info(tmp_path: Path) -> None:
     assert not one_jobs_ranks([four[0], trace("plain", None).with_suffix(".json")])  # null: not a rank's
     assert rank_of(trace("odd", {"rank": "zero", "world_size": True, "s": '}{\\"}'})) == (-1, -1)
     assert rank_of(trace("huge", {"rank": 2**70, "world_size": 2})) == (-1, 2)
+    # a big job: its process groups run past 64 KB of numbers (read whole, quickly)
+    groups = [{"pg_name": str(g), "pg_size": 8, "ranks": list(range(8 * g, 8 * g + 8))} for g in range(512)]
+    big = trace("big", {"rank": 3, "world_size": 4096, "pg_config": [*groups, {"ranks": list(range(4096))}]})
+    assert big.stat().st_size > 65_536 and rank_of(big) == (3, 4096)
     bare = tmp_path / "bare.json"
     bare.write_text(json.dumps({"traceEvents": []}))
     assert rank_of(bare) is None

@@ -40,17 +40,25 @@ def looks_like_kineto(path: Path) -> bool:
 
 
 _DISTRIBUTED_INFO = re.compile(rb'"distributedInfo"\s*:\s*\{')
-_INFO_MAX = 1 << 16  # its process groups' ranks included; a longer one is not read
+_JSON_SPECIAL = re.compile(rb'[{}"\\]')
 
 
 def _object_from(text: bytes, start: int) -> bytes | None:
     """The JSON object that opens at ``text[start]`` (``{``), found by its braces
-    outside strings; None when it does not close within ``_INFO_MAX`` bytes."""
-    depth, quoted, escaped = 0, False, False
-    for at in range(start, min(len(text), start + _INFO_MAX)):
+    outside strings; None when it does not close within ``text``.  Only the bytes that
+    can open or close something are visited: a big job's process groups are long lists
+    of numbers."""
+    depth, quoted, escaped_until = 0, False, -1
+    for found in _JSON_SPECIAL.finditer(text, start):
+        at = found.start()
+        if at < escaped_until:
+            continue
         byte = text[at]
         if quoted:
-            escaped, quoted = (False, True) if escaped else (byte == 0x5C, byte != 0x22)
+            if byte == 0x5C:  # a backslash: the next byte is taken as it is
+                escaped_until = at + 2
+            elif byte == 0x22:
+                quoted = False
         elif byte == 0x22:
             quoted = True
         elif byte == 0x7B:
