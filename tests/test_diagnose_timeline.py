@@ -367,6 +367,17 @@ def test_h100_bert_is_launch_bound(capsys) -> None:
     )
 
 
+def _launching_op(
+    k: int, at: int, *, host_us: int, launch_after_us: int, kernel_after_us: int, kernel_us: int
+) -> list[dict]:
+    """The k-th "aten::mm" at ``at`` µs, its launch and its "gemm" kernel, linked."""
+    return [
+        op("aten::mm", at, host_us, ext=100 + k),
+        launch(at + launch_after_us, 5, correlation=200 + k, ext=100 + k),
+        kernel("gemm", at + kernel_after_us, kernel_us, correlation=200 + k, ext=100 + k),
+    ]
+
+
 @pytest.mark.parametrize("compiled", [False, True])
 def test_launch_bound_advice_knows_compiled_code(tmp_path: Path, compiled: bool) -> None:
     """TraceLens's xDiT step runs Inductor's graphs; "use torch.compile" was its advice."""
@@ -374,12 +385,7 @@ def test_launch_bound_advice_knows_compiled_code(tmp_path: Path, compiled: bool)
     if compiled:
         events.append(annotation("Torch-Compiled Region: 0/0", 1, 9_990))
     for k in range(20):  # 400 µs of host work before each 50 µs kernel: the device waits
-        at = 10 + 480 * k
-        events += [
-            op("aten::mm", at, 400, ext=100 + k),
-            launch(at + 390, 5, correlation=200 + k, ext=100 + k),
-            kernel("gemm", at + 420, 50, correlation=200 + k, ext=100 + k),
-        ]
+        events += _launching_op(k, 10 + 480 * k, host_us=400, launch_after_us=390, kernel_after_us=420, kernel_us=50)
     doc = diagnose(_trace(tmp_path, events))
     (idle,) = [f for f in doc.findings if f.kind == "device_idle"]
     assert doc.steps[0].bound == "host" and "launch-bound" in idle.message
@@ -399,11 +405,7 @@ def test_one_long_wait_is_not_launch_bound(tmp_path: Path) -> None:
     events = [annotation("ProfilerStep#1", 0, 20_000, ext=1), op("prepare", 10, 19_900, ext=50)]
     for k in range(10):  # ten kernels 30 µs apart, then one 12 ms wait before the last
         at = 20 + 60 * k + (12_000 if k == 9 else 0)
-        events += [
-            op("aten::mm", at, 20, ext=100 + k),
-            launch(at + 5, 5, correlation=200 + k, ext=100 + k),
-            kernel("gemm", at + 30, 30, correlation=200 + k, ext=100 + k),
-        ]
+        events += _launching_op(k, at, host_us=20, launch_after_us=5, kernel_after_us=30, kernel_us=30)
     doc = diagnose(_trace(tmp_path, events))
     (idle,) = [f for f in doc.findings if f.kind == "device_idle"]
     assert "launch-bound" not in idle.message, idle.message

@@ -25,7 +25,14 @@ from trnscope.core.formats import discover
 from trnscope.core.formats.options import LoadOptions
 from trnscope.core.opening.executors import ExecutorChoice
 from trnscope.core.opening.ranks import analyse_ranks, rank_hints
-from trnscope.testing.synth_ranks import EPOCH_US, ISSUE_TO_KERNEL_US, RankPlan, message_bytes, write_ranks
+from trnscope.testing.synth_ranks import (
+    EPOCH_US,
+    ISSUE_TO_KERNEL_US,
+    RankPlan,
+    message_bytes,
+    write_collected,
+    write_ranks,
+)
 
 
 def _analyse(folder: Path, workers: int = 1, step: int | None = None) -> RanksOut:
@@ -143,13 +150,11 @@ def test_traces_of_other_runs_are_not_compared(tmp_path: Path) -> None:
     from trnscope.core.analysis.rank_view import no_findings_text
 
     day_us = 86_400 * 10**6
-    write_ranks(tmp_path / "a", RankPlan(world=2, held_back={(1, 1): 5_000}))
-    write_ranks(tmp_path / "b", RankPlan(world=2, held_back={(1, 1): 5_000}, epoch_us=EPOCH_US + 3 * day_us))
-    together = tmp_path / "together"
-    together.mkdir()
-    (together / "rank0.json").write_bytes((tmp_path / "a" / "rank0.json").read_bytes())
-    (together / "rank1.json").write_bytes((tmp_path / "b" / "rank1.json").read_bytes())
-    apart = _analyse(together)
+    a = RankPlan(world=2, held_back={(1, 1): 5_000})
+    b = RankPlan(world=2, held_back={(1, 1): 5_000}, epoch_us=EPOCH_US + 3 * day_us)
+    write_ranks(tmp_path / "a", a)
+    write_collected(tmp_path / "together", [(a, 0, "rank0.json"), (b, 1, "rank1.json")])
+    apart = _analyse(tmp_path / "together")
     assert [f.kind for f in apart.findings if f.kind in ("straggler", "imbalance", "slow_collective")] == []
     (said,) = [w for w in apart.warnings if w.startswith("the traces share no moment")]
     assert "rank 0 ends" in said and "before rank 1 begins" in said and "3.0 days" in said
@@ -162,13 +167,8 @@ def test_traces_of_other_runs_are_not_compared(tmp_path: Path) -> None:
 
 
 def test_traces_that_name_different_world_sizes_are_said(tmp_path: Path) -> None:
-    write_ranks(tmp_path / "two", RankPlan(world=2))
-    write_ranks(tmp_path / "four", RankPlan(world=4))
-    mixed = tmp_path / "mixed"
-    mixed.mkdir()
-    (mixed / "rank0.json").write_bytes((tmp_path / "two" / "rank0.json").read_bytes())
-    (mixed / "rank1.json").write_bytes((tmp_path / "four" / "rank1.json").read_bytes())
-    doc = _analyse(mixed)
+    write_collected(tmp_path, [(RankPlan(world=2), 0, "rank0.json"), (RankPlan(world=4), 1, "rank1.json")])
+    doc = _analyse(tmp_path)
     assert "the traces give different world sizes (2, 4): they are not all one job's ranks" in doc.warnings
     assert not any("ranks given" in w for w in doc.warnings)
 

@@ -15,7 +15,7 @@ from trnscope.core.analysis.collectives import CollectiveCall
 from trnscope.core.analysis.rank_summary import RankStep, RankSteps, RankSummary
 from trnscope.core.analysis.rank_view import LATE
 from trnscope.core.analysis.ranks import reduce_ranks
-from trnscope.testing.synth_ranks import RankPlan, write_ranks
+from trnscope.testing.synth_ranks import RankPlan, write_collected, write_ranks
 from trnscope.tui.app import TrnscopeApp
 from trnscope.tui.messages import ShowCollective
 from trnscope.tui.screen_collective import CollectiveScreen
@@ -91,13 +91,8 @@ async def test_R_reaches_the_ranks_pane_from_a_selected_rank(tmp_path: Path) -> 
 async def test_a_folder_of_other_jobs_ranks_opens_its_first_trace(tmp_path: Path) -> None:
     """Each trace some job's rank 0 (a folder of traces collected from several jobs): not
     one job's ranks, so the op table of the first, as for any folder of traces."""
-    write_ranks(tmp_path / "a", RankPlan(world=2))
-    write_ranks(tmp_path / "b", RankPlan(world=4))
-    folder = tmp_path / "collected"
-    folder.mkdir()
-    (folder / "job_a.json").write_bytes((tmp_path / "a" / "rank0.json").read_bytes())
-    (folder / "job_b.json").write_bytes((tmp_path / "b" / "rank0.json").read_bytes())
-    app = TrnscopeApp([str(folder)], use_cache=False, workers=1)
+    write_collected(tmp_path, [(RankPlan(world=2), 0, "job_a.json"), (RankPlan(world=4), 0, "job_b.json")])
+    app = TrnscopeApp([str(tmp_path)], use_cache=False, workers=1)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_loaded(pilot)
         assert isinstance(app.screen, OpsScreen)

@@ -147,12 +147,17 @@ def rank_events(plan: RankPlan, rank: int) -> list[dict[str, Any]]:
 
 def write_ranks(folder: Path, plan: RankPlan) -> list[Path]:
     """One trace per rank, ``rank<N>.json``, marked SYNTHETIC."""
+    picks = [(plan, rank, f"rank{rank}.json") for rank in range(plan.world) if rank not in plan.skip_ranks]
+    return write_collected(folder, picks)
+
+
+def write_collected(folder: Path, picks: list[tuple[RankPlan, int, str]]) -> list[Path]:
+    """A folder of traces collected from several jobs: each (plan, rank, file name) is
+    that job's rank written under that name, marked SYNTHETIC."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
-    for rank in range(plan.world):
-        if rank in plan.skip_ranks:
-            continue
-        path = folder / f"rank{rank}.json"
+    for plan, rank, name in picks:
+        path = folder / name
         write_trace(
             path,
             rank_events(plan, rank),
@@ -169,4 +174,13 @@ def message_bytes(c: Collective, world: int) -> int:
     return max(c.nelems, out) * _BYTES[c.dtype]
 
 
-__all__ = ["EPOCH_US", "Collective", "RankPlan", "event", "message_bytes", "rank_events", "write_ranks"]
+__all__ = [
+    "EPOCH_US",
+    "Collective",
+    "RankPlan",
+    "event",
+    "message_bytes",
+    "rank_events",
+    "write_collected",
+    "write_ranks",
+]
