@@ -249,7 +249,7 @@ def test_help_is_laid_out_for_the_terminal_width(monkeypatch) -> None:
         assert _terminal_columns() == int(columns)
         parser = build_parser()
         ours = parser.format_help()
-        parser.formatter_class = argparse.HelpFormatter
+        parser.formatter_class = argparse.RawDescriptionHelpFormatter  # (the epilog's lines are kept)
         assert ours == parser.format_help() and len(ours.splitlines()) > 10
     monkeypatch.setenv("COLUMNS", "0")
     monkeypatch.setattr(sys, "__stdout__", None)  # no terminal to ask
@@ -998,3 +998,13 @@ def test_a_negative_self_time_is_explained(tmp_path: Path, capsys) -> None:
         == 0
     )
     assert not any("negative self" in w for w in json.loads(capsys.readouterr().out)["warnings"])
+
+
+def test_the_top_level_help_says_where_to_start(capsys, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    start = out[out.index("start here:") :].splitlines()
+    assert [line.split()[1] for line in start[1:]] == ["open", "summary", "diagnose", "ranks", "capture", "COMMAND"]
+    assert all(len(line) <= 80 for line in out.splitlines())

@@ -117,9 +117,24 @@ def _add_load_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# what a first look at `trnscope --help` should leave a user able to do
+_START_HERE = """\
+start here:
+  trnscope open TRACE.json.gz       explore it: enter drills in, ? lists the keys
+  trnscope summary TRACE.json.gz    the op table, as key_averages() prints it
+  trnscope diagnose TRACE.json.gz   why it is slow, findings ranked by time
+  trnscope ranks DIR                which rank held the others back, and where
+  trnscope capture --demo rmsnorm --out DIR, then trnscope open DIR
+  trnscope COMMAND --help           each command's options
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
-        prog=PROG, description="Terminal trace explorer for PyTorch profiles (Trainium, CUDA, ROCm, MTIA, CPU)."
+        prog=PROG,
+        description="Terminal trace explorer for PyTorch profiles (Trainium, CUDA, ROCm, MTIA, CPU).",
+        epilog=_START_HERE,
+        formatter_class=_LinesFormatter,
     )
     parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
