@@ -120,7 +120,7 @@ def _add_load_options(parser: argparse.ArgumentParser) -> None:
 # what a first look at `trnscope --help` should leave a user able to do
 _START_HERE = """\
 start here:
-  trnscope open TRACE.json.gz       explore it: enter drills in, ? lists the keys
+  trnscope open TRACE.json.gz       explore it (enter drills in, ? lists keys)
   trnscope summary TRACE.json.gz    the op table, as key_averages() prints it
   trnscope diagnose TRACE.json.gz   why it is slow, findings ranked by time
   trnscope ranks DIR                which rank held the others back, and where
