@@ -125,6 +125,8 @@ async def test_steps_variants_help_and_palette() -> None:
         assert isinstance(screen, OpsScreen)
         steps = screen.analysis.steps()
         assert len(steps) == 5
+        # a session of several traces says which one this is and the key that picks
+        assert "trace 1 of 3 (v picks)" in str(screen.query_one("#viewinfo").render())
         await press(pilot, "right_square_bracket")
         assert screen.state.step == 0
         table = screen._table
@@ -136,6 +138,7 @@ async def test_steps_variants_help_and_palette() -> None:
         await press(pilot, "down", "enter")
         await settle(pilot)
         assert app.screen is screen and screen.analysis.trace.label == "compiled"
+        assert "trace 2 of 3 (v picks)" in str(screen.query_one("#viewinfo").render())
         await press(pilot, "question_mark")
         assert isinstance(app.screen, HelpScreen)
         await press(pilot, "escape")

@@ -343,6 +343,10 @@ class OpsScreen(FilterScreen):
             else ((f"all {len(steps)} steps" if len(steps) > 1 else "1 step") if steps else "whole trace")
         )
         parts.append((step, 3))
+        sources = self._sources()
+        if len(sources) > 1:  # a folder or session of several: which one this is, and the key that picks
+            at = next((i for i, src in enumerate(sources) if src.label == self.analysis.trace.label), 0)
+            parts.append((f"trace {at + 1} of {len(sources)} (v picks)", 1))
         if s.hide_python:
             parts.append(("python hidden", 4))
         if s.hide_annotations:
