@@ -15,6 +15,9 @@ from trnscope.core.analysis.collectives import CollectiveCall
 from trnscope.core.analysis.rank_summary import RankStep, RankSteps, RankSummary
 from trnscope.core.analysis.rank_view import LATE
 from trnscope.core.analysis.ranks import reduce_ranks
+from trnscope.core.formats import discover
+from trnscope.core.formats.options import LoadOptions
+from trnscope.core.opening.ranks import rank_jobs, summarize_rank
 from trnscope.testing.synth_ranks import RankPlan, write_collected, write_ranks
 from trnscope.tui.app import TrnscopeApp
 from trnscope.tui.messages import ShowCollective
@@ -23,6 +26,8 @@ from trnscope.tui.screen_ops import OpsScreen
 from trnscope.tui.screen_ranks import RanksScreen
 from trnscope.tui.screen_text import HelpScreen, WarningsScreen
 from trnscope.tui.vtable import VirtualTable
+
+NO_CACHE = LoadOptions(use_cache=False)
 
 
 def _table_text(screen: RanksScreen | CollectiveScreen, row: int) -> str:
@@ -187,3 +192,17 @@ async def test_512_ranks_scroll_at_80x24() -> None:
 
 def app_is_alive(pilot: object) -> bool:
     return bool(getattr(pilot, "app").is_running)  # noqa: B009
+
+
+async def test_the_lanes_of_a_collective_the_ranks_disagree_about_say_so(tmp_path: Path) -> None:
+    write_ranks(tmp_path, RankPlan(world=3, key="none", wrong_size={(1, 0, 0): 999}))
+    document = reduce_ranks([summarize_rank(job).summary for job in rank_jobs(discover(tmp_path).sources, NO_CACHE)])
+    odd = next(c for c in document.collectives if c.problems)
+    alike = next(c for c in document.collectives if not c.problems)
+    async with _Host(CollectiveScreen(document, odd.id, {})).run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        said = str(pilot.app.screen.query_one("#cl-summary").render())
+        assert "⚠ the ranks disagree about it: input elements differs (rank 1: 999; 2 other ranks:" in said
+    async with _Host(CollectiveScreen(document, alike.id, {})).run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert "disagree" not in str(pilot.app.screen.query_one("#cl-summary").render())

@@ -50,6 +50,9 @@ class CollectiveScreen(ExplorerScreen):
             f"{fmt_time_short(c.start_skew_us * 1000)} · latency {fmt_time_short(c.latency_us * 1000)} · last rank "
             f"{c.last_rank} (+{fmt_time_short(c.lateness_us * 1000)})"
         )
+        if c.problems:  # the lanes may pair two different calls: said where they are drawn
+            said = "; ".join(safe_text(problem) for problem in c.problems)
+            text.append(f"\n⚠ the ranks disagree about it: {said}", style="yellow")
         self.query_one("#cl-summary", Static).update(text)
         self._draw()
 
