@@ -117,6 +117,9 @@ def test_step_numbers_are_the_names_the_tui_shows(capsys) -> None:
             "no usable event (2 without a usable ts/dur)",
         ),
         (b'{"traceEvents": [1, 2]}', "not a list of event objects"),
+        (b"[1, 2]", "a JSON array of numbers, not of trace events; not a PyTorch profiler trace"),
+        # what export_memory_timeline writes to a .raw.gz (HTA's memory_analysis test data)
+        (b"[[-1, 1, 37888, 7], [-1, 1, 512, 7]]", "a memory timeline (export_memory_timeline's .raw.gz?)"),
         (b"\x1f\x8b\x08\x00garbage", "gzip"),
     ],
 )

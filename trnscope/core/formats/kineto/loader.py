@@ -121,6 +121,19 @@ class _Decoded(msgspec.Struct):
         return sum(getattr(r.report, field) for r in self.results)
 
 
+def _what_array(first: bytes) -> str:
+    """What a top-level JSON array that holds no event objects holds, by its first byte."""
+    if first == b"[":
+        # [[time, action, bytes, category], …]: what profile.export_memory_timeline writes
+        # to a .raw.gz (HTA's memory analysis reads it), not the trace it was made from
+        return (
+            "a JSON array of arrays, not of trace events — a memory timeline (export_memory_timeline's "
+            ".raw.gz?), not a PyTorch profiler trace; open the trace it was made from"
+        )
+    held = "strings" if first == b'"' else "numbers" if first[:1].isdigit() or first == b"-" else "values"
+    return f"a JSON array of {held}, not of trace events; not a PyTorch profiler trace"
+
+
 def _events_array(path: Path, buf: Any) -> tuple[str, int, jsonscan.ArrayOpening]:
     """Where the events are: the kind of document, the array's "[" and its first event."""
     try:
@@ -131,6 +144,8 @@ def _events_array(path: Path, buf: Any) -> tuple[str, int, jsonscan.ArrayOpening
         raise InputError(f"{path}: {error}; not a PyTorch profiler trace") from None
     opening = jsonscan.array_opening(buf, array_open)
     if opening.kind is jsonscan.Opening.NOT_OBJECTS:
+        if kind == "array":
+            raise InputError(f"{path}: {_what_array(bytes(buf[array_open + 1 : array_open + 64]).lstrip()[:1])}")
         raise InputError(f"{path}: traceEvents is not a list of event objects; not a PyTorch profiler trace")
     return kind, array_open, opening
 
