@@ -111,6 +111,10 @@ def test_step_numbers_are_the_names_the_tui_shows(capsys) -> None:
         (b"", "empty file"),
         (b"hello world", "not JSON"),
         (b'{"foo": 1}', "without a traceEvents array"),
+        (  # what rocprofv3 --output-format json writes (TraceLens's tests/rocprof data)
+            b'{"rocprofiler-sdk-tool": [{"metadata": {"pid": 908}}]}',
+            "without a traceEvents array (a rocprofv3 results file: ROCm's own profiler, not torch.profiler)",
+        ),
         (b'{"traceEvents": []}', "holds no events"),
         (
             b'{"traceEvents": [{"ph": "X", "name": "a", "ts": "NaN", "dur": 1}, {"ph": "X", "name": "b", "ts": 1, "dur": -5}]}',

@@ -121,6 +121,12 @@ class _Decoded(msgspec.Struct):
         return sum(getattr(r.report, field) for r in self.results)
 
 
+# Other profilers' JSON that users open by mistake, by a key near the start, and what to say
+_OTHER_PROFILERS = (
+    (b'"rocprofiler-sdk-tool"', " (a rocprofv3 results file: ROCm's own profiler, not torch.profiler)"),
+)
+
+
 def _what_array(first: bytes) -> str:
     """What a top-level JSON array that holds no event objects holds, by its first byte."""
     if first == b"[":
@@ -139,7 +145,10 @@ def _events_array(path: Path, buf: Any) -> tuple[str, int, jsonscan.ArrayOpening
     try:
         kind, array_open = jsonscan.find_events_array(buf)
     except LookupError:
-        raise InputError(f"{path}: JSON object without a traceEvents array; not a PyTorch profiler trace") from None
+        known = next((what for key, what in _OTHER_PROFILERS if key in bytes(buf[:4096])), "")
+        raise InputError(
+            f"{path}: JSON object without a traceEvents array{known}; not a PyTorch profiler trace"
+        ) from None
     except ValueError as error:
         raise InputError(f"{path}: {error}; not a PyTorch profiler trace") from None
     opening = jsonscan.array_opening(buf, array_open)
