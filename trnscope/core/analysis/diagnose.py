@@ -79,9 +79,6 @@ _HOST_RUNTIME = (int(Role.RUNTIME), int(Role.DRIVER))
 # none of it cannot match, so the pattern runs on the few names left.  Both patterns
 # over a trace's 7,230 names: 18 ms, 3 ms this way.  (Only ASCII names are ruled out
 # early: the patterns ignore case the Unicode way, where "ı" matches "i".)
-# what Inductor's compiled code leaves in a trace: its graphs' and regions' ranges
-_COMPILED = re.compile(r"(CompiledFxGraph|Torch-Compiled Region|CompiledFunction|triton_)")
-_COMPILED_NEEDLES = ("compiled", "triton_")
 _SYNC_NEEDLES = ("synchron", "aten::item", "local_scalar_dense", "nrt_")
 _COLLECTIVE_NEEDLES = (
     "nccl",
@@ -99,6 +96,10 @@ _COLLECTIVE_NEEDLES = (
     "collective",
     "record_param_comms",
 )
+# what torch.compile leaves in a trace: Inductor's graphs and the regions and AOTAutograd
+# functions around them (Triton kernels alone are no sign: libraries ship their own)
+_COMPILED = re.compile(r"(CompiledFxGraph|Torch-Compiled Region|CompiledFunction)")
+_COMPILED_NEEDLES = ("compiled",)
 
 
 def device_lanes(analysis: Analysis) -> dict[str, np.ndarray]:
