@@ -340,8 +340,12 @@ def _take(system: SystemEvents, rows: np.ndarray) -> SystemEvents:
 def _framework_trace(files: NeuronFiles, read_framework: FrameworkReader | None) -> Trace | None:
     if not files.framework_traces or read_framework is None:
         return None
-    preferred = sorted(files.framework_traces, key=lambda p: (Path(p).name != "trace.json", p))
-    return read_framework(Path(preferred[0]))
+    return read_framework(Path(_preferred_framework_trace(files)))
+
+
+def _preferred_framework_trace(files: NeuronFiles) -> str:
+    """The one of the session's framework traces it reads: ``trace.json`` first."""
+    return sorted(files.framework_traces, key=lambda p: (Path(p).name != "trace.json", p))[0]
 
 
 # A framework trace and a Neuron capture that are this far apart and do not overlap
@@ -366,9 +370,8 @@ def _same_capture(trace: Trace, system: SystemEvents, files: NeuronFiles, warnin
     gap = max(capture[0] - framework[1], framework[0] - capture[1])
     if gap <= UNRELATED_GAP_NS:
         return True
-    preferred = sorted(files.framework_traces, key=lambda p: (Path(p).name != "trace.json", p))[0]
     warnings.append(
-        f"framework trace {preferred} not attached: it ran {_utc(framework[0])} to {_utc(framework[1])}, "
+        f"framework trace {_preferred_framework_trace(files)} not attached: it ran {_utc(framework[0])} to {_utc(framework[1])}, "
         f"this capture's runtime {_utc(capture[0])} to {_utc(capture[1])} (another run)"
     )
     return False
