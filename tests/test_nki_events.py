@@ -256,6 +256,10 @@ def test_slow_first_executions_are_pointed_out_and_warmup_removes_the_note(
     assert not any("warm-up?" in n for n in json.loads(capsys.readouterr().out)["notes"])
     assert main(["diagnose", str(tmp_path / "a.json"), "--no-cache"]) == 0
     assert "the first 3 of 33 executions take" in " ".join(capsys.readouterr().out.split())  # however it wraps
+    # no steps and no host work: no "whole trace" step read "host busy 0 µs → host-bound"
+    assert main(["diagnose", str(tmp_path / "a.json"), "--no-cache", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["steps"] == [] and doc["devices"] and doc["findings"][0]["kind"] == "kernel_benchmark"
 
 
 async def test_the_compare_pane_says_it_has_notes_and_w_lists_them(tmp_path: Path) -> None:

@@ -78,7 +78,10 @@ class DiagnoseScreen(ExplorerScreen):
         bound = sum(1 for s in doc.steps if s.bound == "host")
         count = len(doc.steps)
         text.append(
-            f"{count} step{'' if count == 1 else 's'}: {bound} host-bound, {count - bound} device-bound", style="dim"
+            f"{count} step{'' if count == 1 else 's'}: {bound} host-bound, {count - bound} device-bound"
+            if count
+            else "no ProfilerStep: no per-step figures",
+            style="dim",
         )
         self.query_one("#dg-summary", Static).update(text)
         self._show_table()

@@ -190,9 +190,11 @@ def diagnose(analysis: Analysis) -> DiagnoseOut:
     steps: list[StepOut] = []
     step_list = analysis.steps()
     windows = [(s.name, s.start, s.end, int(ev.thread[s.row])) for s in step_list if is_profiler_step(s.name)]
-    if not windows:
+    if not windows and trace.format != "neuron-events":
         main_thread = int(np.bincount(ev.thread[host]).argmax()) if host.size else -1
         windows = [("whole trace", first, last, main_thread)]
+    # (a kernel benchmark's runtime events have no steps and no host work: a "whole
+    # trace" step of it read "host busy 0 µs → host-bound")
     loader_rows = data_loader_rows(analysis)
     # fetching the next batch is the host's work too (not an op: PyTorch records it as
     # an annotation); without it a step that waits on its DataLoader looked idle on both sides
