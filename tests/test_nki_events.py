@@ -259,7 +259,7 @@ def test_slow_first_executions_are_pointed_out_and_warmup_removes_the_note(
     # no steps and no host work: no "whole trace" step read "host busy 0 µs → host-bound"
     assert main(["diagnose", str(tmp_path / "a.json"), "--no-cache", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["steps"] == [] and doc["devices"] and doc["findings"][0]["kind"] == "kernel_benchmark"
+    assert doc["steps"] == [] and doc["devices"] and "kernel_benchmark" in {f["kind"] for f in doc["findings"]}
 
 
 async def test_the_compare_pane_says_it_has_notes_and_w_lists_them(tmp_path: Path) -> None:
