@@ -158,6 +158,10 @@ def test_kernel_names_read_whole_at_80_columns(
     assert all(len(line) <= 80 for line in lines)
     (hidden,) = [line for line in lines if line.startswith("(hidden at 80 columns:")]
     assert "Std" in hidden and "P90" not in hidden
+    # the title is one line though the table is narrower (Rich wrapped it at the table's
+    # width), and no line is padded with spaces to the table's width
+    assert "Kernel executions (one kernel per variant; each execution's device time)" in lines
+    assert not [line for line in lines if line != line.rstrip()]
 
 
 @pytest.mark.parametrize("hours_apart", [0, 3])

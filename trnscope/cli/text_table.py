@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from trnscope.core.base.text import cell_width, distinct_elisions, elide_middle_text, head_within, pad_cells, safe_text
+from trnscope.core.base.text import (
+    cell_width,
+    distinct_elisions,
+    elide_middle_text,
+    head_within,
+    pad_cells,
+    safe_text,
+    wrap_words,
+)
 
 
 class NumberColumn:
@@ -94,7 +102,13 @@ def print_columns(
     # Rich lays out the title and the header; the rows, of cells already fitted to
     # their columns, are joined here as Rich's table would (no edge, two spaces between
     # columns): Rich rendered a table of 7,800 rows in 2 s, cell by cell
-    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, box=None, header_style="bold")
+    # the title on lines of its own, wrapped at the output's width: as the table's title
+    # Rich wrapped it at the table's (a narrow table split a one-line title in two) and
+    # padded it with spaces to the table's width
+    lines = [title] if cell_width(title) <= console.width else wrap_words(title, console.width, "")
+    for line in lines if title else []:
+        console.print(line, markup=False, highlight=False, style="italic")
+    t = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
     for header, _cells, width in texts:
         t.add_column(header, no_wrap=True, width=width, overflow="crop")
     for column in numbers:
