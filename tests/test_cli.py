@@ -122,6 +122,8 @@ def test_step_numbers_are_the_names_the_tui_shows(capsys) -> None:
         ),
         (b'{"traceEvents": [1, 2]}', "not a list of event objects"),
         (b"[1, 2]", "a JSON array of numbers, not of trace events; not a PyTorch profiler trace"),
+        (b'["a", "b"]', "a JSON array of strings, not of trace events"),
+        (b"[true]", "a JSON array of values, not of trace events"),
         # what export_memory_timeline writes to a .raw.gz (HTA's memory_analysis test data)
         (b"[[-1, 1, 37888, 7], [-1, 1, 512, 7]]", "a memory timeline (export_memory_timeline's .raw.gz?)"),
         (b"\x1f\x8b\x08\x00garbage", "gzip"),
@@ -377,6 +379,15 @@ def test_chain_picks_the_slowest_median_or_fastest_instance(capsys) -> None:
         main(["chain", str(path), "--op", "aten::addmm", "--instance", "middle"])
     assert exited.value.code == 2
     assert "'middle': give a number, or slowest, median, fastest" in capsys.readouterr().err
+    # the core's own check, for callers that do not come through argparse, and its one list
+    from trnscope.cli.arguments import _instance_choice
+    from trnscope.core.analysis.chain import INSTANCE_PICKS, chain_for
+    from trnscope.core.base.errors import TrnscopeError
+    from trnscope.core.formats import load_path
+
+    assert all(_instance_choice(pick) == pick for pick in INSTANCE_PICKS)
+    with pytest.raises(TrnscopeError, match="instance 'middle': give a number or one of slowest, median, fastest"):
+        chain_for(Analysis(load_path(path)), "aten::addmm", "middle")
 
 
 def test_chain_text_json_and_errors(capsys, small_synthetic, monkeypatch) -> None:

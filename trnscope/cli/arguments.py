@@ -60,6 +60,7 @@ class _Parser(argparse.ArgumentParser):
 def _instance_choice(text: str) -> int | str:
     """``--instance``: a number, or slowest / median / fastest (argparse says which is
     wrong, as for any other value)."""
+    # (chain.INSTANCE_PICKS, spelled here: parsing must not import NumPy, which chain does)
     if text in ("slowest", "median", "fastest"):
         return text
     try:

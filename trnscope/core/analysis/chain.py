@@ -520,13 +520,14 @@ def chain_for(analysis: Analysis, name: str, instance: int | str | None = None) 
     group = find_op(analysis, name)
     rows = instance_rows(analysis, group)
     if instance is None or isinstance(instance, str):
-        by_duration = np.argsort(analysis.trace.events.dur[rows], kind="stable")
         pick = instance or "slowest"
         if pick not in INSTANCE_PICKS:
             raise TrnscopeError(f"instance {pick!r}: give a number or one of {', '.join(INSTANCE_PICKS)}")
+        durations = analysis.trace.events.dur[rows]
         if pick == "slowest":  # the earliest of equals, as argmax
-            instance = int(np.argmax(analysis.trace.events.dur[rows]))
+            instance = int(np.argmax(durations))
         else:
+            by_duration = np.argsort(durations, kind="stable")
             instance = int(by_duration[0 if pick == "fastest" else (rows.size - 1) // 2])
     if not 0 <= instance < rows.size:
         raise TrnscopeError(
