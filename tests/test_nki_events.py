@@ -305,6 +305,28 @@ async def test_a_benchmarks_drill_down_names_each_hop_once(tmp_path: Path) -> No
         assert detail.startswith("runtime · nrt_execute"), detail[:80]
 
 
+async def test_a_benchmarks_diagnosis_pane_has_no_steps(tmp_path: Path) -> None:
+    """It read "0 steps: 0 host-bound, 0 device-bound" once a benchmark had no steps."""
+    from tests.tui_helpers import press, settle, wait_loaded
+    from trnscope.tui.app import TrnscopeApp
+    from trnscope.tui.screen_diagnose import DiagnoseScreen
+
+    write_benchmark(tmp_path / "a.json", kernel="k_a", executions=8, seed=1)
+    app = TrnscopeApp([str(tmp_path / "a.json")], use_cache=False, workers=1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot)
+        await press(pilot, "d")
+        pane = app.screen
+        assert isinstance(pane, DiagnoseScreen)
+        for _ in range(50):
+            await settle(pilot)
+            if pane.doc is not None:
+                break
+        assert pane.doc is not None and pane.doc.steps == []
+        summary = str(pane.query_one("#dg-summary").render())
+        assert "no ProfilerStep: no per-step figures" in summary and "0 steps" not in summary
+
+
 def test_a_ratio_and_its_interval_read_in_one_precision() -> None:
     """``RatioInterval.text`` (compare's kernel runs, CLI and pane): the ratio and its
     bootstrap interval share their decimals, three where the column has room, fewer
