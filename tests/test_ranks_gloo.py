@@ -242,3 +242,35 @@ def test_summary_merge_runs_on_the_pool_and_keeps_exact_figures(
         ]
         assert got["totals"] == msgspec.to_builtins(expected.totals)
         assert got["merged"] == expected.merged
+
+
+def test_a_recording_whose_rank_aborts_is_tried_again_on_a_fresh_port(tmp_path: Path, monkeypatch) -> None:
+    """A rank aborted once in a CI run (SIGABRT: its port taken between asking and
+    binding on a busy host); the recording tries again, each time on a new port, and
+    gives up after ``ATTEMPTS``."""
+    import torch.multiprocessing as mp
+
+    from trnscope.capture import gloo_ranks
+
+    ports: list[int] = []
+
+    def spawn(fn, args, nprocs, join):  # type: ignore[no-untyped-def]
+        ports.append(args[2])
+        if len(ports) < 2:
+            raise mp.ProcessExitedException("process 2 terminated with signal SIGABRT", 2, 1, 6, "SIGABRT")
+        for rank in range(nprocs):
+            (Path(args[1]) / f"rank{rank}.json").write_text("{}")
+
+    monkeypatch.setattr(mp, "spawn", spawn)
+    assert [p.name for p in gloo_ranks.record(tmp_path / "a", world=2)] == ["rank0.json", "rank1.json"]
+    assert len(ports) == 2
+
+    def always_aborts(fn, args, nprocs, join):  # type: ignore[no-untyped-def]
+        ports.append(args[2])
+        raise mp.ProcessExitedException("process 2 terminated with signal SIGABRT", 2, 1, 6, "SIGABRT")
+
+    ports.clear()
+    monkeypatch.setattr(mp, "spawn", always_aborts)
+    with pytest.raises(mp.ProcessExitedException):
+        gloo_ranks.record(tmp_path / "b", world=2)
+    assert len(ports) == gloo_ranks.ATTEMPTS
