@@ -38,7 +38,7 @@ from trnscope.core.analysis.timeline import build_lanes, coverage, glyphs, parse
 from trnscope.core.base.intervals import Union
 from trnscope.core.base.units import us, us_of_ns
 from trnscope.core.formats import load_path
-from trnscope.testing.events import annotation, kernel, launch, op, runtime, write_trace
+from trnscope.testing.events import annotation, event, kernel, launch, op, runtime, write_trace
 from trnscope.testing.synth_neuron import SynthOptions, write_process_session
 
 CORPUS_TRACES = sorted(CORPUS.glob("*.json.gz")) if CORPUS.exists() else []
@@ -480,6 +480,31 @@ def test_the_timeline_draws_dataloader_fetches_in_the_host_lane(tmp_path: Path) 
     assert analysis.trace.names[int(analysis.trace.events.name[under(host, host.starts[0] + 250_000)])] == fetch
     nested = next(lane for lane in build_lanes(analysis, nested=True) if lane.kind == "host")
     assert nested.rows.size == 2  # at depth 0, beside the op
+
+
+def test_a_thread_without_ops_is_drawn_from_its_annotations(tmp_path: Path) -> None:
+    """gloo runs a collective on a thread of its own, recorded as a ``record_function``
+    range with no op under it (HTA's CPU-only trace: ``gloo:all_reduce`` for 173 ms): the
+    thread gets a lane of its ranges, and its runtime calls move to an ``rt`` lane beside
+    it.  A thread with only Python frames (a tqdm monitor waiting the whole trace) gets
+    no lane: its frames are not work."""
+    events = [
+        op("aten::add", 0, 50, tid=1),
+        annotation("gloo:all_reduce", 10, 300, tid=2),
+        annotation("gloo:all_reduce", 100, 50, tid=2),  # inside the first: counted once
+        runtime("cudaStreamSynchronize", 20, 5, correlation=9, tid=2),
+        event("threading.py(359): wait", "python_function", 0, 1000, tid=3),
+    ]
+    analysis = _trace(tmp_path, events)
+    lanes = build_lanes(analysis)
+    assert [(lane.kind, lane.label) for lane in lanes] == [
+        ("host", "thread 1"),
+        ("annotation", "thread 2"),
+        ("runtime", "thread 2 rt"),
+    ]
+    assert lanes[1].union.length == 300_000 and lanes[1].rows.size == 2  # the inner range counted once
+    # with ``--nested`` too: one lane of ranges, not one per depth
+    assert [lane.kind for lane in build_lanes(analysis, nested=True)].count("annotation") == 1
 
 
 @pytest.mark.parametrize("width", [60, 80, 132])

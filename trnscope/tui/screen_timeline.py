@@ -24,7 +24,7 @@ from trnscope.tui.status import fit_line
 from trnscope.tui.textpanel import TextPanel
 
 LABEL_WIDTH = 18  # "thread 3113936 rt" and "GPU 3 / stream 20" whole (the process name goes first)
-_STYLE = {"host": "yellow", "runtime": "cyan", "device": "green", "engine": "blue"}
+_STYLE = {"host": "yellow", "annotation": "magenta", "runtime": "cyan", "device": "green", "engine": "blue"}
 
 
 @pane("Timeline", order=40)

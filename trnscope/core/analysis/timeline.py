@@ -1,5 +1,6 @@
-"""The timeline: one lane per host thread (its ops and DataLoader fetches), per
-runtime thread, per device stream or NeuronCore, drawn as text at any zoom.
+"""The timeline: one lane per host thread (its ops and DataLoader fetches; on a thread
+with no ops, its ``record_function`` ranges), per runtime thread, per device stream or
+NeuronCore, drawn as text at any zoom.
 
 Each lane keeps the union of its events (``intervals.Union``) and its rows sorted by
 start, so drawing a window of W cells costs O(W log n) per lane — nothing per event
@@ -32,7 +33,9 @@ MAX_NESTED = 4
 
 class Lane(msgspec.Struct, frozen=True):
     label: str
-    kind: str  # "host" | "runtime" | "device" | "engine" (NeuronCore engines, from device profiles)
+    # "host" (ops and fetches) | "annotation" (a thread with no ops: its record_function
+    # ranges) | "runtime" | "device" | "engine" (NeuronCore engines, from device profiles)
+    kind: str
     rows: np.ndarray  # event rows, by start
     starts: np.ndarray
     ends: np.ndarray
@@ -88,7 +91,7 @@ def _op_depth(analysis: Analysis, rows: np.ndarray) -> np.ndarray:
 
 def build_lanes(analysis: Analysis, nested: bool = False) -> list[Lane]:
     """Host threads (ops and DataLoader fetches; ``nested``: one sub-lane per op depth,
-    up to four), their runtime calls, then devices (streams, NeuronCores), in thread
+    up to four; a thread with no ops: its annotations), their runtime calls, then devices (streams, NeuronCores), in thread
     order.  Built once per analysis (a new list each call; the lanes are shared and
     never changed): opening the timeline again costs nothing (84-170 ms at 2.9 M
     events)."""
@@ -108,6 +111,11 @@ def _build_lanes(analysis: Analysis, nested: bool) -> list[Lane]:
         already = (ev.role[fetches] == int(Role.OP)) & links.in_tree[fetches] & timed[fetches]
         ops = np.concatenate((ops, fetches[~already]))
     depth = _op_depth(analysis, ops) if nested and ops.size else np.zeros(ops.size, np.int64)
+    # A thread with no ops may still work: gloo's collectives run on threads of their own
+    # and an inference server's stages are record_function ranges.  Its ranges are its
+    # lane.  Threads with only Python frames get none: their frames span what they wait
+    # in (a tqdm monitor's ``wait`` covers the whole trace), which is not work.
+    annotations = np.flatnonzero((ev.role == int(Role.ANNOTATION)) & timed)
     runtime = np.flatnonzero(equals_any(ev.role, _RUNTIME) & timed)
     device = np.flatnonzero(equals_any(ev.role, _DEVICE) & timed)
     order = sorted(
@@ -118,6 +126,7 @@ def _build_lanes(analysis: Analysis, nested: bool) -> list[Lane]:
     device_of = split_by(ev.thread[device], device)
     ops_of = split_by(ev.thread[ops], np.arange(ops.size))
     runtime_of = split_by(ev.thread[runtime], runtime)
+    annotations_of = split_by(ev.thread[annotations], annotations)
     for thread in order:
         info = trace.threads[thread]
         if info.is_device:
@@ -126,21 +135,30 @@ def _build_lanes(analysis: Analysis, nested: bool) -> list[Lane]:
                 devices.append((info.display, "device", mine))
             continue
         positions = ops_of.get(thread, empty)
-        mine = ops[positions]
-        if mine.size:
-            if nested:
-                levels = depth[positions]
-                for level in range(min(int(levels.max()) + 1, MAX_NESTED)):
-                    chosen = mine[levels == level] if level < MAX_NESTED - 1 else mine[levels >= level]
-                    if chosen.size:
-                        lanes.append((f"{info.display} ·{level}", "host", chosen))
-            else:
-                lanes.append((info.display, "host", mine))
+        host = _host_lanes(info.display, ops[positions], depth[positions] if nested else None)
+        if not host:
+            marked = annotations_of.get(thread, empty)
+            host = [(info.display, "annotation", marked)] if marked.size else []
+        lanes += host
         calls = runtime_of.get(thread, empty)
         if calls.size:
-            label = info.display if not mine.size else f"{info.display} rt"
+            label = f"{info.display} rt" if host else info.display
             lanes.append((label, "runtime", calls))
     return _lanes(analysis, lanes) + _with_engine_lanes(analysis, _lanes(analysis, devices))
+
+
+def _host_lanes(display: str, ops: np.ndarray, depth: np.ndarray | None) -> list[tuple[str, str, np.ndarray]]:
+    """A thread's op lane, or with ``depth`` one lane per op depth (up to four)."""
+    if not ops.size:
+        return []
+    if depth is None:
+        return [(display, "host", ops)]
+    lanes = []
+    for level in range(min(int(depth.max()) + 1, MAX_NESTED)):
+        chosen = ops[depth == level] if level < MAX_NESTED - 1 else ops[depth >= level]
+        if chosen.size:
+            lanes.append((f"{display} ·{level}", "host", chosen))
+    return lanes
 
 
 def _with_engine_lanes(analysis: Analysis, devices: list[Lane]) -> list[Lane]:
