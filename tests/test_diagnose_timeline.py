@@ -871,6 +871,29 @@ def test_a_long_lane_label_leaves_out_what_every_lane_repeats() -> None:
     assert compact_lane_labels(same_gpu) == [same_gpu[0], same_gpu[1], "GPU 1 / stream 7"]
 
 
+def test_a_process_labelled_with_its_own_name_is_named_once(tmp_path: Path) -> None:
+    """HTA's MTIA traces name a device process "MTIA 17" and label it "MTIA 17": the
+    timeline's line read "MTIA 17 (MTIA 17) / Stream 112".  A label that adds something
+    (a CUDA process's "GPU 3") stays."""
+
+    def meta(name: str, pid: int, tid: int, value: str) -> dict:
+        key = "labels" if name == "process_labels" else "name"
+        return {"ph": "M", "name": name, "pid": pid, "tid": tid, "args": {key: value}}
+
+    events = [
+        meta("process_name", 17, 0, "MTIA 17"),
+        meta("process_labels", 17, 0, "MTIA 17"),
+        meta("thread_name", 17, 112, "Stream 112"),
+        meta("process_name", 3, 0, "python3"),
+        meta("process_labels", 3, 0, "GPU 3"),
+        kernel("a", 0, 10, pid=17, stream=112),
+        kernel("b", 0, 10, pid=3),
+    ]
+    analysis = _trace(tmp_path, events)
+    labels = sorted(info.display for info in analysis.trace.threads if info.is_device)
+    assert labels == ["MTIA 17 / Stream 112", "python3 (GPU 3) / stream 7"]
+
+
 @pytest.mark.parametrize(
     ("op_us", "kernel_us", "bound"),
     [

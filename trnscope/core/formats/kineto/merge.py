@@ -261,8 +261,9 @@ def thread_table(merged: MergedColumns, columns: EventColumns) -> tuple[list[Thr
                 sort_index[(info.pid, info.tid)] = int(sort)
     for info in infos:
         label = process_names.get(info.pid, "")
-        if info.pid in process_labels:
-            label = f"{label} ({process_labels[info.pid]})".strip()
+        extra = process_labels.get(info.pid, "")
+        if extra.strip() and extra.strip() != label.strip():  # MTIA names a process "MTIA 17" and labels it so
+            label = f"{label} ({extra})".strip()
         info.process_label = label
         info.thread_label = thread_names.get((info.pid, info.tid), "")
         info.sort_index = sort_index.get((info.pid, info.tid), 0)
