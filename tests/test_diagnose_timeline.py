@@ -716,6 +716,42 @@ async def test_engine_lanes_are_never_marked_by_a_highlighted_last_row() -> None
         assert all(mark is None for lane, mark in built if lane.kind == "engine")
 
 
+async def test_the_line_under_the_timeline_tells_lanes_apart_at_80_columns(tmp_path: Path) -> None:
+    """HTA's CPU-only trace at 80 columns: the cursor line elided both gloo threads'
+    labels, "thread 3553 (pt_main_thread)" and "thread 3554 (pt_main_thread)", to
+    "thread 3…ead)".  Where the whole label does not fit, the line names the lane as
+    the lanes are told apart (without the process every lane repeats)."""
+    from trnscope.tui.app import TrnscopeApp
+    from trnscope.tui.messages import ShowTimeline
+    from trnscope.tui.screen_timeline import TimelineScreen
+
+    name = "gloo:all_reduce_" + "x" * 40
+    events: list[dict] = [op("aten::empty", 0, 5, tid=1)]
+    for tid in (3553, 3554):
+        label = f"thread {tid} (pt_main_thread)"
+        events.append({"ph": "M", "name": "thread_name", "pid": 1, "tid": tid, "args": {"name": label}})
+        events.append(annotation(name, 10, 1000, tid=tid))
+    path = write_trace(tmp_path / "gloo.json", events)
+    app = TrnscopeApp([str(path)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot)
+        app.screen.post_message(ShowTimeline(app.screen.analysis, np.empty(0, np.int64), ""))  # type: ignore[attr-defined]
+        await settle(pilot)
+        timeline = app.screen
+        assert isinstance(timeline, TimelineScreen)
+        said = {}
+        for index, lane in enumerate(timeline.lanes):
+            timeline.lane = index
+            timeline.cursor = timeline._cells() // 2
+            timeline.refresh_view()
+            line = str(timeline.query_one("#tl-info").render())
+            assert len(line) <= 78
+            said[lane.label] = line
+        for tid in (3553, 3554):
+            assert f"thread {tid}:" in said[f"thread {tid} (pt_main_thread)"]
+        assert "thread 1: idle" in said["thread 1"]  # a label that fits stays whole
+
+
 _NAME_PIECES = st.sampled_from(
     [
         "cudaStreamSynchronize",

@@ -7,13 +7,24 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
 from trnscope.core.analysis.analysis import Analysis
-from trnscope.core.analysis.timeline import Lane, axis, build_lanes, coverage, extent, glyphs, lane_labels, under
+from trnscope.core.analysis.timeline import (
+    Lane,
+    axis,
+    build_lanes,
+    compact_lane_labels,
+    coverage,
+    extent,
+    glyphs,
+    lane_labels,
+    under,
+)
 from trnscope.core.base.intervals import Union
 from trnscope.core.base.text import pad_cells, plural, safe_text
 from trnscope.core.base.units import fmt_share, fmt_time_short
@@ -65,6 +76,7 @@ class TimelineScreen(ExplorerScreen):
         self.lanes: list[Lane] = []  # the lanes drawn (engine lanes left out when hidden)
         self.marks: list[Union | None] = []
         self.labels: list[str] = []  # each lane's label as drawn (alike ones elided where they differ)
+        self.short_labels: list[str] = []  # each lane's label without what every lane repeats
         self._built: list[tuple[Lane, Union | None]] = []  # every lane with its marks
         self.show_engines = True
         self.nested = False
@@ -222,11 +234,10 @@ class TimelineScreen(ExplorerScreen):
     def _info(self) -> None:
         lane = self.lanes[self.lane]
         t = self._time_at(self.cursor)
-        pieces: list[tuple[str, str, bool]] = [
-            (f"@{fmt_time_short(t - self.origin)}  ", "bold", False),
-            (safe_text(lane.label), _STYLE[lane.kind], True),
-            (": ", _STYLE[lane.kind], False),
-        ]
+        pieces: list[tuple[str, str, bool]] = [(f"@{fmt_time_short(t - self.origin)}  ", "bold", False)]
+        label_at = len(pieces)
+        pieces.append((safe_text(lane.label), _STYLE[lane.kind], True))
+        pieces.append((": ", _STYLE[lane.kind], False))
         row = under(lane, t)
         if lane.kind == "engine":
             busy_now = coverage(lane, t - 1, t + 1, 1)[0] > 0
@@ -240,7 +251,17 @@ class TimelineScreen(ExplorerScreen):
         cells = self._cells()
         busy = coverage(lane, self.t0, self.t1, 1)[0] if cells else 0.0
         pieces.append((f"  · lane busy {fmt_share(busy, 1.0)} of the window", "dim", False))
-        self.query_one("#tl-info", Static).update(fit_line(pieces, self._line_width("#tl-info")))
+        width = self._line_width("#tl-info")
+        if sum(cell_len(text) for text, _, _ in pieces) > width:
+            # The whole label does not fit: the one without what every lane repeats,
+            # else the one drawn beside the lane, whole.  Elided here, "thread 3553
+            # (pt_main_thread)" and "thread 3554 (pt_main_thread)" both read "thread 3…ead)".
+            style = pieces[label_at][1]
+            short = self.short_labels[self.lane]
+            fixed = sum(cell_len(piece) for i, (piece, _, _) in enumerate(pieces) if i != label_at)
+            label = short if fixed + cell_len(short) <= width else self.labels[self.lane]
+            pieces[label_at] = (label, style, False)
+        self.query_one("#tl-info", Static).update(fit_line(pieces, width))
 
     # -- keys -----------------------------------------------------------------------
 
@@ -298,6 +319,7 @@ class TimelineScreen(ExplorerScreen):
         self.lanes = [lane for lane, _ in chosen]
         self.marks = [mark for _, mark in chosen]
         self.labels = lane_labels([lane.label for lane in self.lanes], LABEL_WIDTH)
+        self.short_labels = compact_lane_labels([safe_text(lane.label) for lane in self.lanes])
 
     def action_engines(self) -> None:
         if not any(lane.kind == "engine" for lane, _ in self._built):
