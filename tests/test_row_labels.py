@@ -89,6 +89,17 @@ def test_compare_tells_the_twins_apart_without_its_kind_column(
     assert "kind" not in ops[1] and "kind" in out.split("hidden at 60 columns")[1]
     names = [line.split("  ")[0].strip() for line in ops if line.startswith("capt")]
     assert len(names) == 2 and len(set(names)) == 2 and any("(d" in n for n in names)
+    # the kind is a word from a short list: whole wherever the column is shown (at 100
+    # columns HTA's A100/V100 comparison read "annot…" beside every range)
+    for columns in range(66, 101, 2):
+        monkeypatch.setenv("COLUMNS", str(columns))
+        assert main(["compare", str(first), str(second), "--no-cache"]) == 0
+        ops = capsys.readouterr().out.split("Ops, by largest change")[1].splitlines()
+        if "kind" in ops[1]:
+            table = ops[2 : ops.index("", 2)]
+            at = ops[1].index("kind")
+            kinds = {line[at:].split()[0] for line in table}
+            assert kinds == {"op", "kernel", "runtime", "annotation", "device_annotation"}, (columns, kinds)
 
 
 def test_a_narrow_text_cell_is_marked_as_cut() -> None:

@@ -98,7 +98,9 @@ def _rows_table(
     # a narrow table drops the kind column first: twins still differ by their names
     texts = [("Name", distinct_names([(row.key,) for row in rows], [row.kind for row in rows]), NAME_MIN, 100)]
     if show_kind:
-        texts.append(("kind", [row.kind for row in rows], 6, 45))
+        kinds = [row.kind for row in rows]
+        # a word from a short list ("annotation", "kernel"): whole, or the column goes
+        texts.append(("kind", kinds, max((len(kind) for kind in kinds), default=4), 45))
 
     def cell(value: int) -> str:
         return f"{value:,}" if count else fmt_time_ns(value)
