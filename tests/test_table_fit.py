@@ -231,7 +231,8 @@ def test_fit_line_keeps_whole_pieces_whole_within_the_width() -> None:
 
 async def test_the_comparison_detail_gives_every_variant_one_whole_line_of_figures() -> None:
     """At 80×24 the detail under a comparison has four lines: the row's name and one line
-    per variant, its letter first, its figures whole; the names give up their middle."""
+    per variant, its letter first, its figures whole; the names give up their middle, a
+    variant's name all of it."""
     app = TrnscopeApp([str(TRN)])
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_comparison(pilot)
@@ -239,9 +240,32 @@ async def test_the_comparison_detail_gives_every_variant_one_whole_line_of_figur
         for _ in range(3):
             lines = panel._shown.plain.split("\n")
             assert len(lines) == 1 + len(screen.labels) and all(cell_len(line) <= panel.size.width for line in lines)
-            for letter, line in zip("ABC", lines[1:]):
-                assert line.startswith(f"{letter} ") and (" calls · CPU " in line or line.endswith("absent"))
+            for letter, label, line in zip("ABC", screen.labels, lines[1:]):
+                assert " calls · CPU " in line or line.endswith("absent")
+                # its label whole, or none where it does not fit (the title names the
+                # variants; elided, two HTA diff traces' labels both read "hta_d…00")
+                assert line.split(": ")[0] in (letter, f"{letter} {label}"), (line, label)
             await press(pilot, "down")
+
+
+async def test_a_comparison_detail_leaves_out_variant_names_that_do_not_fit(tmp_path: Path) -> None:
+    """HTA's diff traces, ``hta_diff_control_a100`` and ``hta_diff_test_v100``: at 80
+    columns both detail lines began "hta_d…00:", alike and taking the cells the top
+    kernel's name needed.  A name that does not fit goes (the title names the variants)."""
+    from trnscope.testing.events import kernel, launch, op, write_trace
+
+    kernel_name = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>"
+    paths = []
+    for stem in ("hta_diff_control_a100", "hta_diff_test_v100"):
+        events = [op("aten::fill_", 0, 50, ext=1), launch(10, 5, correlation=1, ext=1)]
+        events.append(kernel(kernel_name, 100, 40, correlation=1, ext=1))
+        paths.append(str(write_trace(tmp_path / f"{stem}.json", events)))
+    app = TrnscopeApp(paths)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_comparison(pilot)
+        lines = screen.query_one("#compare-detail")._shown.plain.split("\n")
+        assert [line[:3] for line in lines[1:]] == ["A: ", "B: "] and "hta_d" not in "".join(lines[1:])
+        assert all(line.endswith("calls · CPU 50.0us · device 40.0us · dispatch 10.0us") for line in lines[1:])
 
 
 def test_text_tables_elide_long_names_where_they_differ_not_their_ends() -> None:

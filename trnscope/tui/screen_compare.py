@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -258,6 +259,7 @@ class CompareScreen(FilterScreen):
             # names (the variant's, its top kernel's) give up their middle
             lines = [fit_line([(safe_text(row.key), "bold", True)], width)]
             details = row.detail or [""] * len(self.labels)
+            variants: list[list[tuple[str, str, bool]]] = []
             for letter, label, value, detail in zip(VARIANT_LETTERS, self.labels, row.values, details):
                 # the letter first: elided labels of two variants may read alike
                 pieces = [(f"{letter} ", "bold", False), (safe_text(label), "bold", True), (": ", "bold", False)]
@@ -272,7 +274,12 @@ class CompareScreen(FilterScreen):
                     pieces.append((figures, "", False))
                 if detail:
                     pieces += [(" · ", "green", False), (safe_text(detail), "green", True)]
-                lines.append(fit_line(pieces, width))
+                variants.append(pieces)
+            if any(sum(cell_len(text) for text, _, _ in pieces) > width for pieces in variants):
+                # the title line names the variants: elided labels ("hta_d…00" for both
+                # HTA diff traces) would only take cells from the figures' detail
+                variants = [[(f"{pieces[0][0].strip()}: ", "bold", False), *pieces[3:]] for pieces in variants]
+            lines += [fit_line(pieces, width) for pieces in variants]
             joined = Text("\n").join(lines)
             joined.no_wrap, joined.overflow = True, "ellipsis"
             self.query_one("#compare-detail", Static).update(joined)
