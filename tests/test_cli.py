@@ -765,6 +765,31 @@ def test_compare_metric_flag_orders_and_reports_that_metric(capsys) -> None:
     assert refused.value.code == 2
 
 
+def test_compare_says_each_variants_median_step(capsys, monkeypatch, tmp_path: Path) -> None:
+    """Which variant is faster is its median step first (HTA's diff traces: A100 76.8 ms,
+    V100 114.7 ms; the diagnosis rows had only idle share, bound steps and launches).
+    Checked against the steps' spans read from the files themselves; a variant without
+    ProfilerStep says it has no steps (JSON: null)."""
+    from trnscope.testing.events import annotation, op, write_trace
+
+    walls = {"fast": [100, 300, 200], "slow": [400, 900, 500, 600]}  # µs: medians 200 and 550
+    paths = []
+    for label, spans in walls.items():
+        events, start = [], 0
+        for n, span in enumerate(spans):
+            events += [annotation(f"ProfilerStep#{n}", start, span), op("aten::add", start + 1, span - 2)]
+            start += span + 10
+        paths.append(str(write_trace(tmp_path / f"{label}.json", events)))
+    bare = str(write_trace(tmp_path / "bare.json", [op("aten::add", 0, 5)]))
+    assert main(["compare", *paths, bare, "--format", "json", "--no-cache"]) == 0
+    doc = json.loads(capsys.readouterr().out)["diagnosis"]
+    assert [doc[label]["median_step_us"] for label in ("fast", "slow", "bare")] == [200.0, 550.0, None]
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["compare", *paths, bare, "--no-cache"]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("median step"))
+    assert line.split()[2:] == ["200.000us", "550.000us", "no", "steps"]
+
+
 def test_a_trace_without_device_work_reports_no_device_not_zero(capsys, monkeypatch) -> None:
     """A CPU-only variant has no device idle share: 0% would read as a device kept busy
     (as diagnose itself says, "no device work"); JSON gives null, the texts say so."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from textual.widgets import Label
 from tui_helpers import (
@@ -18,6 +19,7 @@ from tui_helpers import (
 )
 
 from conftest import CORPUS, SAMPLES, requires_corpus
+from trnscope.core.base.units import fmt_time_short
 from trnscope.core.model.vocab import PH_X
 from trnscope.tui.app import ErrorScreen, HelpScreen, LoadingScreen, TrnscopeApp, WarningsScreen
 from trnscope.tui.screen_compare import CompareScreen
@@ -446,8 +448,14 @@ async def test_compare_keys() -> None:
         await press(pilot, "v")
         assert compare.view == "diagnosis"
         view = compare.query_one(VirtualTable)
-        assert view.model.size == 4 and "launches / step" in view.model.cells(2)[0]
-        assert view.model.cells(2)[1:] == ["6", "1", "1"]  # eager launches six NEFFs a step, the others one
+        assert view.model.size == 5 and "launches / step" in view.model.cells(3)[0]
+        assert view.model.cells(3)[1:] == ["6", "1", "1"]  # eager launches six NEFFs a step, the others one
+        medians = []  # each variant's ProfilerStep annotations, read from its events
+        for analysis in compare.analyses:
+            ev, names = analysis.trace.events, analysis.trace.names
+            steps = [int(ev.dur[r]) for r in range(len(ev)) if names[int(ev.name[r])].startswith("ProfilerStep#")]
+            medians.append(fmt_time_short(float(np.median(steps))))
+        assert view.model.cells(0) == ["median step", *medians]
         await press(pilot, "v", "v", "2")
         assert compare.side == 1
         await press(pilot, "1")

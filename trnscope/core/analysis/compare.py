@@ -137,13 +137,20 @@ def variant_diagnosis(analysis: Analysis) -> VariantDiagnosis:
     launches = sorted_unique(analysis.links.device_launch[analysis.links.device_launch >= 0]).size
     steps = max(len(doc.steps), 1)
     losses = [f for f in doc.findings if f.severity != "info"]
+    walls = profiler_step_walls(analysis)
     return VariantDiagnosis(
         device_idle_pct=round(100.0 * idle / span, 2) if span else None,
         host_bound_steps=sum(1 for s in doc.steps if s.bound == "host"),
         steps=len(doc.steps),
         dispatches_per_step=round(launches / steps, 2) if len(ev) else 0.0,
         top_finding=losses[0].kind if losses else "",
+        median_step_ns=float(np.median(walls)) if walls.size else None,
     )
+
+
+def profiler_step_walls(analysis: Analysis) -> np.ndarray:
+    """Each ProfilerStep's wall time (its annotation's span), ns."""
+    return np.array([s.end - s.start for s in analysis.steps() if is_profiler_step(s.name)], dtype=np.float64)
 
 
 MIN_STEPS_FOR_SPREAD = 3
@@ -153,9 +160,7 @@ def step_noise_notes(analyses: list[Analysis], labels: list[str]) -> list[str]:
     """Where a variant's step time differs from the baseline's by less than their own
     step-to-step spread (the 95% bootstrap interval of the ratio of median steps holds
     1), say the difference may be noise."""
-    walls = [
-        np.array([s.end - s.start for s in a.steps() if is_profiler_step(s.name)], dtype=np.float64) for a in analyses
-    ]
+    walls = [profiler_step_walls(a) for a in analyses]
     if any(w.size < MIN_STEPS_FOR_SPREAD for w in walls):
         return []
     notes = []

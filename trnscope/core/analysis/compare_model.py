@@ -6,6 +6,8 @@ comparison code, which itself calls ``diagnose``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import msgspec
 
 from trnscope.core.analysis.distribution import RatioInterval
@@ -37,7 +39,8 @@ class CompareRow(msgspec.Struct):
 
 
 class VariantDiagnosis(msgspec.Struct):
-    """Which variant is best and why, in three numbers (see ``diagnose``)."""
+    """Which variant is best (its median step) and why, in a few numbers (see
+    ``diagnose``)."""
 
     # idle share of the devices' spans (all devices together); None: no device work at
     # all (a CPU-only trace), where 0% would read as a device kept busy
@@ -46,11 +49,19 @@ class VariantDiagnosis(msgspec.Struct):
     steps: int
     dispatches_per_step: float  # runtime calls that launched device work, per step
     top_finding: str = ""  # the kind of the finding that accounts for the most time
+    # the median ProfilerStep's wall time (its annotation's span); None: no ProfilerStep
+    median_step_ns: float | None = None
 
 
 def idle_share_text(device_idle_pct: float | None) -> str:
     """A variant's device idle share as the comparison tables print it."""
     return "no device" if device_idle_pct is None else fmt_share(device_idle_pct, 100.0, 1)
+
+
+def median_step_text(median_step_ns: float | None, fmt: Callable[[float], str]) -> str:
+    """A variant's median step as the comparison tables print it (``fmt``: their time
+    format); a trace without ProfilerStep has none to compare."""
+    return "no steps" if median_step_ns is None else fmt(median_step_ns)
 
 
 def per_step_text(launches_per_step: float) -> str:

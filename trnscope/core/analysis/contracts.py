@@ -256,6 +256,7 @@ class DiagnosisRowOut(msgspec.Struct):
     steps: int
     dispatches_per_step: float
     top_finding: str
+    median_step_us: float | None = None  # the median ProfilerStep's wall; null: no ProfilerStep
 
 
 class KernelRunsOut(msgspec.Struct):
@@ -393,7 +394,14 @@ def compare_document(comparison: Comparison, limit: int = 0) -> CompareOut:
         kernels=cap(comparison.kernels),
         ops=cap(comparison.rows),
         diagnosis={
-            label: DiagnosisRowOut(d.device_idle_pct, d.host_bound_steps, d.steps, d.dispatches_per_step, d.top_finding)
+            label: DiagnosisRowOut(
+                d.device_idle_pct,
+                d.host_bound_steps,
+                d.steps,
+                d.dispatches_per_step,
+                d.top_finding,
+                None if d.median_step_ns is None else us(d.median_step_ns),
+            )
             for label, d in zip(comparison.labels, comparison.diagnosis)
         },
         kernel_runs=_kernel_run_rows(comparison),
