@@ -445,6 +445,9 @@ async def test_compare_keys() -> None:
         assert compare.view == "ops"
         await press(pilot, "v")
         assert compare.view == "kernels"
+        # device work has launches and device time; it read "CPU 0.0us · dispatch 0.0us"
+        detail = compare.query_one("#compare-detail")._shown.plain.split("\n")[1:]
+        assert all(" launches · device " in line and "CPU" not in line for line in detail), detail
         await press(pilot, "v")
         assert compare.view == "diagnosis"
         view = compare.query_one(VirtualTable)

@@ -267,11 +267,14 @@ class CompareScreen(FilterScreen):
                 if value is None:
                     pieces.append(("absent", "dim", False))
                 else:
-                    calls = "launches" if self.view == "kernels" else "calls"
-                    figures = (
-                        f"{value.calls:,} {calls} · CPU {fmt_time_short(value.cpu_total_ns)} · "
-                        f"device {fmt_time_short(value.device_total_ns)} · dispatch {fmt_time_short(value.dispatch_ns)}"
-                    )
+                    if self.view == "kernels":  # device work: no CPU time or dispatch of its own
+                        figures = f"{value.calls:,} launches · device {fmt_time_short(value.device_total_ns)}"
+                    else:
+                        figures = (
+                            f"{value.calls:,} calls · CPU {fmt_time_short(value.cpu_total_ns)} · "
+                            f"device {fmt_time_short(value.device_total_ns)} · "
+                            f"dispatch {fmt_time_short(value.dispatch_ns)}"
+                        )
                     pieces.append((figures, "", False))
                 if detail:
                     pieces += [(" · ", "green", False), (safe_text(detail), "green", True)]
