@@ -34,7 +34,7 @@ from trnscope.core.analysis.diagnose import (
 )
 from trnscope.core.analysis.host_work import _DATA_LOADER_NEEDLES, DATA_LOADER
 from trnscope.core.analysis.name_match import names_matching
-from trnscope.core.analysis.timeline import build_lanes, coverage, glyphs, parse_time, under
+from trnscope.core.analysis.timeline import build_lanes, coverage, glyphs, parse_time, python_only_threads, under
 from trnscope.core.base.intervals import Union
 from trnscope.core.base.units import us, us_of_ns
 from trnscope.core.formats import load_path
@@ -505,6 +505,33 @@ def test_a_thread_without_ops_is_drawn_from_its_annotations(tmp_path: Path) -> N
     assert lanes[1].union.length == 300_000 and lanes[1].rows.size == 2  # the inner range counted once
     # with ``--nested`` too: one lane of ranges, not one per depth
     assert [lane.kind for lane in build_lanes(analysis, nested=True)].count("annotation") == 1
+    # the Python-only thread is named as left out, and drawn when asked
+    assert python_only_threads(analysis) == ["thread 3"]
+    asked = build_lanes(analysis, python_threads=True)
+    assert [(lane.kind, lane.label) for lane in asked][3:] == [("python", "thread 3")]
+    assert asked[3].union.length == 1_000_000
+
+
+def test_the_timeline_text_says_which_python_only_threads_it_leaves_out(tmp_path: Path, capsys) -> None:
+    """Our own capture of a script whose worker thread multiplies matrices: the worker
+    has only Python frames (ops are recorded on the profiled thread), so its lane is left
+    out by default — said in a line within the width — and drawn on --python-threads."""
+    events = [
+        op("aten::mm", 0, 50, tid=1),
+        event("train.py(6): side", "python_function", 10, 6000, tid=2),
+        *[event("threading.py(359): wait", "python_function", 0, 9000, tid=tid) for tid in range(3, 12)],
+    ]
+    path = write_trace(tmp_path / "t.json", events)
+    assert main(["timeline", str(path), "--no-cache", "--width", "60"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split("│")[0].strip() for line in out if "│" in line] == ["thread 1"]
+    note = " ".join(out[3:])
+    assert all(len(line) <= 60 for line in out)
+    assert note.startswith("(not drawn: 10 threads with only Python frames") and "thread 2, thread 3" in note
+    assert "and 4 more" in note and note.endswith("--python-threads draws them)")
+    assert main(["timeline", str(path), "--no-cache", "--width", "60", "--python-threads"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len([line for line in out if "│" in line]) == 11 and "not drawn" not in " ".join(out)
 
 
 @pytest.mark.parametrize("width", [60, 80, 132])
@@ -714,6 +741,32 @@ async def test_engine_lanes_are_never_marked_by_a_highlighted_last_row() -> None
         built = timeline._built
         assert any(lane.kind == "engine" for lane, _ in built)
         assert all(mark is None for lane, mark in built if lane.kind == "engine")
+
+
+async def test_p_in_the_timeline_shows_and_hides_python_only_threads(tmp_path: Path) -> None:
+    """The title says how many Python-only threads are hidden; ``p`` draws them (and
+    says so where there are none)."""
+    from trnscope.tui.app import TrnscopeApp
+    from trnscope.tui.messages import ShowTimeline
+    from trnscope.tui.screen_timeline import TimelineScreen
+
+    events = [op("aten::mm", 0, 50, tid=1), event("train.py(6): side", "python_function", 10, 60, tid=2)]
+    app = TrnscopeApp([str(write_trace(tmp_path / "t.json", events))])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot)
+        app.screen.post_message(ShowTimeline(app.screen.analysis, np.empty(0, np.int64), ""))  # type: ignore[attr-defined]
+        await settle(pilot)
+        timeline = app.screen
+        assert isinstance(timeline, TimelineScreen)
+        title = lambda: str(timeline.query_one("#tl-title").render())  # noqa: E731
+        assert [lane.label for lane in timeline.lanes] == ["thread 1"] and "1 Python-only hidden (p)" in title()
+        await press(pilot, "p")
+        await settle(pilot)
+        assert [(lane.kind, lane.label) for lane in timeline.lanes] == [("host", "thread 1"), ("python", "thread 2")]
+        assert "hidden" not in title()
+        await press(pilot, "p")
+        await settle(pilot)
+        assert len(timeline.lanes) == 1
 
 
 async def test_the_line_under_the_timeline_tells_lanes_apart_at_80_columns(tmp_path: Path) -> None:

@@ -226,6 +226,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--step", type=int, default=None, metavar="K", help="only ProfilerStep#K")
     p.add_argument("--lanes", default=None, metavar="PATTERN", help="only lanes whose label matches this regex")
     p.add_argument("--nested", action="store_true", help="host ops at every depth, not only the top level")
+    p.add_argument(
+        "--python-threads",
+        action="store_true",
+        help="also threads with only Python frames (their frames span waits as well as work)",
+    )
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     _add_load_options(p)
 

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 
 from trnscope.cli.sources import open_sources
 from trnscope.cli.width import MAX_WIDTH, MIN_WIDTH, output_width
-from trnscope.core.analysis.timeline import Lane, build_lanes, extent, parse_time, render_text, select_lanes
+from trnscope.core.analysis.timeline import (
+    Lane,
+    build_lanes,
+    extent,
+    parse_time,
+    python_only_threads,
+    render_text,
+    select_lanes,
+)
 from trnscope.core.base.errors import InputError
 from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fmt_time_short
@@ -27,7 +36,7 @@ def _some_labels(lanes: list[Lane]) -> str:
 def cmd_timeline(args: argparse.Namespace) -> int:  # noqa: C901 - argument checks (times, width, step, lanes) each with its own one-line error
     opened = open_sources(args, [args.path], Mode.ONE)
     analysis = opened.analyses[0]
-    every_lane = build_lanes(analysis, nested=args.nested)
+    every_lane = build_lanes(analysis, nested=args.nested, python_threads=args.python_threads)
     lanes = select_lanes(every_lane, args.lanes)
     if not lanes:
         if not args.lanes or not every_lane:
@@ -81,9 +90,22 @@ def cmd_timeline(args: argparse.Namespace) -> int:  # noqa: C901 - argument chec
     colour = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
     out = "\n".join(safe_text(line) if not colour else _colour(line, label_width) for line in lines)
     sys.stdout.write(out + "\n")
+    if not args.python_threads and (python_only := python_only_threads(analysis)):
+        sys.stdout.write(textwrap.fill(safe_text(_python_only_note(python_only)), width, break_long_words=True) + "\n")
     sys.stdout.flush()
     opened.finish()
     return 0
+
+
+def _python_only_note(labels: list[str]) -> str:
+    """What the timeline leaves out unless asked (``build_lanes``)."""
+    named = ", ".join(labels[:_LABELS_SHOWN]) + (
+        f" and {len(labels) - _LABELS_SHOWN:,} more" if len(labels) > _LABELS_SHOWN else ""
+    )
+    return (
+        f"(not drawn: {len(labels):,} thread{'s' if len(labels) != 1 else ''} with only Python frames, "
+        f"which span waits as well as work: {named}; --python-threads draws them)"
+    )
 
 
 def _colour(line: str, label_width: int) -> str:

@@ -23,6 +23,7 @@ from trnscope.core.analysis.timeline import (
     extent,
     glyphs,
     lane_labels,
+    python_only_threads,
     under,
 )
 from trnscope.core.base.intervals import Union
@@ -35,7 +36,14 @@ from trnscope.tui.status import fit_line
 from trnscope.tui.textpanel import TextPanel
 
 LABEL_WIDTH = 18  # "thread 3113936 rt" and "GPU 3 / stream 20" whole (the process name goes first)
-_STYLE = {"host": "yellow", "annotation": "magenta", "runtime": "cyan", "device": "green", "engine": "blue"}
+_STYLE = {
+    "host": "yellow",
+    "annotation": "magenta",
+    "python": "white",
+    "runtime": "cyan",
+    "device": "green",
+    "engine": "blue",
+}
 
 
 @pane("Timeline", order=40)
@@ -55,6 +63,13 @@ class TimelineScreen(ExplorerScreen):
         ),
         Binding("right_square_bracket", "step(1)", "Step+", key_display="]", show=False, tooltip="next ProfilerStep"),
         Binding("n", "nested", "Nesting", show=False, tooltip="host ops: top level only ↔ one lane per depth"),
+        Binding(
+            "p",
+            "python_threads",
+            "Python",
+            show=False,
+            tooltip="threads with only Python frames (waits as well as work): hidden ↔ shown",
+        ),
         Binding("e", "engines", "Engines", show=False, tooltip="NeuronCore engine lanes shown ↔ hidden"),
     ]
 
@@ -80,6 +95,8 @@ class TimelineScreen(ExplorerScreen):
         self._built: list[tuple[Lane, Union | None]] = []  # every lane with its marks
         self.show_engines = True
         self.nested = False
+        self.python_threads = False
+        self.hidden_python: list[str] = []  # threads with only Python frames, not drawn
         self.t0, self.t1 = window if window is not None and window[1] > window[0] else (0, 0)
         self.cursor = 0  # cell
         self.lane = 0  # selected lane
@@ -100,11 +117,13 @@ class TimelineScreen(ExplorerScreen):
     def _build(self) -> None:
         self.figures(self._lanes, self._ready_from, events=len(self.analysis.trace.events), group="timeline")
 
-    def _ready_from(self, built: tuple[list[Lane], list[Union | None]]) -> None:
-        self._ready(*built)
+    def _ready_from(self, built: tuple[list[Lane], list[Union | None], list[str]]) -> None:
+        lanes, marks, self.hidden_python = built
+        self._ready(lanes, marks)
 
-    def _lanes(self) -> tuple[list[Lane], list[Union | None]]:
-        lanes = build_lanes(self.analysis, nested=self.nested)
+    def _lanes(self) -> tuple[list[Lane], list[Union | None], list[str]]:
+        lanes = build_lanes(self.analysis, nested=self.nested, python_threads=self.python_threads)
+        hidden = [] if self.python_threads else python_only_threads(self.analysis)
         marks: list[Union | None] = []
         ev = self.analysis.trace.events
         # one flag per trace row, looked up for each lane's rows: np.isin sorted every
@@ -117,7 +136,7 @@ class TimelineScreen(ExplorerScreen):
         for lane in lanes:
             mine = lane.rows[highlighted[lane.rows]] if self.highlight.size else lane.rows[:0]
             marks.append(Union(ev.ts[mine], ev.ts[mine] + np.maximum(ev.dur[mine], 0)) if mine.size else None)
-        return lanes, marks
+        return lanes, marks, hidden
 
     def _ready(self, lanes: list[Lane], marks: list[Union | None]) -> None:
         self._built = list(zip(lanes, marks))
@@ -229,6 +248,8 @@ class TimelineScreen(ExplorerScreen):
                 False,
             )
         )
+        if self.hidden_python:
+            pieces.append((f" · {len(self.hidden_python):,} Python-only hidden (p)", "dim", False))
         self.query_one("#tl-title", Static).update(fit_line(pieces, self._line_width("#tl-title")))
 
     def _info(self) -> None:
@@ -312,6 +333,13 @@ class TimelineScreen(ExplorerScreen):
 
     def action_nested(self) -> None:
         self.nested = not self.nested
+        self._build()
+
+    def action_python_threads(self) -> None:
+        if not self.python_threads and not self.hidden_python:
+            self.notify("no thread has only Python frames: every thread with work is drawn")
+            return
+        self.python_threads = not self.python_threads
         self._build()
 
     def _choose_lanes(self) -> None:

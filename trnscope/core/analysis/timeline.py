@@ -34,7 +34,8 @@ MAX_NESTED = 4
 class Lane(msgspec.Struct, frozen=True):
     label: str
     # "host" (ops and fetches) | "annotation" (a thread with no ops: its record_function
-    # ranges) | "runtime" | "device" | "engine" (NeuronCore engines, from device profiles)
+    # ranges) | "python" (a thread with only Python frames, when asked) | "runtime" |
+    # "device" | "engine" (NeuronCore engines, from device profiles)
     kind: str
     rows: np.ndarray  # event rows, by start
     starts: np.ndarray
@@ -89,16 +90,39 @@ def _op_depth(analysis: Analysis, rows: np.ndarray) -> np.ndarray:
     return depth
 
 
-def build_lanes(analysis: Analysis, nested: bool = False) -> list[Lane]:
+def build_lanes(analysis: Analysis, nested: bool = False, python_threads: bool = False) -> list[Lane]:
     """Host threads (ops and DataLoader fetches; ``nested``: one sub-lane per op depth,
-    up to four; a thread with no ops: its annotations), their runtime calls, then devices (streams, NeuronCores), in thread
-    order.  Built once per analysis (a new list each call; the lanes are shared and
-    never changed): opening the timeline again costs nothing (84-170 ms at 2.9 M
-    events)."""
-    return list(analysis.derived(("timeline lanes", nested), lambda: _build_lanes(analysis, nested)))
+    up to four; a thread with no ops: its annotations; ``python_threads``: a thread
+    with only Python frames, its frames), their runtime calls, then devices (streams,
+    NeuronCores), in thread order.  Built once per analysis (a new list each call; the
+    lanes are shared and never changed): opening the timeline again costs nothing
+    (84-170 ms at 2.9 M events)."""
+    key = ("timeline lanes", (nested, python_threads))
+    return list(analysis.derived(key, lambda: _build_lanes(analysis, nested, python_threads)))
 
 
-def _build_lanes(analysis: Analysis, nested: bool) -> list[Lane]:
+def python_only_threads(analysis: Analysis) -> list[str]:
+    """The threads whose lanes ``build_lanes`` leaves out unless asked: no op, no
+    annotation (a DataLoader fetch is one or the other), only Python frames; their
+    labels, in lane order."""
+    return list(analysis.derived(("python-only threads", None), lambda: _python_only_threads(analysis)))
+
+
+def _python_only_threads(analysis: Analysis) -> list[str]:
+    trace = analysis.trace
+    ev = trace.events
+    timed = ev.dur >= 0
+    python = np.unique(ev.thread[(ev.role == int(Role.PYTHON)) & timed])
+    if not python.size:
+        return []
+    ops = (ev.role == int(Role.OP)) & analysis.links.in_tree
+    working = np.unique(ev.thread[(ops | (ev.role == int(Role.ANNOTATION))) & timed])
+    only = [int(t) for t in np.setdiff1d(python, working) if not trace.threads[int(t)].is_device]
+    only.sort(key=lambda t: (trace.threads[t].sort_index, t))
+    return [trace.threads[t].display for t in only]
+
+
+def _build_lanes(analysis: Analysis, nested: bool, python_threads: bool) -> list[Lane]:
     trace = analysis.trace
     ev = trace.events
     links = analysis.links
@@ -113,9 +137,11 @@ def _build_lanes(analysis: Analysis, nested: bool) -> list[Lane]:
     depth = _op_depth(analysis, ops) if nested and ops.size else np.zeros(ops.size, np.int64)
     # A thread with no ops may still work: gloo's collectives run on threads of their own
     # and an inference server's stages are record_function ranges.  Its ranges are its
-    # lane.  Threads with only Python frames get none: their frames span what they wait
-    # in (a tqdm monitor's ``wait`` covers the whole trace), which is not work.
+    # lane.  A thread with only Python frames is drawn only when asked: its frames span
+    # what it waits in as well as its work (a tqdm monitor's ``wait`` covers the whole
+    # trace; TraceLens's vLLM trace puts four such threads' frames on one "thread 0").
     annotations = np.flatnonzero((ev.role == int(Role.ANNOTATION)) & timed)
+    frames = np.flatnonzero((ev.role == int(Role.PYTHON)) & timed) if python_threads else np.empty(0, np.int64)
     runtime = np.flatnonzero(equals_any(ev.role, _RUNTIME) & timed)
     device = np.flatnonzero(equals_any(ev.role, _DEVICE) & timed)
     order = sorted(
@@ -127,6 +153,7 @@ def _build_lanes(analysis: Analysis, nested: bool) -> list[Lane]:
     ops_of = split_by(ev.thread[ops], np.arange(ops.size))
     runtime_of = split_by(ev.thread[runtime], runtime)
     annotations_of = split_by(ev.thread[annotations], annotations)
+    frames_of = split_by(ev.thread[frames], frames)
     for thread in order:
         info = trace.threads[thread]
         if info.is_device:
@@ -139,6 +166,9 @@ def _build_lanes(analysis: Analysis, nested: bool) -> list[Lane]:
         if not host:
             marked = annotations_of.get(thread, empty)
             host = [(info.display, "annotation", marked)] if marked.size else []
+        if not host:
+            python = frames_of.get(thread, empty)
+            host = [(info.display, "python", python)] if python.size else []
         lanes += host
         calls = runtime_of.get(thread, empty)
         if calls.size:
