@@ -205,6 +205,41 @@ async def test_a_hops_figures_show_before_its_args_and_long_args_say_where_they_
         assert lines[-1].endswith(" …") and "Input Dims" in " ".join(lines)
 
 
+async def test_the_hop_line_names_its_thread_by_number_where_the_whole_name_does_not_fit(
+    tmp_path: Path,
+) -> None:
+    """TraceLens vLLM at 80 columns: the drill-down's hop line ended "[thread 85…Cor)]"."""
+    from trnscope.testing.events import op, write_trace
+    from trnscope.tui.screen_drill import DrillScreen
+
+    meta = {"ph": "M", "name": "thread_name", "pid": 1, "tid": 851, "args": {"name": "thread 851 (VLLM::EngineCor)"}}
+    path = write_trace(tmp_path / "t.json", [meta, op("capture_32_FULL_" + "x" * 12, 0, 58_406.933, tid=851)])
+    app = TrnscopeApp([str(path)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot)
+        await press(pilot, "enter")
+        drill = app.screen
+        assert isinstance(drill, DrillScreen)
+        first = drill.query_one("#hop-detail")._shown.plain.split("\n")[0]
+        assert first.endswith("for 58,406.933us  [thread 851]") and cell_len(first) <= 78
+
+
+def test_a_name_that_does_not_fit_gives_way_to_a_shorter_form_that_tells_it_apart() -> None:
+    """The drill-down's hop line read "[thread 85…Cor)]" for TraceLens vLLM's "thread 851
+    (VLLM::EngineCor)" at 80 columns: the short form goes in whole where it fits."""
+    from trnscope.tui.status import fit_line, with_shorter_name
+
+    pieces = [("framework · op · ", "dim", False), ("capture_32_FULL", "bold", True)]
+    pieces += [("  at 0.000us for 58,406.933us  [", "", False), ("thread 851 (VLLM::EngineCor)", "", True)]
+    pieces += [("]", "", False)]
+    assert with_shorter_name(pieces, 200, 3, ["thread 851"]) == pieces  # it fits: as it is
+    line = fit_line(with_shorter_name(pieces, 78, 3, ["thread 851"]), 78).plain
+    assert line.endswith("[thread 851]") and len(line) <= 78 and "capture_32_FULL" in line
+    # no shorter form fits whole: the last one, elided
+    line = fit_line(with_shorter_name(pieces, 50, 3, ["thread 851 (VLLM)", "thread 851"]), 50).plain
+    assert len(line) == 50 and "VLLM" not in line
+
+
 def test_fit_line_keeps_whole_pieces_whole_within_the_width() -> None:
     from trnscope.tui.status import fit_line
 

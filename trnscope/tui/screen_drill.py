@@ -22,6 +22,7 @@ from trnscope.core.analysis.chain import (
 )
 from trnscope.core.analysis.chain_model import Chain
 from trnscope.core.analysis.chain_text import render_chain_text
+from trnscope.core.analysis.timeline import compact_lane_labels
 from trnscope.core.base.cachedir import writable_dir
 from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fmt_time_short
@@ -38,7 +39,7 @@ from trnscope.tui.models import (
 )
 from trnscope.tui.panes import pane
 from trnscope.tui.screen_base import ExplorerScreen
-from trnscope.tui.status import fit_line
+from trnscope.tui.status import fit_line, with_shorter_name
 from trnscope.tui.textpanel import TextPanel
 from trnscope.tui.vtable import VirtualTable
 
@@ -224,17 +225,18 @@ class DrillScreen(ExplorerScreen):
         hop = chain.hops[self.shown[index]]
         read_hop_args(self.analysis, hop)
         # one line: the hop's and its thread's names give up their middle, not a figure
-        text = fit_line(
-            [
-                # the layer and the kind, once where they are one word ("runtime · runtime")
-                (f"{hop.layer} · {hop.kind} · " if hop.kind != hop.layer else f"{hop.layer} · ", "dim", False),
-                (safe_text(hop.name), "bold", True),
-                (f"  at {hop.start_us:,.3f}us for {hop.dur_us:,.3f}us  [", "", False),
-                (safe_text(hop.thread_or_stream), "", True),
-                ("]", "", False),
-            ],
-            self._detail_width(),
-        )
+        width = self._detail_width()
+        thread = safe_text(hop.thread_or_stream)
+        pieces = [
+            # the layer and the kind, once where they are one word ("runtime · runtime")
+            (f"{hop.layer} · {hop.kind} · " if hop.kind != hop.layer else f"{hop.layer} · ", "dim", False),
+            (safe_text(hop.name), "bold", True),
+            (f"  at {hop.start_us:,.3f}us for {hop.dur_us:,.3f}us  [", "", False),
+            (thread, "", True),
+            ("]", "", False),
+        ]
+        # "thread 851", not "thread 85…Cor)": the thread's process is the trace's
+        text = fit_line(with_shorter_name(pieces, width, 3, compact_lane_labels([thread])), width)
         text.no_wrap, text.overflow = False, "fold"
         text.append("\n")
         # the chain's figures before the hop's args (which can run to hundreds of

@@ -7,7 +7,6 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -32,7 +31,7 @@ from trnscope.core.base.units import fmt_share, fmt_time_short
 from trnscope.tui.keyhints import KeyHints
 from trnscope.tui.panes import pane
 from trnscope.tui.screen_base import ExplorerScreen
-from trnscope.tui.status import fit_line
+from trnscope.tui.status import fit_line, with_shorter_name
 from trnscope.tui.textpanel import TextPanel
 
 LABEL_WIDTH = 18  # "thread 3113936 rt" and "GPU 3 / stream 20" whole (the process name goes first)
@@ -273,15 +272,11 @@ class TimelineScreen(ExplorerScreen):
         busy = coverage(lane, self.t0, self.t1, 1)[0] if cells else 0.0
         pieces.append((f"  · lane busy {fmt_share(busy, 1.0)} of the window", "dim", False))
         width = self._line_width("#tl-info")
-        if sum(cell_len(text) for text, _, _ in pieces) > width:
-            # The whole label does not fit: the one without what every lane repeats,
-            # else the one drawn beside the lane, whole.  Elided here, "thread 3553
-            # (pt_main_thread)" and "thread 3554 (pt_main_thread)" both read "thread 3…ead)".
-            style = pieces[label_at][1]
-            short = self.short_labels[self.lane]
-            fixed = sum(cell_len(piece) for i, (piece, _, _) in enumerate(pieces) if i != label_at)
-            label = short if fixed + cell_len(short) <= width else self.labels[self.lane]
-            pieces[label_at] = (label, style, False)
+        # the drawn label is distinct among the lanes and short: whole, at worst
+        drawn = self.labels[self.lane]
+        pieces = with_shorter_name(pieces, width, label_at, [self.short_labels[self.lane], drawn])
+        if pieces[label_at][0] == drawn:
+            pieces[label_at] = (drawn, pieces[label_at][1], False)
         self.query_one("#tl-info", Static).update(fit_line(pieces, width))
 
     # -- keys -----------------------------------------------------------------------

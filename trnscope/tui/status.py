@@ -89,3 +89,20 @@ def fit_line(pieces: list[tuple[str, str, bool]], width: int) -> Text:
             piece = elide_middle(piece, room) if room >= 8 else Text(text[: max(room - 1, 0)] + "…"[:room], style=style)
         line.append_text(piece)
     return line
+
+
+def with_shorter_name(
+    pieces: list[tuple[str, str, bool]], width: int, at: int, shorter: list[str]
+) -> list[tuple[str, str, bool]]:
+    """``pieces`` for ``fit_line``, with the name at ``at`` replaced by the first of its
+    ``shorter`` forms (each still telling it apart: "thread 3553" for "thread 3553
+    (pt_main_thread)") that fits whole, where the whole line does not fit; else by the
+    last, which ``fit_line`` may still elide.  Elided, the long form can lose what tells
+    it apart ("thread 3553 (pt_main_thread)" and "thread 3554 (…)" both read
+    "thread 3…ead)")."""
+    if not shorter or sum(cell_len(text) for text, _, _ in pieces) <= width:
+        return pieces
+    style = pieces[at][1]
+    fixed = sum(cell_len(text) for i, (text, _, _) in enumerate(pieces) if i != at)
+    choice = next(((name, False) for name in shorter if fixed + cell_len(name) <= width), (shorter[-1], True))
+    return [*pieces[:at], (choice[0], style, choice[1]), *pieces[at + 1 :]]
