@@ -12,11 +12,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import CORPUS, REPO, SAMPLES, requires_corpus
 from trnscope.cli.main import main
 from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.distribution import bootstrap_ratio
 from trnscope.core.formats.options import LoadOptions
 
 JSON_KEYS = {"source", "device_kind", "totals", "ops", "kernels", "link_coverage", "warnings"}
@@ -767,7 +769,8 @@ def test_compare_metric_flag_orders_and_reports_that_metric(capsys) -> None:
 
 def test_compare_says_each_variants_median_step(capsys, monkeypatch, tmp_path: Path) -> None:
     """Which variant is faster is its median step first (HTA's diff traces: A100 76.8 ms,
-    V100 114.7 ms; the diagnosis rows had only idle share, bound steps and launches).
+    V100 114.7 ms, ×1.49 [1.19–2.17] slower; the diagnosis rows had only idle share,
+    bound steps and launches).
     Checked against the steps' spans read from the files themselves; a variant without
     ProfilerStep says it has no steps (JSON: null)."""
     from trnscope.testing.events import annotation, op, write_trace
@@ -784,10 +787,21 @@ def test_compare_says_each_variants_median_step(capsys, monkeypatch, tmp_path: P
     assert main(["compare", *paths, bare, "--format", "json", "--no-cache"]) == 0
     doc = json.loads(capsys.readouterr().out)["diagnosis"]
     assert [doc[label]["median_step_us"] for label in ("fast", "slow", "bare")] == [200.0, 550.0, None]
+    # against the baseline: the ratio of medians and the bootstrap interval of the steps
+    expected = bootstrap_ratio(np.array(walls["fast"]) * 1000, np.array(walls["slow"]) * 1000, "median")
+    ratio = doc["slow"]["median_step_ratio"]
+    assert ratio["ratio"] == pytest.approx(550 / 200) and ratio["verdict"] == expected.verdict
+    assert (ratio["low"], ratio["high"]) == pytest.approx((expected.low, expected.high))
+    assert doc["fast"]["median_step_ratio"] is None and doc["bare"]["median_step_ratio"] is None
     monkeypatch.setenv("COLUMNS", "80")
     assert main(["compare", *paths, bare, "--no-cache"]) == 0
-    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("median step"))
+    lines = capsys.readouterr().out.splitlines()
+    line = next(line for line in lines if line.startswith("median step "))
     assert line.split()[2:] == ["200.000us", "550.000us", "no", "steps"]
+    line = next(line for line in lines if line.startswith("median step ÷ A"))
+    assert line.split()[4:] == ["—", "×2.75", f"[{expected.low:.2f}–{expected.high:.2f}]", "—"]
+    verdict = next(line for line in lines if line.startswith("step time against A"))
+    assert verdict.split()[4:] == ["—", *expected.verdict.split(), "—"]
 
 
 def test_a_trace_without_device_work_reports_no_device_not_zero(capsys, monkeypatch) -> None:

@@ -451,14 +451,17 @@ async def test_compare_keys() -> None:
         await press(pilot, "v")
         assert compare.view == "diagnosis"
         view = compare.query_one(VirtualTable)
-        assert view.model.size == 5 and "launches / step" in view.model.cells(3)[0]
-        assert view.model.cells(3)[1:] == ["6", "1", "1"]  # eager launches six NEFFs a step, the others one
+        rows = {view.model.cells(i)[0]: view.model.cells(i)[1:] for i in range(view.model.size)}
+        assert list(rows)[:2] == ["median step", "median step ÷ A"] and len(rows) == 7
+        assert rows["launches / step"] == ["6", "1", "1"]  # eager launches six NEFFs a step, the others one
+        assert rows["median step ÷ A"][0] == "—" and all(cell.startswith("×") for cell in rows["median step ÷ A"][1:])
+        assert rows["against A"][0] == "—" and set(rows["against A"][1:]) <= {"faster", "slower", "within noise"}
         medians = []  # each variant's ProfilerStep annotations, read from its events
         for analysis in compare.analyses:
             ev, names = analysis.trace.events, analysis.trace.names
             steps = [int(ev.dur[r]) for r in range(len(ev)) if names[int(ev.name[r])].startswith("ProfilerStep#")]
             medians.append(fmt_time_short(float(np.median(steps))))
-        assert view.model.cells(0) == ["median step", *medians]
+        assert rows["median step"] == medians
         await press(pilot, "v", "v", "2")
         assert compare.side == 1
         await press(pilot, "1")
@@ -866,7 +869,7 @@ async def test_compare_filter_metric_and_python_rows() -> None:
         assert not compare.comparison.kernels and compare.views == ("regions", "ops", "diagnosis")
         await press(pilot, "v")
         assert compare.view == "diagnosis"
-        idle = compare.query_one(VirtualTable).model.cells(1)  # under the median step
+        idle = compare.query_one(VirtualTable).model.cells(3)  # under the median step and its ratio to A
         assert idle[0] == "device idle" and set(idle[1:]) == {"no device"}
         await press(pilot, "v")
         assert compare.view == "regions"

@@ -12,7 +12,13 @@ from trnscope.cli.text_table import NAME_COMFORT, NAME_MIN, NumberColumn, layout
 from trnscope.cli.textout import csv_writer, text_console
 from trnscope.cli.width import output_width
 from trnscope.core.analysis.compare import METRICS, CompareRow, Comparison, compare, with_metric
-from trnscope.core.analysis.compare_model import idle_share_text, median_step_text, per_step_text
+from trnscope.core.analysis.compare_model import (
+    idle_share_text,
+    median_step_text,
+    per_step_text,
+    step_ratio_text,
+    step_verdict_text,
+)
 from trnscope.core.analysis.contracts import compare_document, encode, figures_document
 from trnscope.core.analysis.distribution import RatioInterval
 from trnscope.core.analysis.row_labels import distinct_names
@@ -197,14 +203,24 @@ def render_table(comparison: Comparison, limit: int, width: int, hide: tuple[str
     hidden += _kernel_runs_lines(comparison, width, console)
     if comparison.diagnosis and not comparison.kernel_runs:
         d = comparison.diagnosis
-        rows_named = ["median step", "device idle", "host-bound steps", "device launches per step", "largest finding"]
-        texts = [("Diagnosis (trnscope diagnose)", rows_named, 24, 100)]
+        rows_named = [
+            "median step",
+            "median step ÷ A",
+            "step time against A",
+            "device idle",
+            "host-bound steps",
+            "device launches per step",
+            "largest finding",
+        ]
+        texts = [("Diagnosis", rows_named, 24, 100)]  # (trnscope diagnose's figures)
         numbers = [
             NumberColumn(
                 letter,
                 90 - k,
                 [
                     median_step_text(x.median_step_ns, fmt_time_ns),
+                    step_ratio_text(x.step_vs_baseline),
+                    step_verdict_text(x.step_vs_baseline),
                     idle_share_text(x.device_idle_pct),
                     f"{x.host_bound_steps} of {x.steps}",
                     per_step_text(x.dispatches_per_step),

@@ -11,7 +11,13 @@ from textual.widgets import Input, Static
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.compare import METRICS, CompareRow, Comparison, with_metric
-from trnscope.core.analysis.compare_model import idle_share_text, median_step_text, per_step_text
+from trnscope.core.analysis.compare_model import (
+    idle_share_text,
+    median_step_text,
+    per_step_text,
+    step_ratio_text,
+    step_verdict_text,
+)
 from trnscope.core.analysis.distribution import sparkline
 from trnscope.core.base.text import safe_text, user_pattern
 from trnscope.core.base.units import fmt_time_short
@@ -189,6 +195,8 @@ class CompareScreen(FilterScreen):
         d = self.comparison.diagnosis
         rows = [
             ("median step", [median_step_text(x.median_step_ns, fmt_time_short) for x in d]),
+            ("median step ÷ A", [step_ratio_text(x.step_vs_baseline) for x in d]),
+            ("against A", [step_verdict_text(x.step_vs_baseline) for x in d]),
             ("device idle", [idle_share_text(x.device_idle_pct) for x in d]),
             ("host-bound steps", [f"{x.host_bound_steps} of {x.steps}" for x in d]),
             ("launches / step", [per_step_text(x.dispatches_per_step) for x in d]),

@@ -15,7 +15,7 @@ import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.compare_model import CompareRow, Comparison, Figures, VariantDiagnosis
-from trnscope.core.analysis.distribution import bootstrap_ratio
+from trnscope.core.analysis.distribution import RatioInterval, bootstrap_ratio
 from trnscope.core.analysis.kernel_compare import compare_kernel_runs, is_kernel_benchmark
 from trnscope.core.base.arrays import equals_any, sorted_unique
 from trnscope.core.model.roles import Role, is_profiler_step
@@ -156,17 +156,27 @@ def profiler_step_walls(analysis: Analysis) -> np.ndarray:
 MIN_STEPS_FOR_SPREAD = 3
 
 
-def step_noise_notes(analyses: list[Analysis], labels: list[str]) -> list[str]:
+def step_ratios(analyses: list[Analysis]) -> list[RatioInterval | None]:
+    """Each variant's median step ÷ the baseline's, with the 95% bootstrap interval of
+    their steps; None for the baseline and where either has fewer than
+    ``MIN_STEPS_FOR_SPREAD`` steps."""
+    walls = [profiler_step_walls(a) for a in analyses]
+    if walls[0].size < MIN_STEPS_FOR_SPREAD:
+        return [None] * len(analyses)
+    return [None] + [
+        bootstrap_ratio(walls[0], w, "median") if w.size >= MIN_STEPS_FOR_SPREAD else None for w in walls[1:]
+    ]
+
+
+def step_noise_notes(
+    analyses: list[Analysis], labels: list[str], ratios: list[RatioInterval | None] | None = None
+) -> list[str]:
     """Where a variant's step time differs from the baseline's by less than their own
     step-to-step spread (the 95% bootstrap interval of the ratio of median steps holds
     1), say the difference may be noise."""
-    walls = [profiler_step_walls(a) for a in analyses]
-    if any(w.size < MIN_STEPS_FOR_SPREAD for w in walls):
-        return []
     notes = []
-    for label, w in zip(labels[1:], walls[1:], strict=True):
-        interval = bootstrap_ratio(walls[0], w, "median")
-        if interval.within_noise:
+    for label, interval in zip(labels[1:], (ratios or step_ratios(analyses))[1:], strict=True):
+        if interval is not None and interval.within_noise:
             notes.append(
                 f"{label}'s median step is ×{interval.ratio:.2f} {labels[0]}'s, within their own step-to-step spread "
                 f"(95% interval {interval.low:.2f}–{interval.high:.2f}): the difference may be noise — more steps, or a "
@@ -226,7 +236,11 @@ def compare(analyses: list[Analysis], labels: list[str], align: list[tuple[str, 
     sort_rows(comparison_rows, primary)
     device_label = next((a.op_table().device_label for a in analyses if a.op_table().total_self_device > 0), "DEVICE")
     runs, notes = compare_kernel_runs(analyses, align) if align or is_kernel_benchmark(analyses) else ([], [])
-    notes = notes + step_noise_notes(analyses, labels)
+    ratios = step_ratios(analyses)
+    notes = notes + step_noise_notes(analyses, labels, ratios)
+    diagnosis = [variant_diagnosis(a) for a in analyses]
+    for variant, ratio in zip(diagnosis, ratios, strict=True):
+        variant.step_vs_baseline = ratio
     return Comparison(
         labels,
         rows,
@@ -235,7 +249,7 @@ def compare(analyses: list[Analysis], labels: list[str], align: list[tuple[str, 
         primary,
         device_label,
         [a.trace.synthetic for a in analyses],
-        [variant_diagnosis(a) for a in analyses],
+        diagnosis,
         kernel_runs=runs,
         notes=notes,
     )

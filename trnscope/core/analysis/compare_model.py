@@ -11,7 +11,7 @@ from collections.abc import Callable
 import msgspec
 
 from trnscope.core.analysis.distribution import RatioInterval
-from trnscope.core.base.units import fmt_share
+from trnscope.core.base.units import fmt_ratio_value, fmt_share
 
 
 class Figures(msgspec.Struct):
@@ -51,6 +51,10 @@ class VariantDiagnosis(msgspec.Struct):
     top_finding: str = ""  # the kind of the finding that accounts for the most time
     # the median ProfilerStep's wall time (its annotation's span); None: no ProfilerStep
     median_step_ns: float | None = None
+    # this variant's median step ÷ the baseline's, with the 95% bootstrap interval of
+    # their steps (``distribution.bootstrap_ratio``); None for the baseline, and where
+    # either variant has fewer than three steps (no spread to judge noise by)
+    step_vs_baseline: RatioInterval | None = None
 
 
 def idle_share_text(device_idle_pct: float | None) -> str:
@@ -62,6 +66,24 @@ def median_step_text(median_step_ns: float | None, fmt: Callable[[float], str]) 
     """A variant's median step as the comparison tables print it (``fmt``: their time
     format); a trace without ProfilerStep has none to compare."""
     return "no steps" if median_step_ns is None else fmt(median_step_ns)
+
+
+def step_ratio_text(interval: RatioInterval | None) -> str:
+    """A variant's median step against the baseline's as the comparison tables print
+    it, each number as ``fmt_ratio`` writes ratios: "×1.49 [1.19–2.17]",
+    "×0.044 [0.018–1.02]"; "—" where there is none."""
+    if interval is None or interval.ratio != interval.ratio:
+        return "—"
+    ratio, low, high = (fmt_ratio_value(x) for x in (interval.ratio, interval.low, interval.high))
+    return f"×{ratio} [{low}–{high}]"
+
+
+def step_verdict_text(interval: RatioInterval | None) -> str:
+    """ "slower", "faster" or "within noise" (the interval holds 1); "—" where there is
+    no interval."""
+    if interval is None or interval.ratio != interval.ratio:
+        return "—"
+    return interval.verdict
 
 
 def per_step_text(launches_per_step: float) -> str:

@@ -15,6 +15,7 @@ import msgspec
 
 from trnscope.core.analysis.chain_model import Chain, Gaps
 from trnscope.core.analysis.compare_model import CompareRow, Comparison, Figures
+from trnscope.core.analysis.distribution import RatioInterval
 from trnscope.core.base.text import json_safe
 from trnscope.core.base.units import us
 
@@ -250,6 +251,22 @@ class CompareRowOut(msgspec.Struct, omit_defaults=True):
     detail: dict[str, str] | None = None  # per variant, e.g. the kernels behind a region
 
 
+class StepRatioOut(msgspec.Struct):
+    """A variant's median step ÷ the baseline's, with the 95% bootstrap interval of
+    their steps."""
+
+    ratio: float
+    low: float
+    high: float
+    verdict: str  # "faster", "slower" or "within noise" (the interval holds 1)
+
+
+def _step_ratio_document(interval: RatioInterval | None) -> StepRatioOut | None:
+    if interval is None or interval.ratio != interval.ratio:
+        return None
+    return StepRatioOut(round(interval.ratio, 6), round(interval.low, 6), round(interval.high, 6), interval.verdict)
+
+
 class DiagnosisRowOut(msgspec.Struct):
     device_idle_pct: float | None  # null: no device work in that variant (CPU only)
     host_bound_steps: int
@@ -257,6 +274,9 @@ class DiagnosisRowOut(msgspec.Struct):
     dispatches_per_step: float
     top_finding: str
     median_step_us: float | None = None  # the median ProfilerStep's wall; null: no ProfilerStep
+    # this variant's median step ÷ the baseline's and its 95% bootstrap interval; null
+    # for the baseline and where either has fewer than three steps
+    median_step_ratio: StepRatioOut | None = None
 
 
 class KernelRunsOut(msgspec.Struct):
@@ -401,6 +421,7 @@ def compare_document(comparison: Comparison, limit: int = 0) -> CompareOut:
                 d.dispatches_per_step,
                 d.top_finding,
                 None if d.median_step_ns is None else us(d.median_step_ns),
+                _step_ratio_document(d.step_vs_baseline),
             )
             for label, d in zip(comparison.labels, comparison.diagnosis)
         },

@@ -146,10 +146,15 @@ def fmt_ratio(new: float, old: float) -> str:
         return "new" if new else ""
     if new == 0:
         return "gone"
-    ratio = new / old
-    if abs(ratio) >= 0.1:
-        return f"{ratio:.2f}x"
-    return f"{ratio:.{1 - math.floor(math.log10(abs(ratio)))}f}x"
+    return f"{fmt_ratio_value(new / old)}x"
+
+
+def fmt_ratio_value(ratio: float) -> str:
+    """A ratio as ``fmt_ratio`` writes it, without the ``x``: two decimals, and under
+    0.1 two significant digits."""
+    if ratio == 0 or abs(ratio) >= 0.1 or not math.isfinite(ratio):
+        return f"{ratio:.2f}"
+    return f"{ratio:.{1 - math.floor(math.log10(abs(ratio)))}f}"
 
 
 def fit_ratio(new: float, old: float, width: int) -> str:
