@@ -283,6 +283,26 @@ async def test_the_comparison_detail_gives_every_variant_one_whole_line_of_figur
             await press(pilot, "down")
 
 
+async def test_the_comparison_diagnosis_shows_every_figure_whole_at_80_columns() -> None:
+    """Three variants at 80×24: "×0.044 [0.018–1.02]" read "×0.044 [0.018–1…" in a
+    16-cell column.  Each column is as wide as its widest cell."""
+    from tui_helpers import ChangingFrames
+
+    app = TrnscopeApp([str(SAMPLES / "cpu_rmsnorm_session")])
+    frames = ChangingFrames(app)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_comparison(pilot)
+        while screen.view != "diagnosis":
+            await press(pilot, "v")
+        await settle(pilot)
+        cells = frames.terminal.cells
+        shown = "\n".join("".join(cells.get((x, y), (" ",))[0] for x in range(80)) for y in range(24))
+        model = screen.query_one(VirtualTable).model
+        figures = [cell for i in range(model.size) for cell in model.cells(i)]
+        assert any(str(cell).startswith("×") for cell in figures)
+        assert all(str(cell) in shown for cell in figures), shown
+
+
 async def test_a_comparison_detail_leaves_out_variant_names_that_do_not_fit(tmp_path: Path) -> None:
     """HTA's diff traces, ``hta_diff_control_a100`` and ``hta_diff_test_v100``: at 80
     columns both detail lines began "hta_d…00:", alike and taking the cells the top

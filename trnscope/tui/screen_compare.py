@@ -202,8 +202,11 @@ class CompareScreen(FilterScreen):
             ("launches / step", [per_step_text(x.dispatches_per_step) for x in d]),
             ("largest finding", [x.top_finding or "—" for x in d]),
         ]
-        columns = [Column("what", "", 18, "left")] + [
-            Column(f"v{i}", VARIANT_LETTERS[i], 16, "right", flex=i == len(d) - 1) for i in range(len(d))
+        # each column as wide as its widest cell ("×0.044 [0.018–1.02]" is 19): a figure
+        # is never cut (the table leaves out a column that does not fit, and says so)
+        widths = [max([cell_len(values[i]) for _, values in rows] + [1]) for i in range(len(d))]
+        columns = [Column("what", "", max(cell_len(name) for name, _ in rows), "left")] + [
+            Column(f"v{i}", VARIANT_LETTERS[i], widths[i], "right", flex=i == len(d) - 1) for i in range(len(d))
         ]
 
         def cells(i: int) -> list[str | Text]:
