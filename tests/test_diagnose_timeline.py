@@ -743,21 +743,27 @@ async def test_engine_lanes_are_never_marked_by_a_highlighted_last_row() -> None
         assert all(mark is None for lane, mark in built if lane.kind == "engine")
 
 
-async def test_p_in_the_timeline_shows_and_hides_python_only_threads(tmp_path: Path) -> None:
-    """The title says how many Python-only threads are hidden; ``p`` draws them (and
-    says so where there are none)."""
-    from trnscope.tui.app import TrnscopeApp
+async def _timeline_of_the_trace(pilot) -> Any:
+    """Once the trace is open, its timeline (``T`` with nothing selected): the screen."""
     from trnscope.tui.messages import ShowTimeline
     from trnscope.tui.screen_timeline import TimelineScreen
+
+    await wait_loaded(pilot)
+    app = pilot.app
+    app.screen.post_message(ShowTimeline(app.screen.analysis, np.empty(0, np.int64), ""))
+    await settle(pilot)
+    assert isinstance(app.screen, TimelineScreen)
+    return app.screen
+
+
+async def test_p_in_the_timeline_shows_and_hides_python_only_threads(tmp_path: Path) -> None:
+    """The title says how many Python-only threads are hidden; ``p`` draws them."""
+    from trnscope.tui.app import TrnscopeApp
 
     events = [op("aten::mm", 0, 50, tid=1), event("train.py(6): side", "python_function", 10, 60, tid=2)]
     app = TrnscopeApp([str(write_trace(tmp_path / "t.json", events))])
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_loaded(pilot)
-        app.screen.post_message(ShowTimeline(app.screen.analysis, np.empty(0, np.int64), ""))  # type: ignore[attr-defined]
-        await settle(pilot)
-        timeline = app.screen
-        assert isinstance(timeline, TimelineScreen)
+        timeline = await _timeline_of_the_trace(pilot)
         title = lambda: str(timeline.query_one("#tl-title").render())  # noqa: E731
         assert [lane.label for lane in timeline.lanes] == ["thread 1"] and "1 Python-only hidden (p)" in title()
         await press(pilot, "p")
@@ -775,8 +781,6 @@ async def test_the_line_under_the_timeline_tells_lanes_apart_at_80_columns(tmp_p
     "thread 3…ead)".  Where the whole label does not fit, the line names the lane as
     the lanes are told apart (without the process every lane repeats)."""
     from trnscope.tui.app import TrnscopeApp
-    from trnscope.tui.messages import ShowTimeline
-    from trnscope.tui.screen_timeline import TimelineScreen
 
     name = "gloo:all_reduce_" + "x" * 40
     events: list[dict] = [op("aten::empty", 0, 5, tid=1)]
@@ -787,11 +791,7 @@ async def test_the_line_under_the_timeline_tells_lanes_apart_at_80_columns(tmp_p
     path = write_trace(tmp_path / "gloo.json", events)
     app = TrnscopeApp([str(path)])
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_loaded(pilot)
-        app.screen.post_message(ShowTimeline(app.screen.analysis, np.empty(0, np.int64), ""))  # type: ignore[attr-defined]
-        await settle(pilot)
-        timeline = app.screen
-        assert isinstance(timeline, TimelineScreen)
+        timeline = await _timeline_of_the_trace(pilot)
         said = {}
         for index, lane in enumerate(timeline.lanes):
             timeline.lane = index
