@@ -90,7 +90,7 @@ def cmd_timeline(args: argparse.Namespace) -> int:  # noqa: C901 - argument chec
     colour = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
     out = "\n".join(safe_text(line) if not colour else _colour(line, label_width) for line in lines)
     sys.stdout.write(out + "\n")
-    if not args.python_threads and (python_only := python_only_threads(analysis)):
+    if not args.python_threads and (python_only := python_only_threads(analysis, args.nested)):
         sys.stdout.write(textwrap.fill(safe_text(_python_only_note(python_only)), width, break_long_words=True) + "\n")
     sys.stdout.flush()
     opened.finish()

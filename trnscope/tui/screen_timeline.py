@@ -122,7 +122,7 @@ class TimelineScreen(ExplorerScreen):
 
     def _lanes(self) -> tuple[list[Lane], list[Union | None], list[str]]:
         lanes = build_lanes(self.analysis, nested=self.nested, python_threads=self.python_threads)
-        hidden = [] if self.python_threads else python_only_threads(self.analysis)
+        hidden = [] if self.python_threads else python_only_threads(self.analysis, self.nested)
         marks: list[Union | None] = []
         ev = self.analysis.trace.events
         # one flag per trace row, looked up for each lane's rows: np.isin sorted every
