@@ -1137,3 +1137,23 @@ async def test_the_diagnosis_panes_steps_say_how_long_the_host_fetched_batches(t
         assert [c.title for c in table.model.columns][3] == "Loading"
         assert "2.50ms" in str(table.model.cells(0)[3])
         assert "(25% fetching batches from the DataLoader)" in str(pane.query_one("#dg-detail").render())
+
+
+def test_a_trace_without_steps_says_whose_ops_host_busy_counts(tmp_path: Path, capsys) -> None:
+    """HTA's MTIA inference server: no ProfilerStep, 40 threads; its "whole trace" step
+    read "host busy 2.766ms" without saying of which thread (the one with the most ops)."""
+    events = [op("aten::add", 0, 10, tid=1), *[op("aten::mul", 20 + 30 * k, 10, tid=2) for k in range(3)]]
+    path = write_trace(tmp_path / "server.json", events)
+    assert main(["diagnose", str(path), "--no-cache", "--format", "json"]) == 0
+    (step,) = json.loads(capsys.readouterr().out)["steps"]
+    assert (step["step"], step["host_thread"], step["host_busy_us"]) == ("whole trace", "thread 2", 30.0)
+    assert main(["diagnose", str(path), "--no-cache"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(no ProfilerStep: host busy counts the ops of thread 2, the thread with the most)" in text
+    # with steps: each step's own thread, and no note
+    stepped = write_trace(tmp_path / "steps.json", [annotation("ProfilerStep#1", 0, 200, tid=1), *events])
+    assert main(["diagnose", str(stepped), "--no-cache", "--format", "json"]) == 0
+    (step,) = json.loads(capsys.readouterr().out)["steps"]
+    assert (step["step"], step["host_thread"], step["host_busy_us"]) == ("ProfilerStep#1", "thread 1", 10.0)
+    assert main(["diagnose", str(stepped), "--no-cache"]) == 0
+    assert "no ProfilerStep" not in capsys.readouterr().out

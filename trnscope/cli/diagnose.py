@@ -10,7 +10,7 @@ from trnscope.cli.text_table import NumberColumn, plain_table
 from trnscope.cli.textout import write_json
 from trnscope.cli.width import output_width
 from trnscope.core.analysis.contracts import DiagnoseOut
-from trnscope.core.analysis.diagnose import diagnose
+from trnscope.core.analysis.diagnose import WHOLE_TRACE, diagnose
 from trnscope.core.base.text import (
     cell_width,
     elide_middle_text,
@@ -52,7 +52,14 @@ def _step_lines(doc: DiagnoseOut, all_steps: bool, width: int, hidden: list[str]
     ]
     if any(s.data_loading_us > 0 for s in shown):  # the host fetching batches: part of its busy time
         figures.insert(2, NumberColumn("loading", 75, [t(s.data_loading_us * 1000) for s in shown]))
-    return lines + plain_table(width, ("step", [s.step for s in shown], NAME_MIN, NAME_WIDTH), figures, hidden)
+    lines += plain_table(width, ("step", [s.step for s in shown], NAME_MIN, NAME_WIDTH), figures, hidden)
+    whole = next((s for s in steps if s.step == WHOLE_TRACE and s.host_thread), None)
+    if whole is not None:  # no ProfilerStep: which thread "host busy" is, said
+        note = (
+            f"(no ProfilerStep: host busy counts the ops of {safe_text(whole.host_thread)}, the thread with the most)"
+        )
+        lines += wrap_words(note, width, "")
+    return lines
 
 
 def render_diagnosis(doc: DiagnoseOut, width: int, all_steps: bool = False) -> str:

@@ -12,7 +12,7 @@ from textual.widgets import Static
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.chain import op_group_of_row
 from trnscope.core.analysis.contracts import DiagnoseOut
-from trnscope.core.analysis.diagnose import diagnose
+from trnscope.core.analysis.diagnose import WHOLE_TRACE, diagnose
 from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fit_time_short, fmt_share, fmt_time_short
 from trnscope.tui.keyhints import KeyHints
@@ -180,6 +180,11 @@ class DiagnoseScreen(ExplorerScreen):
                 Text(
                     f"{safe_text(s.step)}: wall {fmt_time_short(s.wall_us * 1000)}; host busy "
                     f"{fmt_share(s.host_busy_us, wall)}"
+                    + (
+                        f" (the ops of {safe_text(s.host_thread)}, the thread with the most)"
+                        if s.step == WHOLE_TRACE and s.host_thread
+                        else ""
+                    )
                     + (
                         f" ({fmt_share(s.data_loading_us, wall)} fetching batches from the DataLoader)"
                         if s.data_loading_us > 0

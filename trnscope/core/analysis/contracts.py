@@ -207,6 +207,9 @@ class StepOut(msgspec.Struct):
     device_busy_us: float
     bound: str  # "device" | "host"
     data_loading_us: float = 0.0  # the host's time in DataLoader fetches inside the step
+    # the thread whose ops (and fetches) host busy counts: the step's own, or for the
+    # whole trace of one without ProfilerStep, the thread with the most ops
+    host_thread: str = ""
 
 
 class FindingOut(msgspec.Struct):

@@ -55,6 +55,8 @@ def noise_floor_ns(wall: int) -> int:
     return max(NOISE_FLOOR_NS, int(NOISE_FLOOR_SHARE * wall))
 
 
+WHOLE_TRACE = "whole trace"  # the one step of a trace without ProfilerStep
+
 _SYNC = re.compile(
     r"(cudaDeviceSynchronize|cudaStreamSynchronize|cudaEventSynchronize|hipDeviceSynchronize|hipStreamSynchronize"
     r"|hipEventSynchronize|aten::item|aten::_local_scalar_dense|neuron::synchronize|synchronize\b|nrt_.*wait)",
@@ -192,7 +194,7 @@ def diagnose(analysis: Analysis) -> DiagnoseOut:
     windows = [(s.name, s.start, s.end, int(ev.thread[s.row])) for s in step_list if is_profiler_step(s.name)]
     if not windows and trace.format != "neuron-events":
         main_thread = int(np.bincount(ev.thread[host]).argmax()) if host.size else -1
-        windows = [("whole trace", first, last, main_thread)]
+        windows = [(WHOLE_TRACE, first, last, main_thread)]
     # (a kernel benchmark's runtime events have no steps and no host work: a "whole
     # trace" step of it read "host busy 0 µs → host-bound")
     loader_rows = data_loader_rows(analysis)
@@ -207,10 +209,11 @@ def diagnose(analysis: Analysis) -> DiagnoseOut:
     # mostly the host's (Python, I/O between ops), hence "half the wall" too
     bound = np.where((2 * device_busy >= lengths) & (device_busy >= host_busy), "device", "host").tolist()
     # µs of whole ns (``us_of_ns``) in four array passes, not 28,000 calls
-    for (name, *_), wall_us, host_us, device_us, verdict, loading_us in zip(
+    thread_names = {t: trace.threads[t].display if t >= 0 else "" for t in {w[3] for w in windows}}
+    for (name, _, _, thread), wall_us, host_us, device_us, verdict, loading_us in zip(
         windows, us_of_ns(lengths), us_of_ns(host_busy), us_of_ns(device_busy), bound, us_of_ns(loading)
     ):
-        steps.append(StepOut(name, wall_us, host_us, device_us, verdict, loading_us))
+        steps.append(StepOut(name, wall_us, host_us, device_us, verdict, loading_us, thread_names[thread]))
 
     device_bound_wall = sum(s.wall_us for s in steps if s.bound == "device")
     mostly_device_bound = 2 * device_bound_wall >= sum(s.wall_us for s in steps) and bool(steps)
