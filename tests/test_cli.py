@@ -1065,3 +1065,27 @@ def test_the_top_level_help_says_where_to_start(capsys, monkeypatch) -> None:
     start = out[out.index("start here:") :].splitlines()
     assert [line.split()[1] for line in start[1:]] == ["open", "summary", "diagnose", "ranks", "capture", "COMMAND"]
     assert all(len(line) <= 80 for line in out.splitlines())
+
+
+def test_steps_of_no_time_compare_without_a_ratio_or_a_warning(capsys, tmp_path: Path) -> None:
+    """A baseline whose ProfilerSteps last 0 µs: numpy's "All-NaN slice" warning reached
+    the terminal and the ratio read "nan"; its steps read "device-bound" with no device."""
+    from trnscope.testing.events import annotation, op, write_trace
+
+    paths = []
+    for label, spans in {"a": [0, 0, 0], "b": [10, 20, 30]}.items():
+        events = []
+        for n, span in enumerate(spans):
+            events += [annotation(f"ProfilerStep#{n}", 50 * n, span), op("aten::add", 50 * n, 1)]
+        paths.append(str(write_trace(tmp_path / f"{label}.json", events)))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # what a terminal would have shown
+        assert main(["compare", *paths, "--no-cache", "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and json.loads(out)["diagnosis"]["b"]["median_step_ratio"] is None
+    assert main(["diagnose", paths[0], "--no-cache", "--format", "json"]) == 0
+    assert {step["bound"] for step in json.loads(capsys.readouterr().out)["steps"]} == {"host"}
+    interval = bootstrap_ratio(np.array([0.0, 5.0, 5.0]), np.array([1.0, 2.0, 3.0]))
+    assert interval.ratio == pytest.approx(0.4) and interval.verdict in ("faster", "within noise", "slower")

@@ -75,7 +75,7 @@ def step_ratio_text(interval: RatioInterval | None) -> str:
     if interval is None or interval.ratio != interval.ratio:
         return "—"
     ratio, low, high = (fmt_ratio_value(x) for x in (interval.ratio, interval.low, interval.high))
-    return f"×{ratio} [{low}–{high}]"
+    return f"×{ratio} [{low}–{high}]" if interval.low == interval.low else f"×{ratio}"
 
 
 def step_verdict_text(interval: RatioInterval | None) -> str:

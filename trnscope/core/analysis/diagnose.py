@@ -11,7 +11,7 @@ Definitions (the README's "Diagnosis" section says the same):
   length; *host busy* the union of the ops and DataLoader fetches on its thread inside
   it, less the time spent waiting in synchronisations; *device busy* the union of all device work
   inside it.  A step is *device-bound* when the device is busy at least half its
-  wall time and at least as long as the host, *host-bound* otherwise.
+  wall time, at least as long as the host and at all, *host-bound* otherwise.
 * **findings**, ranked by ``evidence_us`` (the time each one accounts for, computed
   from the events named in its message): device idle while the host fetched the next
   batch (DataLoader) or recorded a CUDA graph (stream capture), device idle between
@@ -207,7 +207,9 @@ def diagnose(analysis: Analysis) -> DiagnoseOut:
     lengths = np.maximum(np.array([end - start for _, start, end, _ in windows], dtype=np.int64), 0)
     # the step can be no shorter than the busier side; time neither side shows busy is
     # mostly the host's (Python, I/O between ops), hence "half the wall" too
-    bound = np.where((2 * device_busy >= lengths) & (device_busy >= host_busy), "device", "host").tolist()
+    # (a device busy for no time bounds nothing: steps of no time read "device-bound")
+    device_bound = (2 * device_busy >= lengths) & (device_busy >= host_busy) & (device_busy > 0)
+    bound = np.where(device_bound, "device", "host").tolist()
     # µs of whole ns (``us_of_ns``) in four array passes, not 28,000 calls
     thread_names = {t: trace.threads[t].display if t >= 0 else "" for t in {w[3] for w in windows}}
     for (name, _, _, thread), wall_us, host_us, device_us, verdict, loading_us in zip(

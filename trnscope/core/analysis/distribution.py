@@ -67,7 +67,10 @@ class RatioInterval(msgspec.Struct):
 
     @property
     def verdict(self) -> str:
-        """ "within noise" where the interval holds 1, else "faster" or "slower"."""
+        """ "within noise" where the interval holds 1, else "faster" or "slower";
+        "no interval" where the baseline's resamples were all 0."""
+        if self.low != self.low:
+            return "no interval"
         return "within noise" if self.within_noise else "faster" if self.high < 1.0 else "slower"
 
     def text(self, width: int | None = None) -> str:
@@ -88,12 +91,16 @@ def bootstrap_ratio(baseline: np.ndarray, other: np.ndarray, statistic: str = "m
     if a.size == 0 or b.size == 0:
         return RatioInterval(float("nan"), float("nan"), float("nan"))
     reduce = np.median if statistic == "median" else np.mean
-    point = float(reduce(b) / reduce(a)) if reduce(a) else float("nan")
+    if not reduce(a) or not np.isfinite(reduce(a)):  # nothing to divide by (steps of no time)
+        return RatioInterval(float("nan"), float("nan"), float("nan"))
+    point = float(reduce(b) / reduce(a))
     rng = np.random.default_rng(BOOTSTRAP_SEED)
     resampled_a = reduce(a[rng.integers(0, a.size, size=(BOOTSTRAP_ROUNDS, a.size))], axis=1)
     resampled_b = reduce(b[rng.integers(0, b.size, size=(BOOTSTRAP_ROUNDS, b.size))], axis=1)
     ratios = resampled_b / np.where(resampled_a == 0, np.nan, resampled_a)
     tail = (1 - CONFIDENCE) / 2 * 100
+    if np.isnan(ratios).all():  # every resample of the baseline was 0: no interval (and no warning)
+        return RatioInterval(point, float("nan"), float("nan"))
     low, high = np.nanpercentile(ratios, [tail, 100 - tail])
     return RatioInterval(point, float(low), float(high))
 
