@@ -1157,3 +1157,24 @@ def test_a_trace_without_steps_says_whose_ops_host_busy_counts(tmp_path: Path, c
     assert (step["step"], step["host_thread"], step["host_busy_us"]) == ("ProfilerStep#1", "thread 1", 10.0)
     assert main(["diagnose", str(stepped), "--no-cache"]) == 0
     assert "no ProfilerStep" not in capsys.readouterr().out
+
+
+async def test_a_trace_of_python_frames_alone_draws_them(tmp_path: Path, capsys) -> None:
+    """Python frames and nothing else: "no lane to show (the trace has no timed events)"
+    was wrong.  The text and the explorer draw them, and say why."""
+    from trnscope.tui.app import TrnscopeApp
+
+    events = [
+        event("a.py(1): f", "python_function", 0, 100, tid=1),
+        event("a.py(2): g", "python_function", 10, 50, tid=2),
+    ]
+    path = write_trace(tmp_path / "py.json", events)
+    assert main(["timeline", str(path), "--no-cache", "--width", "60"]) == 0
+    out = capsys.readouterr().out
+    assert [line.split("│")[0].strip() for line in out.splitlines() if "│" in line] == ["thread 1", "thread 2"]
+    assert "drawn as the trace has nothing else" in " ".join(out.split())
+    app = TrnscopeApp([str(path)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        timeline = await _timeline_of_the_trace(pilot)
+        assert [lane.kind for lane in timeline.lanes] == ["python", "python"]
+        assert "hidden" not in str(timeline.query_one("#tl-title").render())

@@ -36,7 +36,11 @@ def _some_labels(lanes: list[Lane]) -> str:
 def cmd_timeline(args: argparse.Namespace) -> int:  # noqa: C901 - argument checks (times, width, step, lanes) each with its own one-line error
     opened = open_sources(args, [args.path], Mode.ONE)
     analysis = opened.analyses[0]
-    every_lane = build_lanes(analysis, nested=args.nested, python_threads=args.python_threads)
+    python_threads = args.python_threads
+    every_lane = build_lanes(analysis, nested=args.nested, python_threads=python_threads)
+    if not every_lane and python_only_threads(analysis, args.nested):  # nothing else to draw: them
+        python_threads = True
+        every_lane = build_lanes(analysis, nested=args.nested, python_threads=True)
     lanes = select_lanes(every_lane, args.lanes)
     if not lanes:
         if not args.lanes or not every_lane:
@@ -90,8 +94,11 @@ def cmd_timeline(args: argparse.Namespace) -> int:  # noqa: C901 - argument chec
     colour = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
     out = "\n".join(safe_text(line) if not colour else _colour(line, label_width) for line in lines)
     sys.stdout.write(out + "\n")
-    if not args.python_threads and (python_only := python_only_threads(analysis, args.nested)):
+    if not python_threads and (python_only := python_only_threads(analysis, args.nested)):
         sys.stdout.write(textwrap.fill(safe_text(_python_only_note(python_only)), width, break_long_words=True) + "\n")
+    elif python_threads and not args.python_threads:
+        note = "(only threads with Python frames, drawn as the trace has nothing else: they span waits as well as work)"
+        sys.stdout.write(textwrap.fill(note, width) + "\n")
     sys.stdout.flush()
     opened.finish()
     return 0

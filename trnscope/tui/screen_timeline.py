@@ -123,6 +123,9 @@ class TimelineScreen(ExplorerScreen):
     def _lanes(self) -> tuple[list[Lane], list[Union | None], list[str]]:
         lanes = build_lanes(self.analysis, nested=self.nested, python_threads=self.python_threads)
         hidden = [] if self.python_threads else python_only_threads(self.analysis, self.nested)
+        if not lanes and hidden:  # nothing else to draw: them (``p`` has nothing to hide then)
+            lanes = build_lanes(self.analysis, nested=self.nested, python_threads=True)
+            hidden = []
         marks: list[Union | None] = []
         ev = self.analysis.trace.events
         # one flag per trace row, looked up for each lane's rows: np.isin sorted every
@@ -332,7 +335,10 @@ class TimelineScreen(ExplorerScreen):
 
     def action_python_threads(self) -> None:
         if not self.python_threads and not self.hidden_python:
-            self.notify("no thread has only Python frames: every thread with work is drawn")
+            if any(lane.kind == "python" for lane, _ in self._built):
+                self.notify("the trace has nothing else to draw: its threads with only Python frames stay")
+            else:
+                self.notify("no thread has only Python frames: every thread with work is drawn")
             return
         self.python_threads = not self.python_threads
         self._build()
