@@ -296,3 +296,55 @@ def test_parity_check_sees_two_nanoseconds() -> None:
     target.self_cpu_us += 0.002
     (problem,) = check_parity(analysis, rows)
     assert problem.field == "self_cpu_us" and problem.key.startswith(target.name)
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "3"}, (3, 8, "RANK")),  # torchrun
+        ({"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2"}, (1, 2, "OMPI_COMM_WORLD_RANK")),  # mpirun
+        ({"PMI_RANK": "0", "PMI_SIZE": "4"}, (0, 4, "PMI_RANK")),  # MPICH, Intel MPI
+        ({"RANK": "0", "WORLD_SIZE": "1"}, None),  # one process: its own folder, as ever
+        ({"RANK": "2"}, None),  # half a pair says nothing
+        ({}, None),
+    ],
+)
+def test_the_launchers_rank(env: dict[str, str], expected: tuple | None) -> None:
+    from trnscope.capture.launcher import launcher_rank, rank_folder
+
+    found = launcher_rank(env)
+    assert (None if found is None else (found.rank, found.world_size, found.variable)) == expected
+    assert rank_folder(Path("out"), found) == (Path("out") if found is None else Path("out") / f"rank{found.rank}")
+
+
+@pytest.mark.parametrize("env", [{"RANK": "two", "WORLD_SIZE": "4"}, {"RANK": "4", "WORLD_SIZE": "4"}])
+def test_a_launchers_rank_that_makes_no_sense_is_refused(env: dict[str, str]) -> None:
+    from trnscope.capture.launcher import launcher_rank
+    from trnscope.core.base.errors import TrnscopeError
+
+    with pytest.raises(TrnscopeError, match="RANK"):
+        launcher_rank(env)
+
+
+@pytest.mark.slow
+def test_a_ddp_job_under_torchrun_captures_every_rank_and_ranks_reads_them(tmp_path: Path, capsys) -> None:
+    """``torchrun … -m trnscope capture run`` starts one capture per rank, all with the
+    same --out: the second rank failed with "another capture is writing DIR".  Each
+    rank now writes DIR/rank<N>, and ``trnscope ranks DIR`` finds the rank held back."""
+    out = tmp_path / "ddp"
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    command += ["-m", "trnscope", "capture", "run", str(REPO / "examples" / "train_ddp.py")]
+    command += ["--out", str(out), "--steps", "3", "--warmup", "1", "--slow-rank", "1", "--slow-ms", "40"]
+    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"rank 1 of 2: session written to {out / 'rank1'}" in done.stderr
+    assert f"once every rank is done: trnscope ranks {out}" in done.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["rank0", "rank1"]
+    assert all(read_manifest(out / f"rank{r}").variants[0].status == "ok" for r in (0, 1))
+    assert main(["ranks", str(out), "--format", "json", "--no-cache"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["world_size"] == 2 and [r["rank"] for r in doc["ranks"]] == [0, 1]
+    assert not any("named like a trace" in w for w in doc["warnings"])  # the manifests are no traces
+    (late,) = [f for f in doc["findings"] if f["kind"] == "straggler"]
+    assert late["rank"] == 1 and "late in 3 steps" in late["message"]

@@ -76,6 +76,22 @@ def test_figures_are_exact_whatever_the_key(tmp_path: Path, key: str, level: str
     assert origin == EPOCH_US
 
 
+def test_a_rank_late_in_every_step_is_one_straggler_finding(tmp_path: Path) -> None:
+    """A DDP rank that sleeps before each backward pass was one finding per step, each
+    "late in 3 steps": the list repeated it.  One finding per late rank: its worst step
+    as the example, the others' loss over every step it was late as the evidence."""
+    held = {(2, 0): 4_000, (2, 1): 6_000, (2, 2): 5_000}
+    plan = RankPlan(held_back=held)
+    write_ranks(tmp_path, plan)
+    doc = _analyse(tmp_path)
+    (late,) = [f for f in doc.findings if f.kind == "straggler"]
+    assert (late.rank, late.step) == (2, plan.first_step + 1)  # its worst step: 6 ms
+    assert late.evidence_us == 3 * (4_000 + 6_000 + 5_000)  # the three others, in every step
+    assert (
+        "arrived 6.000ms after" in late.message and "late in 3 steps, the others losing 45.000ms in all" in late.message
+    )
+
+
 def test_step_figures_and_overlap(tmp_path: Path) -> None:
     plan = RankPlan()
     write_ranks(tmp_path, plan)

@@ -85,11 +85,18 @@ def cmd_capture(args: argparse.Namespace, usage: str = "") -> int:  # noqa: C901
         return 0
     if not args.out:
         raise TrnscopeError("capture needs --out DIR (the session folder to create)")
+    from trnscope.capture.launcher import launcher_rank, rank_folder
     from trnscope.capture.workspace import check_output_folder
 
-    check_output_folder(Path(args.out))  # before any work: a refusal should come first
     if rest and rest[0] == "nki":  # NKI kernel benchmarks: no torch needed
+        check_output_folder(Path(args.out))  # before any work: a refusal should come first
         return _capture_nki(rest[1:], args)
+    # one rank of a job (torchrun, mpirun): every rank has the same --out, so each
+    # writes its own session folder in it
+    rank = launcher_rank()
+    out = rank_folder(Path(args.out), rank)
+    check_output_folder(out)  # before any work: a refusal should come first
+    whose = "" if rank is None else f"rank {rank.rank} of {rank.world_size}: "
     _require_torch()
     from trnscope.capture.recorder import CaptureOptions
 
@@ -98,14 +105,15 @@ def cmd_capture(args: argparse.Namespace, usage: str = "") -> int:  # noqa: C901
         options.steps = max(1, args.steps)
     if args.warmup is not None:
         options.warmup = max(0, args.warmup)
-    out = Path(args.out)
     if rest and rest[0] == "run":
         if len(rest) < 2:
             raise TrnscopeError("usage: trnscope capture run SCRIPT.py [ARGS...] --out DIR")
         from trnscope.capture.runscript import run_script
 
         session = run_script(Path(rest[1]), rest[2:], out=out, options=options)
-        _log(f"session written to {session}")
+        _log(f"{whose}session written to {session}")
+        if rank is not None and rank.rank == 0:
+            _log(f"once every rank is done: trnscope ranks {args.out}")
         return 0
     if rest:
         raise TrnscopeError(f"unexpected arguments: {' '.join(rest)}")
@@ -130,5 +138,5 @@ def cmd_capture(args: argparse.Namespace, usage: str = "") -> int:  # noqa: C901
         plan=plan,
         log=_log,
     )
-    _log(f"session written to {session}")
+    _log(f"{whose}session written to {session}")
     return 0

@@ -12,7 +12,9 @@ run: profiles your unmodified training script.  A step is an optimizer.step()
      (hooked for you) or a call to trnscope.capture.mark_step() in a loop
      without an optimizer; after W warm-up steps, N steps are profiled, then the
      script is stopped (said on stderr) and the trace is written into the
-     session folder DIR.
+     session folder DIR.  Under torchrun or mpirun each rank writes DIR/rank<N>:
+       torchrun --nproc-per-node 2 -m trnscope capture run train.py --out DIR
+     then trnscope ranks DIR.
 nki: benchmarks each (name, compiled kernel, inputs) of KERNELS.py's variants()
      in the Neuron runtime's trace session and saves its events JSON (trnscope
      compare DIR).

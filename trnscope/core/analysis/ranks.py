@@ -527,7 +527,10 @@ def _stragglers(
     collectives: list[CollectiveOut],
     floor: int,
 ) -> list[RankFindingOut]:
-    """One finding per (late rank, step): its worst collective, what the others lost."""
+    """One finding per late rank: its worst step (what the others lost in it, at its
+    worst collective there) and, where it was late in more, how many and what the
+    others lost in all of them.  (One per rank and step repeated a rank that is late
+    every step: a DDP rank that sleeps before its backward pass filled the list.)"""
     worst: dict[tuple[int, int], tuple[int, int, int]] = {}  # → (collective, lost, count)
     stands_out = _StandsOut(figures)
     for k, f in enumerate(figures):
@@ -543,13 +546,18 @@ def _stragglers(
             # they disagree about may pair different calls
             best = max(k, previous[0], key=lambda j: (not collectives[j].problems, figures[j].lateness))
             worst[key] = (best, previous[1] + lost, previous[2] + 1)
-    steps_late: Counter[int] = Counter(rank for rank, _ in worst)
+    per_rank: dict[int, list[tuple[int, int, int, int]]] = {}  # rank → [(lost, step, collective, count)]
+    for (rank, step), (k, lost, count) in worst.items():
+        per_rank.setdefault(rank, []).append((lost, step, k, count))
     out = []
-    for (rank, step), (k, lost, count) in sorted(worst.items(), key=lambda item: -item[1][1]):
+    for rank, steps in per_rank.items():
+        steps.sort(key=lambda item: (-item[0], item[1]))
+        lost, step, k, count = steps[0]
+        total = sum(item[0] for item in steps)
         f, c = figures[k], collectives[k]
         why = _why_late(int(matched.calls.ints("idle_before_ns")[f.last_row]), f)
         more = f" and {count - 1} more collective{'s' if count > 2 else ''}" if count > 1 else ""
-        often = f"; late in {steps_late[rank]} steps" if steps_late[rank] > 1 else ""
+        often = f"; late in {len(steps)} steps, the others losing {fmt_time_ns(total)} in all" if len(steps) > 1 else ""
         severity = _severity(lost, _step_rank_time(summaries, step))
         doubt = ""
         if c.problems:
@@ -571,9 +579,10 @@ def _stragglers(
                 rank=rank,
                 step=step,
                 collective=c.id,
-                evidence_us=us(lost),
+                evidence_us=us(total),
             )
         )
+    out.sort(key=lambda finding: -finding.evidence_us)
     return out[:MAX_FINDINGS_PER_KIND]
 
 
