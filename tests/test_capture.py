@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -348,3 +349,7 @@ def test_a_ddp_job_under_torchrun_captures_every_rank_and_ranks_reads_them(tmp_p
     assert not any("named like a trace" in w for w in doc["warnings"])  # the manifests are no traces
     (late,) = [f for f in doc["findings"] if f["kind"] == "straggler"]
     assert late["rank"] == 1 and "late in 3 steps" in late["message"]
+    # the sleep is before backward(), whose ops come before DDP's all-reduce: no gap just
+    # before the call, but the step's thread was idle since the previous collective
+    said = re.search(r"the thread running its step spent ([\d.]+)ms outside any op since its previous", late["message"])
+    assert said and 40 <= float(said.group(1)) < 80, late["message"]

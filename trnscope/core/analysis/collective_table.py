@@ -34,6 +34,7 @@ INT_FIELDS = (
     "group_size",
     "idle_before_ns",
     "since_previous_ns",
+    "step_thread_idle_ns",
 )
 _INT_COLUMN = {name: k for k, name in enumerate(INT_FIELDS)}
 _TEXT_COLUMN = {name: k for k, name in enumerate(TEXT_FIELDS)}

@@ -33,6 +33,7 @@ import numpy as np
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.flops import decode_sizes
 from trnscope.core.base.arrays import equals_any
+from trnscope.core.base.intervals import Union
 from trnscope.core.base.jsondepth import decode_bounded
 from trnscope.core.formats.kineto.lazyargs import raw_args_by_chunk
 from trnscope.core.model.roles import Role, is_profiler_step
@@ -115,6 +116,10 @@ class CollectiveCall(msgspec.Struct, array_like=True):
     # time from the end of this rank's previous collective (or its step's start) to this
     # call: what the rank itself spent before arriving, -1 when unknown
     since_previous_ns: int = -1
+    # of that time, how much the thread running the step (its ProfilerStep's) spent
+    # outside any op: a rank that sleeps before ``backward()`` reaches DDP's all-reduce
+    # after backward's ops, so the gap just before the call is short; -1 when unknown
+    step_thread_idle_ns: int = -1
 
     @property
     def end_ns(self) -> int:
@@ -299,12 +304,10 @@ def _idle_before(analysis: Analysis, calls: np.ndarray, steps: tuple[np.ndarray,
     in Python or asleep, right before it joins the collective."""
     ev = analysis.trace.events
     out = np.full(calls.size, -1, dtype=np.int64)
-    busy_role = equals_any(ev.role, (Role.OP, Role.RUNTIME, Role.ANNOTATION)) & (ev.ph == PH_X)
-    step_name = np.array([is_profiler_step(n) for n in analysis.trace.names] or [False], dtype=bool)
-    busy_role &= ~step_name[ev.name]
+    busy = _busy_rows(analysis)
     start = steps[0]
     for thread in np.unique(ev.thread[calls]).tolist():
-        rows = np.flatnonzero(busy_role & (ev.thread == thread))
+        rows = busy[ev.thread[busy] == thread]
         ends = np.sort(ev.ts[rows] + np.maximum(ev.dur[rows], 0))
         mine = np.flatnonzero(ev.thread[calls] == thread)
         arrival = ev.ts[calls[mine]]
@@ -318,7 +321,7 @@ def _idle_before(analysis: Analysis, calls: np.ndarray, steps: tuple[np.ndarray,
     return out
 
 
-def find_collectives(analysis: Analysis) -> CollectiveFacts:  # noqa: C901 - the three sources of a collective (params, executions, calls) meet here
+def find_collectives(analysis: Analysis) -> CollectiveFacts:
     """Every collective call of the trace, in arrival order, with its parameters and
     execution."""
     trace = analysis.trace
@@ -352,10 +355,12 @@ def find_collectives(analysis: Analysis) -> CollectiveFacts:  # noqa: C901 - the
     calls: list[CollectiveCall] = []
     call_rows = rows.calls.tolist()
     idle = _idle_before(analysis, rows.calls, steps)
+    row_of: dict[int, int] = {}  # id(call) → its row, kept through the sort below
     for index, c in enumerate(call_rows):
         calls.append(
             _call(analysis, c, params_of.get(c, -1), inner_of.get(c, -1), exec_of.get(c, []), args_of, int(idle[index]))
         )
+        row_of[id(calls[-1])] = c
     # executions nobody called: in a trace without calls (a Neuron system trace's
     # cc_running, device-only kernels) each is a collective of its own, arriving when it
     # starts; where calls exist they ran for calls outside the window and are left out
@@ -369,12 +374,25 @@ def find_collectives(analysis: Analysis) -> CollectiveFacts:  # noqa: C901 - the
     arrivals = np.array([c.arrival_ns - origin for c in calls], dtype=np.int64)
     numbers = step_of(arrivals, steps)
     _after_previous(calls, _step_starts(arrivals, steps) + origin)
+    _step_thread_idle(analysis, calls, [row_of.get(id(call), -1) for call in calls])
     counters: dict[tuple[str, int], int] = {}
     for call, number in zip(calls, numbers.tolist(), strict=True):
         call.step = int(number)
         key = (call.group, call.step)
         call.ordinal = counters.get(key, 0)
         counters[key] = call.ordinal + 1
+    device_cc = _device_profile_collectives(analysis)
+    return CollectiveFacts(
+        calls=calls,
+        executions_unpaired=dropped,
+        shape_mismatches=mismatches,
+        device_profile_collectives=device_cc,
+        warnings=_warnings(dropped, mismatches, device_cc),
+    )
+
+
+def _warnings(dropped: int, mismatches: int, device_cc: int) -> list[str]:
+    """What a rank's collectives could not be matched by, said."""
     warnings = []
     if dropped:
         warnings.append(
@@ -383,20 +401,13 @@ def find_collectives(analysis: Analysis) -> CollectiveFacts:  # noqa: C901 - the
         )
     if mismatches:
         warnings.append(f"{mismatches} gloo executions had other input shapes than the call they were paired with")
-    device_cc = _device_profile_collectives(analysis)
     if device_cc:
         warnings.append(
             f"{device_cc} collective operations of the device profiles are not matched across ranks "
             "(nothing ties them to a call); the system trace's cc_running events are matched instead, where the "
             "profile has them"
         )
-    return CollectiveFacts(
-        calls=calls,
-        executions_unpaired=dropped,
-        shape_mismatches=mismatches,
-        device_profile_collectives=device_cc,
-        warnings=warnings,
-    )
+    return warnings
 
 
 def _step_starts(times: np.ndarray, steps: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
@@ -424,6 +435,47 @@ def _after_previous(calls: list[CollectiveCall], step_starts: np.ndarray) -> Non
         if reference >= 0 and reference <= call.arrival_ns:
             call.since_previous_ns = call.arrival_ns - reference
         previous_end = max(previous_end, call.end_ns)
+
+
+def _step_thread_idle(analysis: Analysis, calls: list[CollectiveCall], call_rows: list[int]) -> None:
+    """``step_thread_idle_ns`` of each call: how much of the time since its previous
+    collective (``since_previous_ns``) the thread running its step spent outside any
+    op, in Python or asleep — wherever the call itself is made (DDP calls its
+    all-reduce after backward's ops, or from the autograd thread).  One union of busy
+    time per step thread, every call's window looked up in it at once."""
+    steps = sorted((s for s in analysis.steps() if is_profiler_step(s.name)), key=lambda s: s.start)
+    if not steps or not calls:
+        return
+    ev = analysis.trace.events
+    starts = np.array([s.start for s in steps], dtype=np.int64)
+    ends = np.array([s.end for s in steps], dtype=np.int64)
+    threads = np.array([int(ev.thread[s.row]) for s in steps], dtype=np.int64)
+    at = np.array([c.arrival_ns for c in calls], dtype=np.int64) - analysis.trace.origin_ns
+    since = np.array([c.since_previous_ns for c in calls], dtype=np.int64)
+    k = np.maximum(np.searchsorted(starts, at, side="right") - 1, 0)
+    known = (np.array(call_rows) >= 0) & (since >= 0) & (starts[k] <= at) & (at < ends[k])
+    thread_of = threads[k]
+    busy = _busy_rows(analysis)
+    for thread in np.unique(thread_of[known]).tolist():
+        chosen = np.flatnonzero(known & (thread_of == thread))
+        mine = busy[ev.thread[busy] == thread]
+        union = Union(ev.ts[mine], ev.ts[mine] + np.maximum(ev.dur[mine], 0))
+        idle = since[chosen] - union.covered_in(at[chosen] - since[chosen], at[chosen])
+        for index, value in zip(chosen.tolist(), idle.tolist(), strict=True):
+            calls[index].step_thread_idle_ns = int(value)
+
+
+def _busy_rows(analysis: Analysis) -> np.ndarray:
+    """The rows a thread is busy in: ops, runtime calls and ranges (not the
+    ProfilerSteps, which span everything), made once per analysis."""
+
+    def rows() -> np.ndarray:
+        ev = analysis.trace.events
+        busy = equals_any(ev.role, (Role.OP, Role.RUNTIME, Role.ANNOTATION)) & (ev.ph == PH_X)
+        step_name = np.array([is_profiler_step(n) for n in analysis.trace.names] or [False], dtype=bool)
+        return np.flatnonzero(busy & ~step_name[ev.name])
+
+    return analysis.derived(("collectives: busy rows", None), rows)
 
 
 def _device_profile_collectives(analysis: Analysis) -> int:

@@ -555,7 +555,11 @@ def _stragglers(
         lost, step, k, count = steps[0]
         total = sum(item[0] for item in steps)
         f, c = figures[k], collectives[k]
-        why = _why_late(int(matched.calls.ints("idle_before_ns")[f.last_row]), f)
+        why = _why_late(
+            int(matched.calls.ints("idle_before_ns")[f.last_row]),
+            int(matched.calls.ints("step_thread_idle_ns")[f.last_row]),
+            f,
+        )
         more = f" and {count - 1} more collective{'s' if count > 2 else ''}" if count > 1 else ""
         often = f"; late in {len(steps)} steps, the others losing {fmt_time_ns(total)} in all" if len(steps) > 1 else ""
         severity = _severity(lost, _step_rank_time(summaries, step))
@@ -608,14 +612,22 @@ class _StandsOut:
         return self._known[rank]
 
 
-def _why_late(idle_before_ns: int, f: _Figures) -> str:
-    """What the late rank did right before the call, when the trace shows it."""
+def _why_late(idle_before_ns: int, step_thread_idle_ns: int, f: _Figures) -> str:
+    """What the late rank did before the call, when the trace shows it: idle on the
+    calling thread just before it, else idle on the thread running its step since its
+    previous collective (DDP calls its all-reduce after backward's ops: a sleep before
+    ``backward()`` is no gap just before the call), else work that ran long."""
     if idle_before_ns < 0:
         return ""  # no calling thread in the trace (a Neuron system trace's cc_running)
     if idle_before_ns >= f.lateness // 2:
         return (
             f" — it spent {fmt_time_ns(idle_before_ns)} outside any op just before the call "
             "(Python, data loading, I/O or a sleep)"
+        )
+    if step_thread_idle_ns >= f.lateness // 2:
+        return (
+            f" — the thread running its step spent {fmt_time_ns(step_thread_idle_ns)} outside any op since its "
+            "previous collective (Python, data loading, I/O or a sleep)"
         )
     return " — its work before the call ran long (see its op table)"
 
