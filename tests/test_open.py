@@ -209,3 +209,27 @@ def test_a_cached_reopen_names_the_path_it_was_given(
     monkeypatch.setattr(opening, "load_source", not_again)
     assert main(["summary", str(link), "--format", "json", "--limit", "0"]) == 0
     assert json.loads(capsys.readouterr().out)["source"] == str(link)
+
+
+def test_a_folder_of_rank_sessions_reads_their_traces_and_no_manifest_as_a_lost_trace(tmp_path) -> None:
+    """``capture run`` under torchrun writes DIR/rank<N>/session.json beside each rank's
+    trace: the folder's answer said "2 files named like a trace are not one … rank0/session".
+    A manifest is passed over unsaid; a Kineto trace that happens to be named
+    session.json is still a trace, and any other JSON that is not one is still said."""
+    from trnscope.core.formats import discover
+    from trnscope.core.model.session import SESSION_FILE, SessionManifest, encode_manifest
+    from trnscope.testing.events import op, write_trace
+
+    for rank in (0, 1):
+        folder = tmp_path / "job" / f"rank{rank}"
+        folder.mkdir(parents=True)
+        (folder / SESSION_FILE).write_bytes(encode_manifest(SessionManifest()))
+        write_trace(folder / "train.pt.trace.json", [op("aten::mm", 0, 10)])
+    ref = discover(tmp_path / "job")
+    assert [s.label for s in ref.sources] == ["rank0/train", "rank1/train"] and ref.notes == []
+    (tmp_path / "job" / "rank1" / "stray.json").write_text('{"not": "a trace"}')
+    (tmp_path / "job" / "kept").mkdir()
+    write_trace(tmp_path / "job" / "kept" / SESSION_FILE, [op("aten::add", 0, 5)])
+    ref = discover(tmp_path / "job")
+    assert [s.label for s in ref.sources] == ["kept/session", "rank0/train", "rank1/train"]
+    assert len(ref.notes) == 1 and "1 file named like a trace is not one" in ref.notes[0] and "stray" in ref.notes[0]

@@ -72,11 +72,11 @@ def _trace_files(folder: Path, passed_over: list[Path] | None = None) -> list[Pa
             try:  # an unreadable or vanishing entry is skipped, not fatal
                 if entry.is_dir() and not entry.is_symlink() and depth < _MAX_DEPTH:
                     walk(entry, depth + 1)
-                # (a capture's manifest is no trace: each rank's, in a job's folder)
-                elif entry.is_file() and entry.name.endswith(_TRACE_SUFFIXES) and entry.name != SESSION_FILE:
+                elif entry.is_file() and entry.name.endswith(_TRACE_SUFFIXES):
                     if looks_like_kineto(entry):
                         found.append(entry)
-                    elif passed_over is not None:
+                    elif passed_over is not None and entry.name != SESSION_FILE:
+                        # (a capture's manifest is no trace, and no loss: each rank's, in a job's folder)
                         passed_over.append(entry)
             except OSError:
                 continue
