@@ -92,6 +92,31 @@ def test_a_rank_late_in_every_step_is_one_straggler_finding(tmp_path: Path) -> N
     )
 
 
+@pytest.mark.parametrize(
+    ("frame", "said"),
+    [
+        ("<built-in function sleep>", "most of it in <built-in function sleep> (5.990ms)"),
+        ("\x1b]52;c;x\x07" + "f" * 500, "most of it in \x1b]52;c;x\x07ffff"),  # kept as is here, shortened:
+    ],
+)
+def test_a_stragglers_idle_time_names_the_python_call_it_went_to(tmp_path: Path, frame: str, said: str) -> None:
+    """With with_stack, a Python frame that ran no op spans the held-back time: the
+    finding names it (a real DDP rank's read "most of it in <built-in function sleep>").
+    A long name is shortened; the terminal's sanitiser sees the message where it is shown."""
+    plan = RankPlan(held_back={(2, 1): 6_000}, idle_frames={(2, 1): frame})
+    write_ranks(tmp_path, plan)
+    (late,) = [f for f in _analyse(tmp_path).findings if f.kind == "straggler"]
+    assert late.rank == 2 and "outside any op just before the call" in late.message
+    assert said in late.message and "(Python, data loading" not in late.message
+    assert len(late.message) < 600 and ("(509 characters)" in late.message) == (len(frame) > 100)
+
+
+def test_a_straggler_without_python_frames_says_what_idle_time_usually_is(tmp_path: Path) -> None:
+    write_ranks(tmp_path, RankPlan(held_back={(2, 1): 6_000}))
+    (late,) = [f for f in _analyse(tmp_path).findings if f.kind == "straggler"]
+    assert "just before the call (Python, data loading, I/O or a sleep)" in late.message
+
+
 def test_step_figures_and_overlap(tmp_path: Path) -> None:
     plan = RankPlan()
     write_ranks(tmp_path, plan)

@@ -70,6 +70,9 @@ class RankPlan:
     wrong_size: dict[tuple[int, int, int], int] = field(default_factory=dict)  # (rank, step, k) → nelems
     late_call: dict[tuple[int, int, int], int] = field(default_factory=dict)  # (rank, step, k) → µs late
     epoch_us: int = EPOCH_US  # when the job's first step starts (Unix µs)
+    # (rank, step position) → a Python frame (with_stack) spanning that rank's held-back
+    # time before its first collective: what it was doing, as a real trace would say
+    idle_frames: dict[tuple[int, int], str] = field(default_factory=dict)
 
     def arrival(self, rank: int, step: int, k: int) -> int:
         """When ``rank`` calls collective ``k`` of step position ``step`` (µs since the
@@ -136,6 +139,10 @@ def rank_events(plan: RankPlan, rank: int) -> list[dict[str, Any]]:
             if rank in plan.late_window and step == 0 and k == 0:
                 continue  # called before this rank's profiling window opened
             arrival = plan.arrival(rank, step, k)
+            if k == 0 and (rank, step) in plan.idle_frames:
+                held = plan.held_back.get((rank, step), 0)
+                frame = plan.idle_frames[(rank, step)]
+                events.append(event(frame, "python_function", arrival - held + 5, held - 10))
             events.append(op(_CALL[c.name], arrival, CALL_US, ext=correlation))
             events.append(op("record_param_comms", arrival + 2, CALL_US - 4, **_args(plan, rank, step, k, seq)))
             events.append(launch(arrival + 4, 5, correlation=correlation, ext=correlation))

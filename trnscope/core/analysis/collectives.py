@@ -120,6 +120,11 @@ class CollectiveCall(msgspec.Struct, array_like=True):
     # outside any op: a rank that sleeps before ``backward()`` reaches DDP's all-reduce
     # after backward's ops, so the gap just before the call is short; -1 when unknown
     step_thread_idle_ns: int = -1
+    # the longest Python call in that idle time on that thread, which ran no op (with
+    # with_stack: ``<built-in function sleep>``, a data loader's ``__next__``), and its
+    # length; "" and -1 when the trace has no such frame
+    idle_frame: str = ""
+    idle_frame_ns: int = -1
 
     @property
     def end_ns(self) -> int:
@@ -461,8 +466,42 @@ def _step_thread_idle(analysis: Analysis, calls: list[CollectiveCall], call_rows
         mine = busy[ev.thread[busy] == thread]
         union = Union(ev.ts[mine], ev.ts[mine] + np.maximum(ev.dur[mine], 0))
         idle = since[chosen] - union.covered_in(at[chosen] - since[chosen], at[chosen])
+        worth_naming = []
         for index, value in zip(chosen.tolist(), idle.tolist(), strict=True):
             calls[index].step_thread_idle_ns = int(value)
+            if value >= IDLE_FRAME_MIN_NS:
+                worth_naming.append(calls[index])
+        _name_idle_frames(analysis, worth_naming, thread, union)
+
+
+IDLE_FRAME_MIN_NS = 1_000_000  # idle time worth naming the Python call of (the ranks' noise floor is 1 ms or more)
+IDLE_FRAME_BUSY_SHARE = 0.1  # a frame "ran no op" when ops cover at most this share of it
+
+
+def _name_idle_frames(analysis: Analysis, calls: list[CollectiveCall], thread: int, busy: Union) -> None:
+    """``idle_frame`` of each call: among the Python frames on ``thread`` inside its
+    idle window (since its previous collective), the longest that ran (next to) no op."""
+    if not calls:
+        return
+    ev = analysis.trace.events
+    frames = np.flatnonzero((ev.role == int(Role.PYTHON)) & (ev.thread == thread) & (ev.dur > 0))
+    if not frames.size:
+        return
+    start = ev.ts[frames]
+    end = start + ev.dur[frames]
+    quiet = busy.covered_in(start, end) <= IDLE_FRAME_BUSY_SHARE * (end - start)
+    frames, start, end = frames[quiet], start[quiet], end[quiet]
+    order = np.argsort(start, kind="stable")
+    frames, start, end = frames[order], start[order], end[order]
+    origin = analysis.trace.origin_ns
+    for call in calls:
+        at = call.arrival_ns - origin
+        lo, hi = np.searchsorted(start, [at - call.since_previous_ns, at], side="left")
+        inside = np.flatnonzero(end[lo:hi] <= at)
+        if inside.size:
+            best = lo + int(inside[np.argmax(end[lo:hi][inside] - start[lo:hi][inside])])
+            call.idle_frame = analysis.trace.names[int(ev.name[frames[best]])]
+            call.idle_frame_ns = int(end[best] - start[best])
 
 
 def _busy_rows(analysis: Analysis) -> np.ndarray:

@@ -40,7 +40,7 @@ import msgspec
 import numpy as np
 
 from trnscope.core.analysis.collective_table import CollectiveTable
-from trnscope.core.analysis.collectives import NO_STEP
+from trnscope.core.analysis.collectives import NO_STEP, CollectiveCall
 from trnscope.core.analysis.contracts import (
     CollectiveOut,
     RankFindingOut,
@@ -52,6 +52,7 @@ from trnscope.core.analysis.rank_matching import BY_ORDER, Matched, group_ids, m
 from trnscope.core.analysis.rank_summary import RankSummary
 from trnscope.core.analysis.rank_view import NOT_ONE_RUN
 from trnscope.core.base.arrays import medians_without_each
+from trnscope.core.base.text import shorten
 from trnscope.core.base.units import fmt_rate, fmt_share, fmt_time_ns, us
 
 NOISE_FLOOR_NS = 1_000_000  # 1 ms: below this, lateness is a busy host's scheduling noise
@@ -66,6 +67,7 @@ SLOW_BANDWIDTH = 0.5  # bus bandwidth below this share of the same collective's 
 LOW_OVERLAP_PCT = 30.0
 LOW_OVERLAP_COMM_SHARE = 0.10
 MAX_FINDINGS_PER_KIND = 8
+FRAME_NAME_LIMIT = 120  # characters of a Python frame's name in a finding
 
 
 class _Figures(msgspec.Struct):
@@ -555,11 +557,7 @@ def _stragglers(
         lost, step, k, count = steps[0]
         total = sum(item[0] for item in steps)
         f, c = figures[k], collectives[k]
-        why = _why_late(
-            int(matched.calls.ints("idle_before_ns")[f.last_row]),
-            int(matched.calls.ints("step_thread_idle_ns")[f.last_row]),
-            f,
-        )
+        why = _why_late(matched.calls.call(f.last_row), f)
         more = f" and {count - 1} more collective{'s' if count > 2 else ''}" if count > 1 else ""
         often = f"; late in {len(steps)} steps, the others losing {fmt_time_ns(total)} in all" if len(steps) > 1 else ""
         severity = _severity(lost, _step_rank_time(summaries, step))
@@ -612,24 +610,33 @@ class _StandsOut:
         return self._known[rank]
 
 
-def _why_late(idle_before_ns: int, step_thread_idle_ns: int, f: _Figures) -> str:
+def _why_late(call: CollectiveCall, f: _Figures) -> str:
     """What the late rank did before the call, when the trace shows it: idle on the
     calling thread just before it, else idle on the thread running its step since its
     previous collective (DDP calls its all-reduce after backward's ops: a sleep before
-    ``backward()`` is no gap just before the call), else work that ran long."""
-    if idle_before_ns < 0:
+    ``backward()`` is no gap just before the call), else work that ran long; with the
+    Python call that idle time went to, where the trace has Python frames."""
+    if call.idle_before_ns < 0:
         return ""  # no calling thread in the trace (a Neuron system trace's cc_running)
-    if idle_before_ns >= f.lateness // 2:
+    if call.idle_before_ns >= f.lateness // 2:
+        idle = call.idle_before_ns
+        return f" — it spent {fmt_time_ns(idle)} outside any op just before the call{_in_what(call, idle)}"
+    if call.step_thread_idle_ns >= f.lateness // 2:
+        idle = call.step_thread_idle_ns
         return (
-            f" — it spent {fmt_time_ns(idle_before_ns)} outside any op just before the call "
-            "(Python, data loading, I/O or a sleep)"
-        )
-    if step_thread_idle_ns >= f.lateness // 2:
-        return (
-            f" — the thread running its step spent {fmt_time_ns(step_thread_idle_ns)} outside any op since its "
-            "previous collective (Python, data loading, I/O or a sleep)"
+            f" — the thread running its step spent {fmt_time_ns(idle)} outside any op since its previous collective"
+            f"{_in_what(call, idle)}"
         )
     return " — its work before the call ran long (see its op table)"
+
+
+def _in_what(call: CollectiveCall, idle_ns: int) -> str:
+    """ ", most of it in <built-in function sleep> (30.120ms)" where one Python call
+    without ops took at least half of ``idle_ns`` (and no more than it: the frame is
+    then within that idle time), else what such time usually is."""
+    if not call.idle_frame or not idle_ns // 2 <= call.idle_frame_ns <= idle_ns:
+        return " (Python, data loading, I/O or a sleep)"
+    return f", most of it in {shorten(call.idle_frame, FRAME_NAME_LIMIT)} ({fmt_time_ns(call.idle_frame_ns)})"
 
 
 def _imbalance(summaries: list[RankSummary], ranks: list[int], floor: int) -> list[RankFindingOut]:
