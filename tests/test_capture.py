@@ -356,4 +356,6 @@ def test_a_ddp_job_under_torchrun_captures_every_rank_and_ranks_reads_them(tmp_p
         r"most of it in <built-in function sleep> \(([\d.]+)ms\)",
         late["message"],
     )  # (the Python frames with_stack records name the call the time went to)
-    assert said and 40 <= float(said.group(2)) <= float(said.group(1)) < 80, late["message"]
+    assert said and 30 <= float(said.group(2)) <= float(said.group(1)) < 80, late[
+        "message"
+    ]  # (clipped: see collectives)

@@ -111,6 +111,14 @@ def test_a_stragglers_idle_time_names_the_python_call_it_went_to(tmp_path: Path,
     assert len(late.message) < 600 and ("(509 characters)" in late.message) == (len(frame) > 100)
 
 
+def test_a_straggler_held_back_by_its_dataloader_is_said_to_be(tmp_path: Path) -> None:
+    """A fetch is an annotation: busy, so the rank looked late from "work that ran long".
+    The time it spent fetching batches since its previous collective is the reason."""
+    write_ranks(tmp_path, RankPlan(held_back={(2, 1): 6_000}, held_in_loader=frozenset({(2, 1)})))
+    (late,) = [f for f in _analyse(tmp_path).findings if f.kind == "straggler"]
+    assert late.rank == 2 and "it spent 5.990ms fetching batches from its DataLoader since its previous" in late.message
+
+
 def test_a_straggler_without_python_frames_says_what_idle_time_usually_is(tmp_path: Path) -> None:
     write_ranks(tmp_path, RankPlan(held_back={(2, 1): 6_000}))
     (late,) = [f for f in _analyse(tmp_path).findings if f.kind == "straggler"]

@@ -73,6 +73,8 @@ class RankPlan:
     # (rank, step position) → a Python frame (with_stack) spanning that rank's held-back
     # time before its first collective: what it was doing, as a real trace would say
     idle_frames: dict[tuple[int, int], str] = field(default_factory=dict)
+    # (rank, step position) whose held-back time is a DataLoader fetch (busy, not idle)
+    held_in_loader: frozenset[tuple[int, int]] = frozenset()
 
     def arrival(self, rank: int, step: int, k: int) -> int:
         """When ``rank`` calls collective ``k`` of step position ``step`` (µs since the
@@ -117,6 +119,9 @@ def _args(plan: RankPlan, rank: int, step: int, k: int, seq: int) -> dict[str, A
     return args
 
 
+DATA_LOADER_FETCH = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+
+
 def rank_events(plan: RankPlan, rank: int) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = [
         {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": f"rank {rank}"}},
@@ -139,10 +144,12 @@ def rank_events(plan: RankPlan, rank: int) -> list[dict[str, Any]]:
             if rank in plan.late_window and step == 0 and k == 0:
                 continue  # called before this rank's profiling window opened
             arrival = plan.arrival(rank, step, k)
+            held = plan.held_back.get((rank, step), 0)
             if k == 0 and (rank, step) in plan.idle_frames:
-                held = plan.held_back.get((rank, step), 0)
                 frame = plan.idle_frames[(rank, step)]
                 events.append(event(frame, "python_function", arrival - held + 5, held - 10))
+            if k == 0 and (rank, step) in plan.held_in_loader:
+                events.append(annotation(DATA_LOADER_FETCH, arrival - held + 5, held - 10))
             events.append(op(_CALL[c.name], arrival, CALL_US, ext=correlation))
             events.append(op("record_param_comms", arrival + 2, CALL_US - 4, **_args(plan, rank, step, k, seq)))
             events.append(launch(arrival + 4, 5, correlation=correlation, ext=correlation))

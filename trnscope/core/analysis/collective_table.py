@@ -2,8 +2,8 @@
 
 A ``CollectiveCall`` is convenient while one trace is read, but as a Python object it
 costs ~800 bytes; 256 ranks × 2,000 collectives held that way took 400 MB in the parent
-before any figure was computed.  As columns (15 int64 and 7 int32 per call, strings
-interned once per table) the same calls take ~150 bytes each, pickle as a handful of
+before any figure was computed.  As columns (16 int64 and 7 int32 per call, strings
+interned once per table) the same calls take ~160 bytes each, pickle as a handful of
 buffers, and the reducer (``analysis.ranks``) works on them with NumPy.
 
 ``concat`` joins many ranks' tables into one, re-coding their strings into one table:
@@ -36,6 +36,7 @@ INT_FIELDS = (
     "since_previous_ns",
     "step_thread_idle_ns",
     "idle_frame_ns",
+    "loading_ns",
 )
 _INT_COLUMN = {name: k for k, name in enumerate(INT_FIELDS)}
 _TEXT_COLUMN = {name: k for k, name in enumerate(TEXT_FIELDS)}

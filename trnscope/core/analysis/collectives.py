@@ -32,6 +32,7 @@ import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.flops import decode_sizes
+from trnscope.core.analysis.host_work import data_loader_rows
 from trnscope.core.base.arrays import equals_any
 from trnscope.core.base.intervals import Union
 from trnscope.core.base.jsondepth import decode_bounded
@@ -125,6 +126,9 @@ class CollectiveCall(msgspec.Struct, array_like=True):
     # length; "" and -1 when the trace has no such frame
     idle_frame: str = ""
     idle_frame_ns: int = -1
+    # of the time since the previous collective, how much that thread spent fetching
+    # batches from the DataLoader (``host_work``): busy, yet no work of the step's own
+    loading_ns: int = -1
 
     @property
     def end_ns(self) -> int:
@@ -461,14 +465,19 @@ def _step_thread_idle(analysis: Analysis, calls: list[CollectiveCall], call_rows
     known = (np.array(call_rows) >= 0) & (since >= 0) & (starts[k] <= at) & (at < ends[k])
     thread_of = threads[k]
     busy = _busy_rows(analysis)
+    loader = data_loader_rows(analysis)
     for thread in np.unique(thread_of[known]).tolist():
         chosen = np.flatnonzero(known & (thread_of == thread))
         mine = busy[ev.thread[busy] == thread]
         union = Union(ev.ts[mine], ev.ts[mine] + np.maximum(ev.dur[mine], 0))
         idle = since[chosen] - union.covered_in(at[chosen] - since[chosen], at[chosen])
+        fetches = loader[ev.thread[loader] == thread]
+        fetching = Union(ev.ts[fetches], ev.ts[fetches] + ev.dur[fetches])
+        loading = fetching.covered_in(at[chosen] - since[chosen], at[chosen])
         worth_naming = []
-        for index, value in zip(chosen.tolist(), idle.tolist(), strict=True):
+        for index, value, fetched in zip(chosen.tolist(), idle.tolist(), loading.tolist(), strict=True):
             calls[index].step_thread_idle_ns = int(value)
+            calls[index].loading_ns = int(fetched)
             if value >= IDLE_FRAME_MIN_NS:
                 worth_naming.append(calls[index])
         _name_idle_frames(analysis, worth_naming, thread, union)
@@ -476,11 +485,14 @@ def _step_thread_idle(analysis: Analysis, calls: list[CollectiveCall], call_rows
 
 IDLE_FRAME_MIN_NS = 1_000_000  # idle time worth naming the Python call of (the ranks' noise floor is 1 ms or more)
 IDLE_FRAME_BUSY_SHARE = 0.1  # a frame "ran no op" when ops cover at most this share of it
+IDLE_FRAME_CLOSE = 0.9  # frames holding this share of the most idle time any holds: the innermost is named
 
 
 def _name_idle_frames(analysis: Analysis, calls: list[CollectiveCall], thread: int, busy: Union) -> None:
-    """``idle_frame`` of each call: among the Python frames on ``thread`` inside its
-    idle window (since its previous collective), the longest that ran (next to) no op."""
+    """``idle_frame`` of each call: among the Python frames on ``thread`` that ran (next
+    to) no op, the innermost of those with (nearly) the most time outside any op inside
+    its idle window (since its previous collective), and ``idle_frame_ns`` that time.  Clipped to the window: an
+    asynchronous all-reduce (DDP's) may end after the next step's sleep began."""
     if not calls:
         return
     ev = analysis.trace.events
@@ -490,18 +502,25 @@ def _name_idle_frames(analysis: Analysis, calls: list[CollectiveCall], thread: i
     start = ev.ts[frames]
     end = start + ev.dur[frames]
     quiet = busy.covered_in(start, end) <= IDLE_FRAME_BUSY_SHARE * (end - start)
-    frames, start, end = frames[quiet], start[quiet], end[quiet]
-    order = np.argsort(start, kind="stable")
+    order = np.flatnonzero(quiet)[np.argsort(start[quiet], kind="stable")]
     frames, start, end = frames[order], start[order], end[order]
+    if not frames.size:
+        return
+    longest = int((end - start).max())
     origin = analysis.trace.origin_ns
     for call in calls:
         at = call.arrival_ns - origin
-        lo, hi = np.searchsorted(start, [at - call.since_previous_ns, at], side="left")
-        inside = np.flatnonzero(end[lo:hi] <= at)
-        if inside.size:
-            best = lo + int(inside[np.argmax(end[lo:hi][inside] - start[lo:hi][inside])])
-            call.idle_frame = analysis.trace.names[int(ev.name[frames[best]])]
-            call.idle_frame_ns = int(end[best] - start[best])
+        since = at - call.since_previous_ns
+        lo, hi = np.searchsorted(start, [since - longest, at], side="left")
+        clip_start, clip_end = np.maximum(start[lo:hi], since), np.minimum(end[lo:hi], at)
+        idle = np.maximum(clip_end - clip_start, 0) - busy.covered_in(clip_start, clip_end)
+        if idle.size and idle.max() > 0:
+            # the innermost of the frames holding nearly all of it: the script's own
+            # top frames hold the same idle time (and have few ops), ``sleep`` says why
+            close = np.flatnonzero(idle >= IDLE_FRAME_CLOSE * idle.max())
+            best = int(close[np.argmin((end[lo:hi] - start[lo:hi])[close])])
+            call.idle_frame = analysis.trace.names[int(ev.name[frames[lo + best]])]
+            call.idle_frame_ns = int(idle[best])
 
 
 def _busy_rows(analysis: Analysis) -> np.ndarray:

@@ -612,15 +612,18 @@ class _StandsOut:
 
 def _why_late(call: CollectiveCall, f: _Figures) -> str:
     """What the late rank did before the call, when the trace shows it: idle on the
-    calling thread just before it, else idle on the thread running its step since its
-    previous collective (DDP calls its all-reduce after backward's ops: a sleep before
-    ``backward()`` is no gap just before the call), else work that ran long; with the
-    Python call that idle time went to, where the trace has Python frames."""
+    calling thread just before it, else fetching batches from the DataLoader, else idle
+    on the thread running its step since its previous collective (DDP calls its
+    all-reduce after backward's ops: a sleep before ``backward()`` is no gap just before
+    the call), else work that ran long; with the Python call that idle time went to,
+    where the trace has Python frames."""
     if call.idle_before_ns < 0:
         return ""  # no calling thread in the trace (a Neuron system trace's cc_running)
     if call.idle_before_ns >= f.lateness // 2:
         idle = call.idle_before_ns
         return f" — it spent {fmt_time_ns(idle)} outside any op just before the call{_in_what(call, idle)}"
+    if call.loading_ns >= f.lateness // 2:  # busy, but fetching the next batch: the input pipeline
+        return f" — it spent {fmt_time_ns(call.loading_ns)} fetching batches from its DataLoader since its previous collective"
     if call.step_thread_idle_ns >= f.lateness // 2:
         idle = call.step_thread_idle_ns
         return (
