@@ -119,6 +119,20 @@ def test_a_straggler_held_back_by_its_dataloader_is_said_to_be(tmp_path: Path) -
     assert late.rank == 2 and "it spent 5.990ms fetching batches from its DataLoader since its previous" in late.message
 
 
+def test_a_straggler_whose_compute_ran_long_says_by_how_much(tmp_path: Path) -> None:
+    """A rank whose kernels take 1.5 ms longer every step read "its work before the call
+    ran long": its compute in the step against the other ranks' median says how much."""
+    plan = RankPlan(extra_compute={3: 1_500}, steps=4)
+    write_ranks(tmp_path, plan)
+    (late,) = [f for f in _analyse(tmp_path).findings if f.kind == "straggler"]
+    compute = plan.compute_us - 20 + 1_500  # the kernel's time: device compute
+    assert (
+        late.rank == 3
+        and (f"its compute in step {late.step} took {compute / 1000:.3f}ms, 1.500ms more than the other ranks' median")
+        in late.message
+    )
+
+
 def test_a_straggler_without_python_frames_says_what_idle_time_usually_is(tmp_path: Path) -> None:
     write_ranks(tmp_path, RankPlan(held_back={(2, 1): 6_000}))
     (late,) = [f for f in _analyse(tmp_path).findings if f.kind == "straggler"]
