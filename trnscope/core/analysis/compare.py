@@ -127,7 +127,8 @@ def _regions(
     return figures, names, kernels, launches
 
 
-def variant_diagnosis(analysis: Analysis) -> VariantDiagnosis:
+def variant_diagnosis(analysis: Analysis, walls: np.ndarray) -> VariantDiagnosis:
+    """``walls``: its ProfilerSteps' wall times (``profiler_step_walls``)."""
     from trnscope.core.analysis.diagnose import diagnose
 
     doc = diagnose(analysis)
@@ -137,7 +138,6 @@ def variant_diagnosis(analysis: Analysis) -> VariantDiagnosis:
     launches = sorted_unique(analysis.links.device_launch[analysis.links.device_launch >= 0]).size
     steps = max(len(doc.steps), 1)
     losses = [f for f in doc.findings if f.severity != "info"]
-    walls = profiler_step_walls(analysis)
     return VariantDiagnosis(
         device_idle_pct=round(100.0 * idle / span, 2) if span else None,
         host_bound_steps=sum(1 for s in doc.steps if s.bound == "host"),
@@ -156,13 +156,12 @@ def profiler_step_walls(analysis: Analysis) -> np.ndarray:
 MIN_STEPS_FOR_SPREAD = 3
 
 
-def step_ratios(analyses: list[Analysis]) -> list[RatioInterval | None]:
+def step_ratios(walls: list[np.ndarray]) -> list[RatioInterval | None]:
     """Each variant's median step ÷ the baseline's, with the 95% bootstrap interval of
-    their steps; None for the baseline and where either has fewer than
-    ``MIN_STEPS_FOR_SPREAD`` steps."""
-    walls = [profiler_step_walls(a) for a in analyses]
+    their steps (``walls``: each variant's ``profiler_step_walls``); None for the
+    baseline and where either has fewer than ``MIN_STEPS_FOR_SPREAD`` steps."""
     if walls[0].size < MIN_STEPS_FOR_SPREAD:
-        return [None] * len(analyses)
+        return [None] * len(walls)
     return [None] + [
         bootstrap_ratio(walls[0], w, "median") if w.size >= MIN_STEPS_FOR_SPREAD else None for w in walls[1:]
     ]
@@ -175,7 +174,9 @@ def step_noise_notes(
     step-to-step spread (the 95% bootstrap interval of the ratio of median steps holds
     1), say the difference may be noise."""
     notes = []
-    for label, interval in zip(labels[1:], (ratios or step_ratios(analyses))[1:], strict=True):
+    if ratios is None:
+        ratios = step_ratios([profiler_step_walls(a) for a in analyses])
+    for label, interval in zip(labels[1:], ratios[1:], strict=True):
         if interval is not None and interval.within_noise:
             notes.append(
                 f"{label}'s median step is ×{interval.ratio:.2f} {labels[0]}'s, within their own step-to-step spread "
@@ -236,9 +237,10 @@ def compare(analyses: list[Analysis], labels: list[str], align: list[tuple[str, 
     sort_rows(comparison_rows, primary)
     device_label = next((a.op_table().device_label for a in analyses if a.op_table().total_self_device > 0), "DEVICE")
     runs, notes = compare_kernel_runs(analyses, align) if align or is_kernel_benchmark(analyses) else ([], [])
-    ratios = step_ratios(analyses)
+    walls = [profiler_step_walls(a) for a in analyses]  # once: the medians and the ratios
+    ratios = step_ratios(walls)
     notes = notes + step_noise_notes(analyses, labels, ratios)
-    diagnosis = [variant_diagnosis(a) for a in analyses]
+    diagnosis = [variant_diagnosis(a, w) for a, w in zip(analyses, walls, strict=True)]
     for variant, ratio in zip(diagnosis, ratios, strict=True):
         variant.step_vs_baseline = ratio
     return Comparison(
