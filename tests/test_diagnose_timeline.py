@@ -1178,3 +1178,52 @@ async def test_a_trace_of_python_frames_alone_draws_them(tmp_path: Path, capsys)
         timeline = await _timeline_of_the_trace(pilot)
         assert [lane.kind for lane in timeline.lanes] == ["python", "python"]
         assert "hidden" not in str(timeline.query_one("#tl-title").render())
+
+
+async def test_the_explorers_whole_trace_step_says_whose_ops_it_counts(tmp_path: Path) -> None:
+    """The diagnosis pane's step line names the thread a trace without ProfilerStep
+    counts host busy on, as the text does."""
+    from trnscope.tui.app import TrnscopeApp
+
+    events = [op("aten::add", 0, 10, tid=1), *[op("aten::mul", 20 + 30 * k, 10, tid=2) for k in range(3)]]
+    app = TrnscopeApp([str(write_trace(tmp_path / "server.json", events))])
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane = await _diagnosis_pane(app, pilot)
+        await press(pilot, "s")
+        detail = " ".join(str(pane.query_one("#dg-detail").render()).split())
+        assert "host busy" in detail and "(the ops of thread 2, the thread with the most)" in detail
+
+
+async def test_p_in_a_timeline_with_nothing_to_hide_says_why(tmp_path: Path) -> None:
+    """``p`` where no thread has only Python frames, and where they are all there is:
+    each says what it does not do, and the lanes stay as they are."""
+    from trnscope.tui.app import TrnscopeApp
+
+    cases = [
+        ([op("aten::mm", 0, 50, tid=1)], "no thread has only Python frames"),
+        ([event("a.py(1): f", "python_function", 0, 100, tid=1)], "the trace has nothing else to draw"),
+    ]
+    for number, (events, said) in enumerate(cases):
+        app = TrnscopeApp([str(write_trace(tmp_path / f"t{number}.json", events))])
+        async with app.run_test(size=(80, 24)) as pilot:
+            timeline = await _timeline_of_the_trace(pilot)
+            before = [lane.label for lane in timeline.lanes]
+            await press(pilot, "p")
+            await settle(pilot)
+            assert [lane.label for lane in timeline.lanes] == before and not timeline.python_threads
+            assert any(said in n.message for n in app._notifications)
+
+
+def test_a_step_ratio_without_an_interval_shows_the_ratio_alone() -> None:
+    """A baseline whose resamples were all 0 has a ratio and no interval: "×2.50" and
+    "no interval", not "×2.50 [nan–nan]" and "slower"."""
+    from trnscope.core.analysis.compare_model import step_ratio_text, step_verdict_text
+    from trnscope.core.analysis.distribution import RatioInterval
+
+    nan = float("nan")
+    assert (step_ratio_text(RatioInterval(2.5, nan, nan)), step_verdict_text(RatioInterval(2.5, nan, nan))) == (
+        "×2.50",
+        "no interval",
+    )
+    assert step_ratio_text(RatioInterval(nan, nan, nan)) == "—" and step_verdict_text(None) == "—"
+    assert step_ratio_text(RatioInterval(0.044, 0.018, 1.016)) == "×0.044 [0.018–1.02]"
