@@ -501,3 +501,26 @@ def test_bandwidths_read_in_three_digits_without_an_exponent() -> None:
     cases |= {999.4: "999 GB/s", 5e6: "5,000 TB/s", 0.5e-9: "0.5 B/s"}
     assert {x: fmt_rate(x) for x in cases} == cases
     assert not any("e" in fmt_rate(10.0**k) for k in range(-12, 9))
+
+
+def test_subgroups_are_read_from_pg_config_and_anything_else_is_passed_over() -> None:
+    from trnscope.core.analysis.rank_summary import MAX_SUBGROUPS, subgroups_of
+
+    config = [
+        {"pg_name": "0", "ranks": [0, 1, 2, 3]},  # the whole job: not a subgroup
+        {"pg_name": "1", "ranks": [0, 1]},
+        {"pg_name": "1 again", "ranks": [0, 1]},  # the same members once
+        {"ranks": [0, 9]},  # a rank outside the world
+        {"ranks": [0, 0]},  # repeated
+        {"ranks": [0, True]},  # not a whole rank
+        {"ranks": "0,2"},
+        ["not", "a", "dict"],
+        {"ranks": []},
+        {"ranks": [2, 3]},
+    ]
+    assert subgroups_of({"pg_config": config}, 4) == [[0, 1], [2, 3]]
+    assert subgroups_of({"pg_config": config}, -1) == []  # the world size unknown
+    assert subgroups_of({"pg_config": "[0, 1]"}, 4) == []
+    assert subgroups_of({}, 4) == []
+    many = [{"ranks": [r, r + 1]} for r in range(0, 1000, 2)]
+    assert len(subgroups_of({"pg_config": many}, 1000)) == MAX_SUBGROUPS

@@ -105,6 +105,39 @@ def test_the_held_back_rank_is_named_at_its_collective(document: RanksOut) -> No
     assert not others, [f.message for f in others]
 
 
+def test_one_process_group_raises_no_doubt_about_groups(document: RanksOut) -> None:
+    assert not any("process groups smaller than the job" in w for w in document.warnings)
+    assert "name no process group" not in document.findings[0].message
+
+
+@pytest.fixture(scope="module")
+def pairs_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same job, each pair of ranks also all-reducing in a group of its own (as
+    tensor parallelism does): gloo's traces do not say which group a call was in."""
+    out = tmp_path_factory.mktemp("gloo_pairs")
+    code = (
+        "from pathlib import Path; from trnscope.capture.gloo_ranks import record; "
+        f"record(Path({str(out)!r}), {WORLD}, {HELD_RANK}, {HELD_STEP}, {HELD_MS}, pairs=True)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=240, capture_output=True)
+    return out
+
+
+def test_groups_the_calls_do_not_name_are_a_doubt_said_out_loud(pairs_folder: Path) -> None:
+    """Matched by order in step, rank 0's pair all-reduce ([0, 1]) and rank 2's ([2, 3])
+    are one "collective": the warning says so, with the groups from distributedInfo,
+    and the straggler finding carries the doubt at a lower severity."""
+    info = json.loads((pairs_folder / "rank2.json").read_text())["distributedInfo"]
+    assert [2, 3] in [g["ranks"] for g in info["pg_config"]]  # what the warning is read from
+    pairs = _analyse(pairs_folder, ExecutorChoice(workers=1))
+    warning = next(w for w in pairs.warnings if "process groups smaller than the job" in w)
+    assert "(e.g. ranks 0, 1 and ranks 2, 3)" in warning and "gloo records none" in warning
+    assert {c.matched_by for c in pairs.collectives} == {"order in step"}
+    top = pairs.findings[0]
+    assert (top.kind, top.rank, top.step) == ("straggler", HELD_RANK, HELD_STEP)
+    assert "the calls name no process group" in top.message and top.severity != "high"
+
+
 def test_every_collective_figure_matches_the_raw_json(gloo_folder: Path, document: RanksOut) -> None:
     events = {r: _events(gloo_folder, r) for r in range(WORLD)}
     origin = min(min(e["ts"] for e in evs if e["ts"] > 0) for evs in events.values())

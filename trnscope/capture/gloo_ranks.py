@@ -1,9 +1,10 @@
 """Record REAL multi-rank traces: ``torch.distributed`` on gloo, several processes on
 127.0.0.1, each profiled with ``torch.profiler``; one rank can be held back (a sleep
-before its first collective) in one step.
+before its first collective) in one step.  With ``pairs``, each pair of ranks ([0, 1],
+[2, 3], …) also all-reduces in a group of its own, as tensor parallelism does.
 
 Run as a module to record a folder by hand:
-``python -m trnscope.capture.gloo_ranks OUT [--world 4] [--held-rank 2] [--held-step 2] [--held-ms 80]``.
+``python -m trnscope.capture.gloo_ranks OUT [--world 4] [--held-rank 2] [--held-step 2] [--held-ms 80] [--pairs]``.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _rank_main(rank: int, world: int, out: str, port: int, held_rank: int, held_step: int, held_ms: float) -> None:
+def _rank_main(
+    rank: int, world: int, out: str, port: int, held_rank: int, held_step: int, held_ms: float, pairs: bool = False
+) -> None:
     import torch
     import torch.distributed as dist
     from torch.profiler import ProfilerActivity, profile, schedule
@@ -35,6 +38,8 @@ def _rank_main(rank: int, world: int, out: str, port: int, held_rank: int, held_
     dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.set_num_threads(1)
     x = torch.randn(128, 128)
+    # every rank creates every group, in the same order (torch.distributed requires it)
+    pair_groups = [dist.new_group([r, r + 1]) for r in range(0, world - 1, 2)] if pairs else []
 
     def save(prof: profile) -> None:
         prof.export_chrome_trace(str(Path(out) / f"rank{rank}.json"))
@@ -42,7 +47,7 @@ def _rank_main(rank: int, world: int, out: str, port: int, held_rank: int, held_
     activities = [ProfilerActivity.CPU]
     with profile(
         activities=activities,
-        schedule=schedule(wait=0, warmup=1, active=ACTIVE_STEPS),
+        schedule=schedule(wait=0, warmup=1, active=ACTIVE_STEPS, repeat=1),
         record_shapes=True,
         on_trace_ready=save,
     ) as prof:
@@ -51,6 +56,8 @@ def _rank_main(rank: int, world: int, out: str, port: int, held_rank: int, held_
             if rank == held_rank and step == held_step:
                 time.sleep(held_ms / 1000.0)
             dist.all_reduce(y)
+            if rank // 2 < len(pair_groups):
+                dist.all_reduce(y, group=pair_groups[rank // 2])
             gathered = [torch.empty(32) for _ in range(world)]
             dist.all_gather(gathered, torch.ones(32) * rank)
             dist.broadcast(y, src=0)
@@ -59,9 +66,12 @@ def _rank_main(rank: int, world: int, out: str, port: int, held_rank: int, held_
     dist.destroy_process_group()
 
 
-def record(out: Path, world: int = 4, held_rank: int = 2, held_step: int = 2, held_ms: float = 80.0) -> list[Path]:
+def record(
+    out: Path, world: int = 4, held_rank: int = 2, held_step: int = 2, held_ms: float = 80.0, pairs: bool = False
+) -> list[Path]:
     """Record ``world`` ranks into ``out/rank<N>.json``; rank ``held_rank`` sleeps
-    ``held_ms`` before its first collective of ProfilerStep#``held_step``."""
+    ``held_ms`` before its first collective of ProfilerStep#``held_step``; with
+    ``pairs``, each pair of ranks also all-reduces in its own group."""
     import torch.multiprocessing as mp
 
     out.mkdir(parents=True, exist_ok=True)
@@ -69,7 +79,7 @@ def record(out: Path, world: int = 4, held_rank: int = 2, held_step: int = 2, he
     # host another process can take it between the two, and a rank aborts (SIGABRT, seen
     # once in a CI run beside the test suite's own servers).  A new port, a new try.
     for attempt in range(ATTEMPTS):
-        args = (world, str(out), free_port(), held_rank, held_step, held_ms)
+        args = (world, str(out), free_port(), held_rank, held_step, held_ms, pairs)
         try:
             mp.spawn(_rank_main, args=args, nprocs=world, join=True)
             break
@@ -86,8 +96,9 @@ def main() -> None:
     parser.add_argument("--held-rank", type=int, default=2)
     parser.add_argument("--held-step", type=int, default=2)
     parser.add_argument("--held-ms", type=float, default=80.0)
+    parser.add_argument("--pairs", action="store_true", help="each pair of ranks also all-reduces in its own group")
     args = parser.parse_args()
-    for path in record(args.out, args.world, args.held_rank, args.held_step, args.held_ms):
+    for path in record(args.out, args.world, args.held_rank, args.held_step, args.held_ms, args.pairs):
         print(path)
 
 

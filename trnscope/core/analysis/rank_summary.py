@@ -95,6 +95,10 @@ class RankSummary(msgspec.Struct):
     collectives: CollectiveTable  # its calls, as columns (small to send back)
     warnings: list[str] = []
     summary: SummaryFigures | None = None  # the op table, when asked for (summary --merge)
+    # the members of each process group smaller than the job that this rank is in
+    # (distributedInfo.pg_config): where calls do not name their group, collectives of
+    # different groups cannot be told apart by order
+    subgroups: list[list[int]] = []
 
 
 def _info(analysis: Analysis) -> dict[str, object]:
@@ -111,6 +115,30 @@ def _whole_int(value: object) -> int:
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < MAX_RANKS:
         return value
     return -1
+
+
+MAX_SUBGROUPS = 64  # more than a rank joins in any parallelism scheme (TP, PP, DP, EP, CP…)
+
+
+def subgroups_of(info: dict[str, object], world_size: int) -> list[list[int]]:
+    """The member lists of the groups in ``pg_config`` with fewer ranks than the job;
+    entries that are not a list of distinct whole ranks are passed over (the file's
+    word, untrusted)."""
+    config = info.get("pg_config")
+    if not isinstance(config, list) or world_size <= 0:
+        return []
+    groups: list[list[int]] = []
+    for entry in config:
+        members = entry.get("ranks") if isinstance(entry, dict) else None
+        if not isinstance(members, list) or not 0 < len(members) < world_size:
+            continue
+        ranks = [_whole_int(r) for r in members]
+        if min(ranks) < 0 or max(ranks) >= world_size or len(set(ranks)) != len(ranks) or ranks in groups:
+            continue
+        groups.append(ranks)
+        if len(groups) == MAX_SUBGROUPS:
+            break
+    return groups
 
 
 def _compute(analysis: Analysis, calls: list[CollectiveCall]) -> tuple[str, Union]:
@@ -178,13 +206,14 @@ def summarize_collectives(analysis: Analysis, label: str, summary: SummaryFigure
     first, last = trace.span_ns
     backend = str(info.get("backend", "")) or ("neuron" if trace.device_kind == "neuron" else "")
     warnings = list(facts.warnings)
+    world_size = _whole_int(info.get("world_size"))
     if not facts.calls:
         warnings.append("no collective calls in this trace")
     return RankSummary(
         source=trace.source,
         label=label,
         rank=_whole_int(info.get("rank")),
-        world_size=_whole_int(info.get("world_size")),
+        world_size=world_size,
         backend=backend,
         device_kind=trace.device_kind,
         compute_kind=kind,
@@ -195,4 +224,5 @@ def summarize_collectives(analysis: Analysis, label: str, summary: SummaryFigure
         collectives=CollectiveTable.from_calls(facts.calls),
         warnings=warnings,
         summary=summary,
+        subgroups=subgroups_of(info, world_size),
     )

@@ -352,6 +352,7 @@ def reduce_ranks(summaries: list[RankSummary], step: int | None = None) -> Ranks
         warnings.append(f"{len(summaries)} of {world} ranks given: figures cover those only")
     origin = min((s.start_ns for s in summaries), default=0)
     matched = match_collectives([s.collectives for s in summaries], ranks, warnings)
+    groups_unnamed = matched.level == BY_ORDER and _unnamed_subgroups(summaries, warnings)
     columns = _columns(matched)
     figures = [_figures(matched, columns, i) for i in range(len(matched))]
     host_only = all(summary.compute_kind == "host" for summary in summaries)
@@ -373,7 +374,9 @@ def reduce_ranks(summaries: list[RankSummary], step: int | None = None) -> Ranks
         warnings.append(f"{len(partial)} collectives were not seen on every rank given")
     rank_out = _rank_outputs(summaries, ranks, matched, columns, figures)
     apart = _not_one_run(summaries, ranks, warnings)
-    findings = _findings(summaries, ranks, matched, figures, collectives, floor, across_ranks=not apart)
+    findings = _findings(
+        summaries, ranks, matched, figures, collectives, floor, across_ranks=not apart, groups_unnamed=groups_unnamed
+    )
     return RanksOut(
         world_size=world,
         ranks=rank_out,
@@ -501,6 +504,27 @@ def _not_one_run(summaries: list[RankSummary], ranks: list[int], warnings: list[
     return True
 
 
+def _unnamed_subgroups(summaries: list[RankSummary], warnings: list[str]) -> bool:
+    """Whether the ranks run collectives in process groups smaller than the job while
+    their calls name no group (gloo records none); if so, says so in ``warnings``."""
+    groups: list[list[int]] = []
+    for summary in summaries:
+        groups += [g for g in summary.subgroups if g not in groups]
+    if not groups:
+        return False
+    examples = " and ".join(
+        "ranks " + ", ".join(str(r) for r in g[:6]) + (" …" if len(g) > 6 else "") for g in groups[:2]
+    )
+    backends = sorted({s.backend for s in summaries if s.backend})
+    records = f"{backends[0]} records none" if len(backends) == 1 else "the traces record none"
+    warnings.append(
+        f"the ranks also run collectives in process groups smaller than the job (e.g. {examples}), and their "
+        f"calls do not name their group ({records}): matched by order in step, calls of different groups may be "
+        "taken as one collective, and its skew and waits then mix them"
+    )
+    return True
+
+
 def _findings(
     summaries: list[RankSummary],
     ranks: list[int],
@@ -510,10 +534,11 @@ def _findings(
     floor: int,
     *,
     across_ranks: bool = True,
+    groups_unnamed: bool = False,
 ) -> list[RankFindingOut]:
     findings: list[RankFindingOut] = []
     if across_ranks:
-        findings += _stragglers(summaries, ranks, matched, figures, collectives, floor)
+        findings += _stragglers(summaries, ranks, matched, figures, collectives, floor, groups_unnamed)
         findings += _imbalance(summaries, ranks, floor)
         findings += _slow_collectives(figures, collectives, floor)
     findings += _low_overlap(summaries, ranks)
@@ -529,6 +554,7 @@ def _stragglers(
     figures: list[_Figures],
     collectives: list[CollectiveOut],
     floor: int,
+    groups_unnamed: bool = False,
 ) -> list[RankFindingOut]:
     """One finding per late rank: its worst step (what the others lost in it, at its
     worst collective there) and, where it was late in more, how many and what the
@@ -578,6 +604,10 @@ def _stragglers(
                 severity = _LOWER[severity]
             else:
                 doubt += ": a mismatched call in the program"
+        elif groups_unnamed:
+            # the others' waits may be at a call of another process group, taken as this one
+            doubt = "; but the calls name no process group, so this collective may join calls of different groups (see warnings)"
+            severity = _LOWER[severity]
         out.append(
             RankFindingOut(
                 kind="straggler",
