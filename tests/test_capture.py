@@ -41,9 +41,12 @@ def assert_session_parity(folder: Path, fresh: bool = True) -> None:
 
 
 @pytest.mark.slow
-def test_demo_rmsnorm_cli(tmp_path: Path, capsys) -> None:
+def test_demo_rmsnorm_cli(tmp_path: Path, capfd) -> None:
     out = tmp_path / "rms"
     assert main(["capture", "--demo", "rmsnorm", "--out", str(out), "--steps", "3", "--warmup", "2", "--memory"]) == 0
+    said = capfd.readouterr().err  # (the descriptor's: Kineto writes to it from C++)
+    assert "capture: eager: profiling 2 warm-up + 3 steps" in said
+    assert "USDT:" not in said and "profiler_start" not in said, said  # Kineto's markers, 2 per variant
     manifest = read_manifest(out)
     assert [v.label for v in manifest.variants] == ["eager", "compiled", "fused"]
     assert all(v.status == "ok" and v.steps == 3 and v.warmup == 2 for v in manifest.variants)
@@ -60,9 +63,9 @@ def test_demo_rmsnorm_cli(tmp_path: Path, capsys) -> None:
     memory = memory_columns(analysis, analysis.op_table())
     assert memory is not None and memory.cpu.any()
     # the three variants line up through their region in the comparison
-    capsys.readouterr()
+    capfd.readouterr()
     assert main(["compare", str(out), "--format", "json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
+    doc = json.loads(capfd.readouterr().out)
     region = next(r for r in doc["regions"] if r["key"] == "rmsnorm")
     assert region["present_in"] == ["eager", "compiled", "fused"]
 
@@ -340,6 +343,7 @@ def test_a_ddp_job_under_torchrun_captures_every_rank_and_ranks_reads_them(tmp_p
     done = subprocess.run(command, capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"rank 1 of 2: session written to {out / 'rank1'}" in done.stderr
+    assert "profiler_st" not in done.stderr  # Kineto's start and stop markers, 2 per rank
     assert f"once every rank is done: trnscope ranks {out}" in done.stderr
     assert sorted(p.name for p in out.iterdir()) == ["rank0", "rank1"]
     assert all(read_manifest(out / f"rank{r}").variants[0].status == "ok" for r in (0, 1))

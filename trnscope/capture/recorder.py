@@ -29,6 +29,7 @@ from trnscope.capture.device import (
     profiler_kwargs,
     synchronize,
 )
+from trnscope.capture.kineto_markers import QuietSteps
 from trnscope.capture.reference import reference_rows
 from trnscope.capture.workspace import check_label, one_line, partial_session
 from trnscope.core.base import settings
@@ -156,6 +157,7 @@ def profile_callable(
         with_flops=options.with_flops,
         **kwargs,
     ) as prof:
+        profiler_step = QuietSteps(prof.step, wait=0, active=options.steps)
         step_ms = []
         for _ in range(options.steps + 1):
             begun = time.perf_counter()
@@ -163,7 +165,7 @@ def profile_callable(
                 fn(*inputs)
             synchronize(plan)
             step_ms.append(round((time.perf_counter() - begun) * 1000.0, 4))
-            prof.step()
+            profiler_step()
     wall_ms = (time.perf_counter() - started) * 1000.0 / (options.steps + 1)
     if plan.kind != "neuron":
         prof.export_chrome_trace(str(trace_target))

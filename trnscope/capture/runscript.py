@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from trnscope.capture.device import plan_device, profiler_kwargs, synchronize
+from trnscope.capture.kineto_markers import QuietSteps
 from trnscope.capture.recorder import NEFF_CACHE_DIR, CaptureOptions, new_manifest
 from trnscope.capture.reference import reference_rows
 from trnscope.capture.workspace import one_line, partial_session, slug_label
@@ -75,9 +76,11 @@ def run_script(  # noqa: C901 - the script runs inside one profiler context whos
                 **kwargs,
             )
 
+            profiler_step = QuietSteps(prof.step, wait=options.warmup, active=options.steps)
+
             def step(*_: Any) -> None:
                 synchronize(plan)
-                prof.step()
+                profiler_step()
                 counter["steps"] += 1
                 if stop_when_done and counter["steps"] >= needed:
                     raise _StopScript()
