@@ -436,6 +436,23 @@ async def test_the_comparison_keeps_the_row_under_the_cursor() -> None:
         assert view.cursor == 0
 
 
+async def test_a_comparison_of_cpu_traces_gives_no_device_figures() -> None:
+    """Every row of the CPU session read "device 0.0us · dispatch 0.0us": figures of
+    device work no variant ran.  They are shown where some variant ran any."""
+    app = TrnscopeApp([str(CPU_SESSION)])
+    async with app.run_test(size=(100, 30)) as pilot:
+        compare = await open_comparison(pilot)
+        assert not compare.device_figures
+        detail = compare.query_one("#compare-detail")._shown.plain.split("\n")[1:]
+        assert len(detail) == 3 and all(" calls · CPU " in line for line in detail), detail
+        assert not any("device" in line or "dispatch" in line for line in detail), detail
+    app = TrnscopeApp([str(TRN)])
+    async with app.run_test(size=(100, 30)) as pilot:
+        compare = await open_comparison(pilot)
+        detail = compare.query_one("#compare-detail")._shown.plain.split("\n")[1:]
+        assert compare.device_figures and all(" · device " in line for line in detail), detail
+
+
 async def test_compare_keys() -> None:
     app = TrnscopeApp([str(TRN)])
     async with app.run_test(size=(100, 30)) as pilot:

@@ -93,6 +93,13 @@ class CompareScreen(FilterScreen):
         self._filter = ""
         self._shown_view = ""  # the view whose rows the table shows (its cursor's row is kept)
         self.show_python = False  # Python frames crowd the op view; p shows them
+        # device and dispatch figures only where some variant ran device work: on CPU
+        # traces every row read "device 0.0us · dispatch 0.0us"
+        self.device_figures = any(
+            value is not None and (value.device_total_ns or value.dispatch_ns)
+            for row in (*comparison.rows, *comparison.regions)
+            for value in row.values
+        )
         self.shown_rows: list[CompareRow] = []
 
     def compose(self) -> ComposeResult:
@@ -281,11 +288,12 @@ class CompareScreen(FilterScreen):
                     if self.view == "kernels":  # device work: no CPU time or dispatch of its own
                         figures = f"{value.calls:,} launches · device {fmt_time_short(value.device_total_ns)}"
                     else:
-                        figures = (
-                            f"{value.calls:,} calls · CPU {fmt_time_short(value.cpu_total_ns)} · "
-                            f"device {fmt_time_short(value.device_total_ns)} · "
-                            f"dispatch {fmt_time_short(value.dispatch_ns)}"
-                        )
+                        figures = f"{value.calls:,} calls · CPU {fmt_time_short(value.cpu_total_ns)}"
+                        if self.device_figures:
+                            figures += (
+                                f" · device {fmt_time_short(value.device_total_ns)}"
+                                f" · dispatch {fmt_time_short(value.dispatch_ns)}"
+                            )
                     pieces.append((figures, "", False))
                 if detail:
                     pieces += [(" · ", "green", False), (safe_text(detail), "green", True)]
