@@ -701,3 +701,36 @@ def test_look_alike_names_stay_apart_while_their_numbers_stay_whole() -> None:
         shown = [forms.get(i) or elide_middle_text(name, width) for i, name in enumerate(ordered)]
         assert len(set(shown)) == len(shown), (width, ordered, shown)
         assert all(cell_len(form) <= width for form in shown)
+
+
+def test_names_alike_in_a_narrow_column_are_told_apart_by_moving_the_cut() -> None:
+    """A compare table at 80 columns leaves its names 10 cells: ``aten::rms_norm`` and
+    ``aten::_fused_rms_norm`` both read ``aten::…orm`` (two different rows looking the
+    same).  Under 12 cells there is no room for a window where they differ; the cut
+    moves instead, to where every name of the group reads differently, never inside a
+    number, and never onto another name's form."""
+    from trnscope.core.base.text import distinct_elisions, elide_middle_text
+
+    names = ["aten::rms_norm", "aten::_fused_rms_norm", "aten::add"]
+    assert elide_middle_text(names[0], 10) == elide_middle_text(names[1], 10) == "aten::…orm"
+    forms = distinct_elisions(names, 10)
+    assert forms == {0: "aten::r…rm", 1: "aten::_…rm"}
+    rng = random.Random(5)
+    told = 0
+    for _ in range(1500):
+        base = "".join(rng.choice("abc_:") for _ in range(rng.randint(12, 30)))
+        names = sorted(
+            {"".join(rng.choice("xy") if rng.random() < 0.15 else ch for ch in base) for _ in range(rng.randint(2, 5))}
+        )
+        width = rng.randint(8, 11)
+        forms = distinct_elisions(names, width)
+        shown = [forms.get(i) or elide_middle_text(name, width) for i, name in enumerate(names)]
+        assert all(cell_len(form) <= width for form in shown)
+        for i, form in forms.items():  # a moved cut: the name's own head and tail
+            head, _, tail = form.partition("…")
+            assert names[i].startswith(head) and names[i].endswith(tail) and len(form) == width
+        told += len(forms)
+        # each group the moved cut answered reads apart, from the others too
+        moved = [shown[i] for i in forms]
+        assert len(set(moved)) == len(moved) and not set(moved) & {s for k, s in enumerate(shown) if k not in forms}
+    assert told > 500  # (the cut moved often enough to be tested)

@@ -281,7 +281,7 @@ def distinct_elisions(names: list[str], width: int) -> dict[int, str]:
     elided once, however many rows carry it (the drill-down's thread column: 200,000
     rows of seven threads took 1.3-1.8 s, one pass per row)."""
     out: dict[int, str] = {}
-    if width < 12:
+    if width < 8:
         return out
     rows_of: dict[str, list[int]] = {}
     for index, name in enumerate(names):
@@ -289,9 +289,53 @@ def distinct_elisions(names: list[str], width: int) -> dict[int, str]:
     narrow_names: set[str] = set()
     alike_groups = _look_alike_groups(rows_of, width, narrow_names)
     if any(len(alike) > 1 for alike in alike_groups.values()):
-        for name, form in _told_apart(alike_groups, width, narrow_names).items():
+        told = (
+            _told_apart(alike_groups, width, narrow_names)
+            if width >= _WINDOW_FROM
+            else _cut_moved(alike_groups, width, narrow_names, rows_of)
+        )
+        for name, form in told.items():
             for index in rows_of[name]:
                 out[index] = form
+    return out
+
+
+def _cuts_a_number(name: str, head_end: int, tail_start: int) -> bool:
+    """Whether keeping ``name[:head_end]`` and ``name[tail_start:]`` splits a number
+    ("f32[8,25…" would read as a shape of 25)."""
+    return any(0 < at < len(name) and name[at - 1].isdigit() and name[at].isdigit() for at in (head_end, tail_start))
+
+
+_WINDOW_FROM = 12  # the narrowest cell a head, a window where names differ and a tail fit in
+
+
+def _cut_moved(
+    alike_groups: dict[str, list[str]], width: int, narrow_names: set[str], rows_of: dict[str, list[int]]
+) -> dict[str, str]:
+    """Forms for names too narrow for a window (8-11 cells; ``aten::rms_norm`` and
+    ``aten::_fused_rms_norm`` both read ``aten::…orm`` in a compare table's 10): the
+    same head and tail with the cut moved, to the split nearest the usual one (two
+    thirds head) at which every name of a group reads differently, and unlike any other
+    name shown.  A group of names with wide characters, or one no split tells apart,
+    keeps its middle elision."""
+    shown = {form for form, names in alike_groups.items() if len(names) == 1}
+    shown |= {name for name in rows_of if name not in narrow_names and len(name) <= width}
+    usual = width - 1 - (width - 1) // 3
+    heads = sorted(range(1, width - 1), key=lambda head: (abs(head - usual), -head))
+    out: dict[str, str] = {}
+    for names in alike_groups.values():
+        if len(names) < 2 or not all(name in narrow_names for name in names):
+            continue
+        for head in heads:
+            tail = width - 1 - head
+            if any(_cuts_a_number(name, head, len(name) - tail) for name in names):
+                continue
+            forms = {name: f"{name[:head]}…{name[-tail:]}" for name in names}
+            distinct = set(forms.values())
+            if len(distinct) == len(names) and not distinct & shown:
+                out.update(forms)
+                shown |= distinct
+                break
     return out
 
 
