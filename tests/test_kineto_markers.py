@@ -55,3 +55,23 @@ def test_only_the_steps_that_start_and_stop_the_trace_are_spooled(capfd) -> None
     err = capfd.readouterr().err
     assert calls == [1, 2, 3, 4, 5, 6, 7]
     assert [line.split()[1] for line in err.splitlines()] == ["1", "2", "4", "5", "7"]
+
+
+def test_what_the_starting_step_wrote_follows_once_the_trace_has_stopped(capfd) -> None:
+    """Reading the first spool back inside the recorded window would land in a step:
+    it is written back after the stopping step, or where the block ends without one
+    (a script that ended early)."""
+
+    def step(said: bytes) -> None:
+        os.write(2, said)
+
+    said = iter([START + ERROR, b"recorded step\n", STOP + b"at the stop\n"])
+    with QuietSteps(lambda: step(next(said)), wait=0, active=2) as quiet:
+        for _ in range(3):
+            quiet()
+        os.write(2, b"after the stop\n")
+    assert capfd.readouterr().err == "recorded step\n" + ERROR.decode() + "at the stop\nafter the stop\n"
+    with QuietSteps(lambda: step(START + ERROR), wait=0, active=5) as quiet:
+        quiet()
+        os.write(2, b"the script ended\n")
+    assert capfd.readouterr().err == "the script ended\n" + ERROR.decode()

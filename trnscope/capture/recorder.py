@@ -149,15 +149,17 @@ def profile_callable(
     )
     region = options.region or label
     started = time.perf_counter()
-    with profile(
-        schedule=schedule(wait=0, warmup=1, active=options.steps, repeat=1),
-        record_shapes=options.record_shapes,
-        with_stack=options.with_stack,
-        profile_memory=options.profile_memory,
-        with_flops=options.with_flops,
-        **kwargs,
-    ) as prof:
-        profiler_step = QuietSteps(prof.step, wait=0, active=options.steps)
+    with (
+        profile(
+            schedule=schedule(wait=0, warmup=1, active=options.steps, repeat=1),
+            record_shapes=options.record_shapes,
+            with_stack=options.with_stack,
+            profile_memory=options.profile_memory,
+            with_flops=options.with_flops,
+            **kwargs,
+        ) as prof,
+        QuietSteps(prof.step, wait=0, active=options.steps) as profiler_step,
+    ):
         step_ms = []
         for _ in range(options.steps + 1):
             begun = time.perf_counter()

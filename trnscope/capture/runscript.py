@@ -125,6 +125,7 @@ def run_script(  # noqa: C901 - the script runs inside one profiler context whos
                         if exit_.code not in (None, 0):
                             raise TrnscopeError(f"{script.name} exited with status {exit_.code}") from None
             finally:
+                profiler_step.write_back()  # (the script may end before the trace stops)
                 handle.remove()
                 if "optimizer" in primary:
                     with contextlib.suppress(AttributeError):
