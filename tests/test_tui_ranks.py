@@ -206,3 +206,24 @@ async def test_the_lanes_of_a_collective_the_ranks_disagree_about_say_so(tmp_pat
     async with _Host(CollectiveScreen(document, alike.id, {})).run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         assert "disagree" not in str(pilot.app.screen.query_one("#cl-summary").render())
+
+
+async def test_the_ranks_header_counts_the_warnings_whatever_the_width(tmp_path: Path) -> None:
+    """The findings said "(see warnings)" while nothing on the pane said there were any,
+    nor which key lists them; the noise floor, then the matching, give way first."""
+    write_ranks(tmp_path, RankPlan(world=3, key="none", wrong_size={(1, 0, 0): 999}))
+    document = reduce_ranks([summarize_rank(job).summary for job in rank_jobs(discover(tmp_path).sources, NO_CACHE)])
+    count = len(document.warnings)
+    assert count >= 1
+    said = f"w: {count} warning{'s' if count > 1 else ''}"
+    for width, floor_shown in ((120, True), (80, None), (50, False)):
+        async with _Host(RanksScreen(document, {})).run_test(size=(width, 24)) as pilot:
+            await settle(pilot)
+            first = str(pilot.app.screen.query_one("#rk-summary").render()).split("\n")[0]
+            assert said in first and len(first) <= width, (width, first)
+            if floor_shown is not None:
+                assert ("noise floor" in first) is floor_shown and first.endswith("…") is not floor_shown, first
+    quiet = reduce_ranks(_many(8, 4))
+    async with _Host(RanksScreen(quiet, {})).run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert not quiet.warnings and "warning" not in str(pilot.app.screen.query_one("#rk-summary").render())

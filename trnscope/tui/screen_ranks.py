@@ -23,6 +23,7 @@ from trnscope.tui.keyhints import KeyHints
 from trnscope.tui.messages import OpenRank, ShowCollective
 from trnscope.tui.panes import pane
 from trnscope.tui.screen_base import ExplorerScreen
+from trnscope.tui.status import fitting_parts
 from trnscope.tui.textpanel import TextPanel
 from trnscope.tui.vtable import Column, TableModel, VirtualTable
 
@@ -63,6 +64,7 @@ class RanksScreen(ExplorerScreen):
         self._show_table()
 
     def on_resize(self) -> None:
+        self._show_summary()
         if self.view == "ranks":
             self._show_table()
 
@@ -71,11 +73,17 @@ class RanksScreen(ExplorerScreen):
         doc = self.document
         text = Text(no_wrap=True, overflow="ellipsis")
         world, matched = what_was_read(doc)
-        text.append(f"{world}", style="bold")
-        text.append(
-            f" · {matched} · noise floor {fmt_time_short(doc.noise_floor_us * 1000)}\n",
-            style="dim",
-        )
+        # the warnings' count stays whatever the width (they say what the findings
+        # cannot); the noise floor, then the matching, give way with a "…"
+        said = f"w: {plural(len(doc.warnings), 'warning')}" if doc.warnings else ""
+        parts = [(world, 0), *([(said, 0)] if said else []), (matched, 1)]
+        parts.append((f"noise floor {fmt_time_short(doc.noise_floor_us * 1000)}", 2))
+        line = fitting_parts(parts, max(self.size.width, 20) if self.size.width else 200)
+        text.append(line + "\n", style="dim")
+        text.stylize("bold", 0, len(world))
+        if said:
+            at = line.find(said, len(world))
+            text.stylize("yellow", at, at + len(said))
         if not doc.findings:
             text.append(no_findings_text(doc), style="green")
         for f in doc.findings[:_FINDINGS_SHOWN]:
