@@ -1089,3 +1089,23 @@ def test_steps_of_no_time_compare_without_a_ratio_or_a_warning(capsys, tmp_path:
     assert {step["bound"] for step in json.loads(capsys.readouterr().out)["steps"]} == {"host"}
     interval = bootstrap_ratio(np.array([0.0, 5.0, 5.0]), np.array([1.0, 2.0, 3.0]))
     assert interval.ratio == pytest.approx(0.4) and interval.verdict in ("faster", "within noise", "slower")
+
+
+def test_a_variant_without_steps_reads_no_steps_and_its_launches_in_all() -> None:
+    """NKI benchmark runs have no steps: "host-bound steps" read "0 of 0" and
+    "launches / step" read 53 per step of none."""
+    from trnscope.core.analysis.compare_model import (
+        VariantDiagnosis,
+        host_bound_text,
+        launches_label,
+        launches_text,
+    )
+
+    stepless = VariantDiagnosis(device_idle_pct=85.7, host_bound_steps=0, steps=0, dispatches_per_step=53.0)
+    stepped = VariantDiagnosis(device_idle_pct=10.0, host_bound_steps=2, steps=5, dispatches_per_step=1575.5)
+    assert host_bound_text(stepless) == "no steps" and host_bound_text(stepped) == "2 of 5"
+    assert launches_label([stepless, stepless], "launches / step") == "launches"
+    assert [launches_text(x, [stepless, stepless]) for x in (stepless, stepless)] == ["53", "53"]
+    mixed = [stepped, stepless]
+    assert launches_label(mixed, "launches / step") == "launches / step"
+    assert [launches_text(x, mixed) for x in mixed] == ["1,575.5", "53 in all"]

@@ -1108,3 +1108,19 @@ async def test_help_warnings_and_back_work_on_every_pane() -> None:
         assert app.screen is root
         await press(pilot, "escape")  # the first pane: nothing behind it, the app stays
         assert app.screen is root and app.is_running
+
+
+async def test_the_explorers_diagnosis_view_keeps_each_variants_figures_together() -> None:
+    """The last variant's column took the width left over: its figures sat 40 cells
+    away from the others', and as the one flex column it would be elided (a figure
+    cut) in a narrow table; the labels take that width now."""
+    bench = SAMPLES / "nki_synthetic_rmsnorm_benchmarks"
+    app = TrnscopeApp([str(bench)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        compare = await open_comparison(pilot)
+        while compare.view != "diagnosis":
+            await press(pilot, "v")
+        model = compare.query_one(VirtualTable).model
+        assert [c.flex for c in model.columns] == [True, False, False, False]
+        rows = {model.cells(i)[0]: model.cells(i)[1:] for i in range(model.size)}
+        assert rows["host-bound steps"] == ["no steps"] * 3 and rows["launches"] == ["53"] * 3

@@ -13,9 +13,11 @@ from trnscope.cli.textout import csv_writer, text_console
 from trnscope.cli.width import output_width
 from trnscope.core.analysis.compare import METRICS, CompareRow, Comparison, compare, with_metric
 from trnscope.core.analysis.compare_model import (
+    host_bound_text,
     idle_share_text,
+    launches_label,
+    launches_text,
     median_step_text,
-    per_step_text,
     step_ratio_text,
     step_verdict_text,
 )
@@ -209,7 +211,7 @@ def render_table(comparison: Comparison, limit: int, width: int, hide: tuple[str
             "step time against A",
             "device idle",
             "host-bound steps",
-            "device launches per step",
+            launches_label(d, "device launches per step"),
             "largest finding",
         ]
         texts = [("Diagnosis", rows_named, 24, 100)]  # (trnscope diagnose's figures)
@@ -222,8 +224,8 @@ def render_table(comparison: Comparison, limit: int, width: int, hide: tuple[str
                     step_ratio_text(x.step_vs_baseline),
                     step_verdict_text(x.step_vs_baseline),
                     idle_share_text(x.device_idle_pct),
-                    f"{x.host_bound_steps} of {x.steps}",
-                    per_step_text(x.dispatches_per_step),
+                    host_bound_text(x),
+                    launches_text(x, d),
                     x.top_finding or "—",
                 ],
             )

@@ -12,9 +12,11 @@ from textual.widgets import Input, Static
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.compare import METRICS, CompareRow, Comparison, with_metric
 from trnscope.core.analysis.compare_model import (
+    host_bound_text,
     idle_share_text,
+    launches_label,
+    launches_text,
     median_step_text,
-    per_step_text,
     step_ratio_text,
     step_verdict_text,
 )
@@ -205,15 +207,18 @@ class CompareScreen(FilterScreen):
             ("median step ÷ A", [step_ratio_text(x.step_vs_baseline) for x in d]),
             ("against A", [step_verdict_text(x.step_vs_baseline) for x in d]),
             ("device idle", [idle_share_text(x.device_idle_pct) for x in d]),
-            ("host-bound steps", [f"{x.host_bound_steps} of {x.steps}" for x in d]),
-            ("launches / step", [per_step_text(x.dispatches_per_step) for x in d]),
+            ("host-bound steps", [host_bound_text(x) for x in d]),
+            (launches_label(d, "launches / step"), [launches_text(x, d) for x in d]),
             ("largest finding", [x.top_finding or "—" for x in d]),
         ]
         # each column as wide as its widest cell ("×0.044 [0.018–1.02]" is 19): a figure
-        # is never cut (the table leaves out a column that does not fit, and says so)
+        # is never cut (the table leaves out a column that does not fit, and says so).
+        # The labels take the width left over: given to the last variant's column, it
+        # set that column's figures far apart from the others', and a flex column is
+        # elided in its middle where the table is narrow — a figure cut
         widths = [max([cell_len(values[i]) for _, values in rows] + [1]) for i in range(len(d))]
-        columns = [Column("what", "", max(cell_len(name) for name, _ in rows), "left")] + [
-            Column(f"v{i}", VARIANT_LETTERS[i], widths[i], "right", flex=i == len(d) - 1) for i in range(len(d))
+        columns = [Column("what", "", max(cell_len(name) for name, _ in rows), "left", flex=True)] + [
+            Column(f"v{i}", VARIANT_LETTERS[i], widths[i], "right") for i in range(len(d))
         ]
 
         def cells(i: int) -> list[str | Text]:

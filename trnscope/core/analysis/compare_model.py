@@ -6,7 +6,7 @@ comparison code, which itself calls ``diagnose``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import msgspec
 
@@ -84,6 +84,26 @@ def step_verdict_text(interval: RatioInterval | None) -> str:
     if interval is None or interval.ratio != interval.ratio:
         return "—"
     return interval.verdict
+
+
+def host_bound_text(diagnosis: VariantDiagnosis) -> str:
+    """How many of a variant's steps were host-bound ("no steps" where diagnose found
+    none: "0 of 0" read like a count)."""
+    return f"{diagnosis.host_bound_steps:,} of {diagnosis.steps:,}" if diagnosis.steps else "no steps"
+
+
+def launches_label(diagnoses: Sequence[VariantDiagnosis], per_step: str) -> str:
+    """The launches row's label: ``per_step`` ("launches / step") where some variant
+    has steps, else "launches" (a trace of NKI benchmark runs has none)."""
+    return per_step if any(d.steps for d in diagnoses) else "launches"
+
+
+def launches_text(diagnosis: VariantDiagnosis, diagnoses: Sequence[VariantDiagnosis]) -> str:
+    """A variant's launches per step; without steps, its launches in the whole trace,
+    said as such where another variant's figure is per step ("53 in all"; it read "53"
+    per step of none)."""
+    figure = per_step_text(diagnosis.dispatches_per_step)
+    return f"{figure} in all" if not diagnosis.steps and any(d.steps for d in diagnoses) else figure
 
 
 def per_step_text(launches_per_step: float) -> str:
