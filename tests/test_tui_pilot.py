@@ -1118,6 +1118,11 @@ async def test_the_explorers_diagnosis_view_keeps_each_variants_figures_together
     app = TrnscopeApp([str(bench)])
     async with app.run_test(size=(80, 24)) as pilot:
         compare = await open_comparison(pilot)
+        while compare.view != "ops":
+            await press(pilot, "v")
+        # a kernel's row in the ops view is device work: it read "CPU 0.0us · dispatch 0.0us"
+        detail = compare.query_one("#compare-detail")._shown.plain.split("\n")[1:]
+        assert detail[0].endswith("53 launches · device 7.43ms") and "CPU" not in detail[0], detail
         while compare.view != "diagnosis":
             await press(pilot, "v")
         model = compare.query_one(VirtualTable).model
