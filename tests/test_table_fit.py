@@ -203,6 +203,18 @@ async def test_a_hops_figures_show_before_its_args_and_long_args_say_where_they_
         lines = shown_lines()
         assert len(lines) <= _DETAIL_LINES and any("host self" in line for line in lines)
         assert lines[-1].endswith(" …") and "Input Dims" in " ".join(lines)
+        # where whole args fit, the cut falls between two of them, never inside one
+        # ("FLOP/s: 52.2G (device  …" cut a figure's unit)
+        cuts_between = 0
+        for extra in range(0, 300, 3):  # the panel's end sweeps through the figures
+            hop.details = {"Input Dims": [[8, 256, 1024]], "Module": "m" * extra, "FLOPs": 2097152}
+            hop.details["FLOP/s"] = "52.2G (device time)"
+            drill._show_hop(index)
+            shown = " ".join(shown_lines())
+            assert "FLOP/s: 52.2G (device time)" in shown or "FLOP/s" not in shown, shown
+            assert "FLOPs: 2097152" in shown or "FLOPs" not in shown, shown
+            cuts_between += shown.endswith("…") and "m …" not in shown
+        assert cuts_between > 10
 
 
 async def test_the_hop_line_names_its_thread_by_number_where_the_whole_name_does_not_fit(

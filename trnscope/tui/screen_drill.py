@@ -253,8 +253,7 @@ class DrillScreen(ExplorerScreen):
             text.append(f"\n{safe_text(note)}", style="yellow")
         details = {k: v for k, v in hop.details.items() if k != "category"}
         if details:
-            args = safe_text("  ".join(f"{k}: {v}" for k, v in details.items()))
-            fitted = self._args_that_fit(text, args)
+            fitted = self._args_that_fit(text, [safe_text(f"{k}: {v}") for k, v in details.items()])
             text.append("\n")
             text.append_text(fitted)
         self.query_one("#hop-detail", Static).update(text)
@@ -262,9 +261,12 @@ class DrillScreen(ExplorerScreen):
     def _detail_width(self) -> int:
         return max(self.query_one("#hop-detail", Static).size.width or self.app.size.width - 2, 20)
 
-    def _args_that_fit(self, above: Text, args: str) -> Text:
-        """The hop's args in the lines the panel has left under ``above``: where they
-        stop short, "…" says so (the panel would otherwise clip them unannounced)."""
+    def _args_that_fit(self, above: Text, items: list[str]) -> Text:
+        """The hop's args ("key: value" each) in the lines the panel has left under
+        ``above``: where they stop short, "…" says so (the panel would otherwise clip
+        them unannounced).  They stop between two args, not inside one ("FLOP/s: 52.2G
+        (device  …" cut a figure's unit); only a first arg too long for the room
+        (a call stack, a list of shapes) is cut inside."""
         width = self._detail_width()
         max_lines = _DETAIL_LINES_SHORT if self.query_one("#hop-detail", Static).has_class("short") else _DETAIL_LINES
         console = self.app.console
@@ -273,9 +275,14 @@ class DrillScreen(ExplorerScreen):
             return len(text.wrap(console, width))
 
         room = max_lines - lines(above)
+        args = "  ".join(items)
         whole = Text(args[:_DETAIL_CHARS], style="cyan")
         if len(args) <= _DETAIL_CHARS and lines(whole) <= room:
             return whole
+        for count in range(len(items) - 1, 0, -1):  # the most whole args that fit with " …"
+            shown = "  ".join(items[:count]) + "  …"
+            if len(shown) <= _DETAIL_CHARS and lines(Text(shown)) <= room:
+                return Text(shown, style="cyan")
         low, high = 0, min(len(args), _DETAIL_CHARS)  # the longest start of the args that fits with " …"
         while low < high:
             middle = (low + high + 1) // 2
