@@ -363,3 +363,40 @@ def test_a_ddp_job_under_torchrun_captures_every_rank_and_ranks_reads_them(tmp_p
     assert said and 30 <= float(said.group(2)) <= float(said.group(1)) < 80, late[
         "message"
     ]  # (clipped: see collectives)
+
+
+@pytest.mark.slow
+def test_a_neuron_ddp_job_under_torchrun_writes_each_ranks_neuron_profile(tmp_path: Path, capsys) -> None:
+    """The same job on the Neuron path (stand-in torch_neuronx, which checks the
+    documented API and writes the framework trace where ``export_trace`` puts it): one
+    NeuronConfig per rank, each writing into its own rank's session, and ``ranks``
+    reads the per-rank Neuron layouts as one job's ranks."""
+    out = tmp_path / "ddp"
+    log = tmp_path / "calls.jsonl"
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    command += ["-m", "trnscope", "capture", "run", str(REPO / "examples" / "train_ddp.py"), "--device", "neuron"]
+    command += ["--out", str(out), "--steps", "3", "--warmup", "1", "--slow-rank", "1", "--slow-ms", "40"]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(STANDINS), str(REPO)]),
+        "STANDIN_NEURON_LOG": str(log),
+        "GLOO_SOCKET_IFNAME": "lo",
+        "OMP_NUM_THREADS": "1",
+        "TRNSCOPE_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    done = subprocess.run(command, capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    configs = [e for e in map(json.loads, log.read_text().splitlines()) if e["event"] == "NeuronConfig"]
+    # each into its rank's session, written aside and moved in place when complete
+    folders = sorted(Path(c["profile_output_dir"]).parent.name for c in configs)
+    assert [re.sub(r"-\d+$", "", f) for f in folders] == [".rank0.partial", ".rank1.partial"], folders
+    for rank in (0, 1):
+        manifest = read_manifest(out / f"rank{rank}")
+        assert manifest.device_kind == "neuron" and manifest.variants[0].trace_format == "neuron"
+        (trace,) = (out / f"rank{rank}" / "train_ddp").rglob("trace.json")
+        assert trace.parent.parent.name.startswith("i-0standin_pid_")
+    assert main(["ranks", str(out), "--format", "json", "--no-cache"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["world_size"] == 2 and [r["rank"] for r in doc["ranks"]] == [0, 1]
+    (late,) = [f for f in doc["findings"] if f["kind"] == "straggler"]
+    assert late["rank"] == 1 and "late in 3 steps" in late["message"]
