@@ -413,6 +413,13 @@ def test_chain_text_json_and_errors(capsys, small_synthetic, monkeypatch) -> Non
     # a mistyped name is answered with the names closest to it
     code, _, err = run(capsys, "chain", str(path), "--op", "aten::adddmm")
     assert code == 2 and "no op named 'aten::adddmm'" in err and "close names: aten::addmm" in err
+    # without --op: the op at the top of the op table, said (it stopped at "the
+    # following arguments are required: --op")
+    code, out, err = run(capsys, "chain", str(path))
+    table = json.loads(run(capsys, "summary", str(path), "--format", "json", "--hide", "annotation")[1])
+    top = max((r for r in table["ops"] if r["kind"] == "op"), key=lambda r: r["self_device_us"])
+    assert code == 0 and err.startswith(f"chain of {top['name']}: the op with the most self device time")
+    assert out.splitlines()[0].startswith(f"{top['name']}  (instance #")
 
 
 def test_compare_table_csv_and_limits(capsys, small_synthetic, tmp_path: Path) -> None:
@@ -972,6 +979,10 @@ def test_chain_text_fits_the_terminal_and_keeps_every_figure_whole(width: int, m
         places = [h.thread_or_stream for h in chain.hops]
         changes = sum(1 for i, place in enumerate(places) if i == 0 or place != places[i - 1])
         assert sum(1 for line in hop_lines if line.endswith("]")) == changes < len(places)
+        if width >= 80:  # a place that does not fit whole reads as its compact form, whole
+            # ("[threa…8)]" for "thread 3126441 (python3.8)")
+            told = [line[line.rindex("  [") + 3 : -1] for line in hop_lines if line.endswith("]")]
+            assert all("…" not in place for place in told), told
         copy = render_chain_text(chain).splitlines()
         copied = [line for line in copy[2:] if re.match(r" *-?[\d.]+(us|ms|s) +[\d.]+(us|ms|s)  ", line)]
         assert len(copied) == len(chain.hops)

@@ -195,7 +195,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("chain", help="follow one op instance from dispatch to the device")
     p.add_argument("path", metavar="PATH")
-    p.add_argument("--op", required=True, metavar="NAME", help="op name (exact, or a unique substring)")
+    p.add_argument(
+        "--op",
+        metavar="NAME",
+        help="op name (exact, or a unique substring); default: the op at the top of the op table (most self device "
+        "time, else self CPU time)",
+    )
     p.add_argument(
         "--instance",
         type=_instance_choice,

@@ -236,7 +236,8 @@ class DrillScreen(ExplorerScreen):
             ("]", "", False),
         ]
         # "thread 851", not "thread 85…Cor)": the thread's process is the trace's
-        text = fit_line(with_shorter_name(pieces, width, 3, compact_lane_labels([thread])), width)
+        shorter = [*compact_lane_labels([thread]), *([safe_text(hop.short_place)] if hop.short_place else [])]
+        text = fit_line(with_shorter_name(pieces, width, 3, shorter), width)
         text.no_wrap, text.overflow = False, "fold"
         text.append("\n")
         # the chain's figures before the hop's args (which can run to hundreds of

@@ -490,6 +490,22 @@ def find_op(analysis: Analysis, name: str) -> int:
     raise TrnscopeError(f"{name!r} matches several ops: {choices}; give the exact name")
 
 
+def top_op(analysis: Analysis) -> tuple[str, str] | None:
+    """The op at the top of the op table as it opens (``ordering.default_op_sort``:
+    self device time where the trace has any, else self CPU time), among framework ops
+    (not annotations or Python frames), and the figure it leads by; None where the
+    trace has no op.  ``chain`` without ``--op`` follows it: a first ``trnscope chain
+    TRACE`` stopped at "the following arguments are required: --op"."""
+    table = analysis.op_table()
+    ops = np.flatnonzero((table.role == int(Role.OP)) & ~table.is_device & ~table.is_annotation)
+    if not ops.size:
+        return None
+    by_device = bool(table.self_device[ops].any())
+    figure = table.self_device if by_device else table.self_cpu
+    best = int(ops[np.argmax(figure[ops])])  # the first of equals, in table order
+    return table.name[best], "self device time" if by_device else "self CPU time"
+
+
 def _nearest_names(name: str, names: list[str]) -> str:
     """Where a user who mistyped an op name can go next: the op names closest to it,
     else that ``summary`` lists them all."""

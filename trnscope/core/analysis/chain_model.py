@@ -30,6 +30,9 @@ class Hop(msgspec.Struct):
     # False while the event's args are still unread (a chain built with every hop's
     # args left for later: ``chain.read_hop_args`` reads them when the hop is shown)
     args_read: bool = True
+    # a shorter form of ``thread_or_stream`` that still says it, for a narrow terminal
+    # ("5 engines" for "gpsimd, scalar, sync, tensor, vector"); "" where the maker has none
+    short_place: str = ""
 
 
 class Gaps(msgspec.Struct):

@@ -11,6 +11,7 @@ the closing figures wrap onto more lines instead of running off the edge."""
 from __future__ import annotations
 
 from trnscope.core.analysis.chain_model import Chain
+from trnscope.core.analysis.timeline import compact_lane_labels
 from trnscope.core.base.text import cell_width, elide_middle_text, safe_text, wrap_words
 from trnscope.core.base.units import fmt_time_ns
 
@@ -18,6 +19,9 @@ MAX_INDENT_LEVELS = 16  # deeper levels (30 Python frames) share the last indent
 ARGS_LIMIT = 200  # characters of an event's arguments shown (``--format json`` has all)
 _PREFIX = 37  # "start" (12), a space, "duration" (12), two spaces, the layer (9), a space
 _NAME_ROOM = 30  # what a hop's name and place keep before the indent gives way
+# the cells a hop's name keeps beside its place's compact form ("[GPU 3 / stream 7]"
+# rather than "[pytho… 7]" beside a kernel's name six cells longer)
+_NAME_WITH_PLACE = 16
 _CONTEXT_LEVELS = 2  # the op's parents and Python frames, however deep, within this many levels
 _PLACE_MIN = 8  # the bracketed thread or stream, elided no shorter than this
 _ARGS_ROOM = 40  # an event's arguments keep this much of a line: their indent gives way first
@@ -35,6 +39,12 @@ def render_chain_text(chain: Chain, width: int | None = None) -> str:
         f"{'start':>12} {'duration':>12}  {'layer':<9} hop" if layered else f"{'start':>12} {'duration':>12}  hop"
     )
     level = _levels(chain, None if width is None else (width - fixed - _NAME_ROOM) // 2)
+    places = sorted({safe_text(h.thread_or_stream) for h in chain.hops})
+    # where a place does not fit whole, the form that still tells it apart ("thread
+    # 3126441" for "thread 3126441 (python3.8)", which elided read "threa…8)"; the
+    # hop's own, "5 engines" for an instruction's engines)
+    shorter = dict(zip(places, compact_lane_labels(places), strict=True))
+    shorter |= {safe_text(h.thread_or_stream): safe_text(h.short_place) for h in chain.hops if h.short_place}
     last_place = None
     for h, depth in zip(chain.hops, level):
         indent = "  " * depth
@@ -43,7 +53,7 @@ def render_chain_text(chain: Chain, width: int | None = None) -> str:
         place = safe_text(h.thread_or_stream)
         told = place if width is None or place != last_place else None
         last_place = place
-        lines.append(prefix + _name_and_place(safe_text(h.name), told, width, len(prefix)))
+        lines.append(prefix + _name_and_place(safe_text(h.name), told, width, len(prefix), shorter.get(place, place)))
         shown = {k: v for k, v in h.details.items() if k != "category"}
         if shown and h.kind not in ("python", "parent", "child"):
             text = _arguments(safe_text(", ".join(f"{k}={v}" for k, v in shown.items())))
@@ -88,15 +98,18 @@ def _fit(text: str, width: int | None) -> str:
     return text if width is None else elide_middle_text(text, width)
 
 
-def _name_and_place(name: str, place: str | None, width: int | None, used: int) -> str:
+def _name_and_place(name: str, place: str | None, width: int | None, used: int, short_place: str = "") -> str:
     """``name  [place]`` (or the name alone, ``place`` None) in the cells left after
-    ``used``: the place is elided first, down to ``_PLACE_MIN``, then the name (their
-    middles go, never their ends)."""
+    ``used``: the place gives way first to ``short_place`` (its compact form), whole
+    while the name keeps ``_NAME_WITH_PLACE`` cells; then it is elided, down to
+    ``_PLACE_MIN``, then the name (their middles go, never their ends)."""
     if place is None:
         return name if width is None else elide_middle_text(name, max(width - used, 8))
     if width is None or used + cell_width(name) + cell_width(place) + 4 <= width:
         return f"{name}  [{place}]"
     room = max(width - used - 4, 6)
+    if short_place and cell_width(short_place) <= room - min(cell_width(name), _NAME_WITH_PLACE):
+        return f"{elide_middle_text(name, room - cell_width(short_place))}  [{short_place}]"
     place = elide_middle_text(place, min(max(_PLACE_MIN, room - cell_width(name)), max(room - 8, 3)))
     return f"{elide_middle_text(name, max(room - cell_width(place), 3))}  [{place}]"
 

@@ -163,6 +163,7 @@ def _execution_hops(  # noqa: C901 - request, execution, engines and instruction
                         start_us=us(exec_start - origin + int(inst.start[members].min()) - dev_start),
                         dur_us=us(int(sums[k])),
                         thread_or_stream=", ".join(on_engines),
+                        short_place=f"{len(on_engines)} engines" if len(on_engines) > 1 else "",
                         details={
                             "instructions": int(counts[k]),
                             "opcodes": opcodes[:6],
