@@ -205,6 +205,7 @@ def test_cache_info_and_clear(capsys, small_synthetic, isolated_cache: Path) -> 
     run(capsys, "summary", str(small_synthetic[0]), "--format", "json")
     code, out, _ = run(capsys, "cache", "info")
     assert code == 0 and str(isolated_cache) in out and " 0 files" not in out
+    assert run(capsys, "cache")[:2] == (0, out)  # info, unasked (it stopped at "arguments are required")
     code, out, _ = run(capsys, "cache", "clear")
     assert code == 0 and "cleared" in out
     assert not any(isolated_cache.rglob("*.idx"))

@@ -294,7 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     p = sub.add_parser("cache", help="show or clear the parsed-index cache")
-    p.add_argument("action", choices=("info", "clear"))
+    p.add_argument("action", choices=("info", "clear"), nargs="?", default="info", help="default: info")
 
     p = sub.add_parser("neuron-export", help="convert raw Neuron .pb/.ntff captures with neuron-explorer")
     p.add_argument("path", metavar="DIR")
