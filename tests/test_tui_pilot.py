@@ -516,7 +516,7 @@ async def test_warnings_screen_lists_what_the_status_line_counts() -> None:
         await wait_loaded(pilot)
         ops = app.screen
         assert isinstance(ops, OpsScreen)
-        assert "⚠ 2" in str(ops.query_one("#status").render())
+        assert "⚠ 2 (w)" in str(ops.query_one("#status").render())
         await press(pilot, "w")
         assert isinstance(app.screen, WarningsScreen)
         text = app.screen.text

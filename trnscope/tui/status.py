@@ -35,7 +35,7 @@ def status_text(analysis: Analysis, extra: str = "", width: int = 200) -> Text:
         pieces.append((f"  link {fmt_share(report.coverage, 1.0, 1)}", "", False))
     warnings = len(analysis_warnings(analysis))
     if warnings:
-        pieces.append((f"  ⚠ {warnings}", "yellow", False))
+        pieces.append((f"  ⚠ {warnings} (w)", "yellow", False))  # and the key that lists them
     if trace.stats.truncated:
         pieces.append(("  TRUNCATED", "bold red", False))
     if extra:
