@@ -5,7 +5,7 @@ CAPTURE_USAGE = """\
 usage: trnscope capture --demo NAME --out DIR [--steps N] [--warmup W]
                         [--device KIND] [--size PRESET] [--memory]
        trnscope capture run SCRIPT.py [ARGS...] --out DIR [--steps N]
-                        [--warmup W] [--memory]
+                        [--warmup W] [--device KIND] [--memory]
        trnscope capture nki KERNELS.py --out DIR [--warmup W] [--iterations N]
 
 run: profiles your unmodified training script.  A step is an optimizer.step()
