@@ -87,6 +87,9 @@ def test_diagnosis_definitions_on_a_hand_built_trace(tmp_path: Path) -> None:
     assert "the host was in no op or annotation (but the step) of the launching thread for 350.000us (1 gap:" in (
         kinds["device_idle"].message
     )
+    # which gaps, and the share of the idle time they hold (it read "in the 1 longest gap
+    # (half this time)" of one gap holding all of it)
+    assert "; in the longest gap (100% of this time) the host was" in kinds["device_idle"].message
     assert kinds["synchronization"].evidence_us == 200 and kinds["synchronization"].op == "aten::item"
     assert doc.findings[0].evidence_us >= doc.findings[-1].evidence_us
 
@@ -237,7 +240,9 @@ def test_device_idle_names_the_range_the_host_was_in_during_its_longest_gaps(tmp
     ]
     (idle,) = [f for f in diagnose(_trace(tmp_path, events)).findings if f.kind == "device_idle"]
     assert idle.evidence_us == 1_490 and idle.op == "aten::_foreach_add_"
-    assert idle.message.endswith("the host was inside Optimizer.step#Adam.step for 1.490ms (1 gap)")
+    assert idle.message.endswith(
+        "; in the longest gap (100% of this time) the host was inside Optimizer.step#Adam.step for 1.490ms (1 gap)"
+    )
     # a kernel whose launch the trace does not have says nothing of where the host was
     unlinked = [*events[:-1], kernel("add_kernel", 1_600, 10, correlation=99)]
     (idle,) = [f for f in diagnose(_trace(tmp_path, unlinked)).findings if f.kind == "device_idle"]
@@ -1227,3 +1232,29 @@ def test_a_step_ratio_without_an_interval_shows_the_ratio_alone() -> None:
     )
     assert step_ratio_text(RatioInterval(nan, nan, nan)) == "—" and step_verdict_text(None) == "—"
     assert step_ratio_text(RatioInterval(0.044, 0.018, 1.016)) == "×0.044 [0.018–1.02]"
+
+
+def test_device_idle_says_which_gaps_and_the_share_they_hold(tmp_path: Path) -> None:
+    """Gaps of 4,000, 3,000 and 3,000 µs (each over 1 ms, each before a launch by an op
+    begun inside it): half the idle time takes the two longest, which hold 70% of it."""
+    events = [annotation("ProfilerStep#1", 0, 20_000)]
+    at = 100
+    for k, gap in enumerate((4_000, 3_000, 3_000)):
+        start = at + 10 + gap  # the kernel after the gap
+        events += [
+            op("aten::mm", start - 50, 20, ext=k + 1),
+            launch(start - 45, 5, correlation=k + 1, ext=k + 1),
+            kernel("gemm", start, 10, correlation=k + 1, ext=k + 1),
+        ]
+        at = start
+    events = [
+        *events[:1],
+        op("aten::mm", 50, 20, ext=9),
+        launch(55, 5, correlation=9, ext=9),
+        kernel("gemm", 100, 10, correlation=9, ext=9),
+        *events[1:],
+    ]
+    (idle,) = [f for f in diagnose(_trace(tmp_path, events)).findings if f.kind == "device_idle"]
+    assert idle.evidence_us == 10_000
+    assert "; in the 2 longest gaps (70% of this time) the host was in no op or annotation" in idle.message
+    assert "for 7.000ms (2 gaps: Python or untraced work)" in idle.message

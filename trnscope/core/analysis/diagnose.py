@@ -693,14 +693,17 @@ def _where_the_host_was(
     held = fmt_time_ns(int(time_per_name[top]))
     if names[top] == _LAUNCH_UNKNOWN:
         return ""
+    # the share those gaps hold, as measured: "half this time" read oddly of one gap
+    # holding 76% of it
+    which = "the longest gap" if count == 1 else f"the {count:,} longest gaps"
+    which += f" ({fmt_share(int(lengths[longest].sum()), total)} of this time)"
     if names[top] < 0:
         return (
-            f"; in the {plural(count, 'longest gap')} (half this time) the host was in no op or annotation (but the "
+            f"; in {which} the host was in no op or annotation (but the "
             f"step) of the launching thread for {held} ({plural(gaps, 'gap')}: Python or untraced work)"
         )
     return (
-        f"; in the {plural(count, 'longest gap')} (half this time) the host was inside "
-        f"{analysis.trace.names[int(names[top])]} for {held} ({plural(gaps, 'gap')})"
+        f"; in {which} the host was inside {analysis.trace.names[int(names[top])]} for {held} ({plural(gaps, 'gap')})"
     )
 
 
