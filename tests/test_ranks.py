@@ -503,24 +503,66 @@ def test_bandwidths_read_in_three_digits_without_an_exponent() -> None:
     assert not any("e" in fmt_rate(10.0**k) for k in range(-12, 9))
 
 
-def test_subgroups_are_read_from_pg_config_and_anything_else_is_passed_over() -> None:
-    from trnscope.core.analysis.rank_summary import MAX_SUBGROUPS, subgroups_of
+def test_process_groups_are_read_from_pg_config_and_anything_else_is_passed_over() -> None:
+    from trnscope.core.analysis.rank_summary import MAX_GROUPS, process_groups_of
 
     config = [
-        {"pg_name": "0", "ranks": [0, 1, 2, 3]},  # the whole job: not a subgroup
+        {"pg_name": "0", "ranks": [0, 1, 2, 3]},
         {"pg_name": "1", "ranks": [0, 1]},
-        {"pg_name": "1 again", "ranks": [0, 1]},  # the same members once
-        {"ranks": [0, 9]},  # a rank outside the world
-        {"ranks": [0, 0]},  # repeated
-        {"ranks": [0, True]},  # not a whole rank
-        {"ranks": "0,2"},
+        {"pg_name": "1", "ranks": [0, 2]},  # a name given twice: the first
+        {"pg_name": "3", "ranks": [0, 9]},  # a rank outside the world
+        {"pg_name": "4", "ranks": [0, 0]},  # repeated
+        {"pg_name": "5", "ranks": [0, True]},  # not a whole rank
+        {"pg_name": "6", "ranks": "0,2"},
+        {"pg_name": True, "ranks": [0, 1]},
         ["not", "a", "dict"],
-        {"ranks": []},
-        {"ranks": [2, 3]},
+        {"pg_name": "7", "ranks": []},
+        {"pg_name": "8", "ranks": [2, 3]},  # rank 0 is not in it
+        {"pg_name": 9, "ranks": [0, 3]},
     ]
-    assert subgroups_of({"pg_config": config}, 4) == [[0, 1], [2, 3]]
-    assert subgroups_of({"pg_config": config}, -1) == []  # the world size unknown
-    assert subgroups_of({"pg_config": "[0, 1]"}, 4) == []
-    assert subgroups_of({}, 4) == []
-    many = [{"ranks": [r, r + 1]} for r in range(0, 1000, 2)]
-    assert len(subgroups_of({"pg_config": many}, 1000)) == MAX_SUBGROUPS
+    assert process_groups_of({"pg_config": config}, 0, 4) == {"0": [0, 1, 2, 3], "1": [0, 1], "9": [0, 3]}
+    assert process_groups_of({"pg_config": config}, 0, -1) == {}  # the world size unknown
+    assert process_groups_of({"pg_config": config}, -1, 4) == {}  # the rank unknown
+    assert process_groups_of({"pg_config": "[0, 1]"}, 0, 4) == {}
+    many = [{"pg_name": str(k), "ranks": [0, k + 1]} for k in range(500)]
+    assert len(process_groups_of({"pg_config": many}, 0, 1000)) == MAX_GROUPS
+
+
+def test_gloo_worker_threads_are_given_groups_only_where_their_order_can_say() -> None:
+    """Worker threads by id, in equal runs, are the rank's groups in the order of their
+    names; nothing where that cannot hold."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from trnscope.core.analysis.collectives import _gloo_thread_groups
+
+    def trace(info: object, tids: list[str]) -> SimpleNamespace:
+        return SimpleNamespace(
+            metadata={"distributedInfo": info},
+            events=SimpleNamespace(thread=np.arange(len(tids))),
+            threads=[SimpleNamespace(tid=t) for t in tids],
+        )
+
+    config = [
+        {"pg_name": "10", "ranks": [0, 1]},
+        {"pg_name": "0", "ranks": [0, 1, 2, 3]},
+        {"pg_name": "3", "ranks": [2, 3]},
+    ]
+    info = {"backend": "gloo", "rank": 0, "pg_config": config}
+    rows = np.arange(4)
+    # threads 0..3 started in the order 18509, 18507, 18525, 18524: the world's two, then the pair's
+    assert _gloo_thread_groups(trace(info, ["18509", "18507", "18525", "18524"]), rows) == {
+        0: ("0", 4),
+        1: ("0", 4),
+        2: ("10", 2),
+        3: ("10", 2),
+    }
+    assert _gloo_thread_groups(trace(info, ["5", "6", "7"]), np.arange(3)) == {}  # 3 threads for 2 groups
+    assert _gloo_thread_groups(trace({**info, "backend": "nccl"}, ["1", "2"]), np.arange(2)) == {}
+    assert _gloo_thread_groups(trace({**info, "rank": 2}, ["1", "2"]), np.arange(2)) == {0: ("0", 4), 1: ("3", 2)}
+    named = [*config[:2], {"pg_name": "tp", "ranks": [0, 1]}]
+    assert _gloo_thread_groups(trace({**info, "pg_config": named}, ["1", "2", "3"]), np.arange(3)) == {}
+    assert _gloo_thread_groups(trace({**info, "pg_config": "0"}, ["1", "2"]), np.arange(2)) == {}
+    assert _gloo_thread_groups(trace(info, ["a", "b"]), np.arange(2)) == {}  # ids that are no numbers
+    assert _gloo_thread_groups(trace(config, ["1", "2"]), np.arange(2)) == {}  # distributedInfo not a dict

@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import numpy as np
 import pytest
 
 pytest.importorskip("torch")
 
+from trnscope.capture.gloo_ranks import ACTIVE_STEPS
 from trnscope.cli.main import main
 from trnscope.core.analysis.contracts import RanksOut, encode
 from trnscope.core.formats import discover
@@ -123,19 +125,50 @@ def pairs_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def test_groups_the_calls_do_not_name_are_a_doubt_said_out_loud(pairs_folder: Path) -> None:
+def test_groups_the_calls_do_not_name_are_read_from_glos_worker_threads(pairs_folder: Path) -> None:
     """Matched by order in step, rank 0's pair all-reduce ([0, 1]) and rank 2's ([2, 3])
-    are one "collective": the warning says so, with the groups from distributedInfo,
-    and the straggler finding carries the doubt at a lower severity."""
-    info = json.loads((pairs_folder / "rank2.json").read_text())["distributedInfo"]
-    assert [2, 3] in [g["ranks"] for g in info["pg_config"]]  # what the warning is read from
+    were one "collective".  Each call's group is now read from the gloo worker thread
+    that ran it, and kept because every collective so matched holds exactly its group's
+    ranks (by each rank's distributedInfo.pg_config, read here independently)."""
+    infos = [json.loads((pairs_folder / f"rank{r}.json").read_text())["distributedInfo"] for r in range(WORLD)]
+    members = {g["pg_name"]: g["ranks"] for info in infos for g in info["pg_config"]}
+    assert sorted(members.values()) == [[0, 1], [0, 1, 2, 3], [2, 3]]
     pairs = _analyse(pairs_folder, ExecutorChoice(workers=1))
-    warning = next(w for w in pairs.warnings if "process groups smaller than the job" in w)
-    assert "(e.g. ranks 0, 1 and ranks 2, 3)" in warning and "gloo records none" in warning
-    assert {c.matched_by for c in pairs.collectives} == {"order in step"}
+    assert any("read from the gloo worker thread that ran it" in w for w in pairs.warnings)
+    assert not any("process groups smaller than the job" in w for w in pairs.warnings)
+    # per step: the world's all_reduce, all_gather and broadcast, and one all_reduce per pair
+    assert len(pairs.collectives) == ACTIVE_STEPS * 5
+    for c in pairs.collectives:
+        assert c.ranks == members[c.group], (c.name, c.step, c.group, c.ranks)
+        if len(c.ranks) == 2:
+            assert c.name == "all_reduce" and c.index == 0
     top = pairs.findings[0]
-    assert (top.kind, top.rank, top.step) == ("straggler", HELD_RANK, HELD_STEP)
-    assert "the calls name no process group" in top.message and top.severity != "high"
+    assert (top.kind, top.rank, top.step, top.severity) == ("straggler", HELD_RANK, HELD_STEP, "high")
+    assert "name no process group" not in top.message and pairs.collectives[top.collective].group == "0"
+
+
+def test_worker_threads_that_do_not_hold_their_groups_ranks_are_not_believed(pairs_folder: Path) -> None:
+    """The guess is checked: with rank 2's worker groups swapped (its world calls read as
+    its pair's), the collectives would not hold their groups' ranks, so the calls stay
+    matched by order alone and the doubt is said."""
+    from trnscope.core.analysis.collective_table import TEXT_FIELDS
+    from trnscope.core.analysis.ranks import reduce_ranks
+    from trnscope.core.opening.ranks import rank_jobs, summarize_rank
+
+    summaries = [
+        summarize_rank(job).summary for job in rank_jobs(discover(pairs_folder).sources, LoadOptions(use_cache=False))
+    ]
+    assert all(s is not None for s in summaries)
+    held = next(s for s in summaries if s is not None and s.rank == HELD_RANK)
+    table = held.collectives
+    column = TEXT_FIELDS.index("worker_group")
+    world, pair = table.strings.index("0"), table.strings.index("2")
+    codes = table.codes[:, column]
+    table.codes[:, column] = np.where(codes == world, pair, np.where(codes == pair, world, codes))
+    document = reduce_ranks([s for s in summaries if s is not None])
+    warning = next(w for w in document.warnings if "process groups smaller than the job" in w)
+    assert "nor did the worker threads that ran them tell the groups apart" in warning
+    assert "the calls name no process group" in document.findings[0].message
 
 
 def test_every_collective_figure_matches_the_raw_json(gloo_folder: Path, document: RanksOut) -> None:

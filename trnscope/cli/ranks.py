@@ -157,6 +157,13 @@ def _collective_lines(doc: RanksOut, width: int) -> list[str]:
     figures = [
         NumberColumn("id", 98, [str(c.id) for c in worst]),
         NumberColumn("step", 90, [str(c.step) if c.step >= 0 else "—" for c in worst]),
+        # the group where collectives of several run (rows alike in all else: two
+        # all_reduce #0 of step 1, one in each pair's group)
+        *(
+            [NumberColumn("group", 96, [safe_text(c.group) or "—" for c in worst])]
+            if len({c.group for c in doc.collectives}) > 1
+            else []
+        ),
         NumberColumn("#", 60, [str(c.index) for c in worst]),
         NumberColumn("size", 70, [fmt_size(c.bytes) if c.bytes >= 0 else "—" for c in worst]),
         NumberColumn("skew", 99, [t(c.start_skew_us * 1000) for c in worst]),

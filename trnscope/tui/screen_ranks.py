@@ -9,6 +9,7 @@ Enter on a collective shows one lane per rank on a shared time axis.
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -134,6 +135,10 @@ class RanksScreen(ExplorerScreen):
         collectives = self.document.collectives
         order = self.collective_order
 
+        # the process group where collectives of several run (two all_reduce of step 1,
+        # one in each pair's group, read alike but for their ids)
+        groups = len({c.group for c in collectives}) > 1
+
         def cells(i: int) -> list[str | Text]:
             c = collectives[order[i]]
             name = Text(safe_text(c.name) + (" !" if c.problems else ""), style="yellow" if c.problems else "")
@@ -141,6 +146,7 @@ class RanksScreen(ExplorerScreen):
                 str(c.id),
                 name,
                 str(c.step) if c.step >= 0 else "—",
+                *([safe_text(c.group) or "—"] if groups else []),
                 fmt_size(c.bytes) if c.bytes >= 0 else "—",
                 fit_time_short(c.start_skew_us * 1000, 9),
                 fit_time_short(c.latency_us * 1000, 9),
@@ -151,6 +157,11 @@ class RanksScreen(ExplorerScreen):
             Column("id", "Id", 5),
             Column("name", "Collective (⏎ lanes)", 12, "left", flex=True),
             Column("step", "Step", 5),
+            *(
+                [Column("group", "Group", max(5, *(cell_len(safe_text(c.group)) for c in collectives)))]
+                if groups
+                else []
+            ),
             Column("bytes", "Size", 9),
             Column("skew", "Skew", 9),
             Column("latency", "Latency", 9),

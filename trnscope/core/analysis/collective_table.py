@@ -2,7 +2,7 @@
 
 A ``CollectiveCall`` is convenient while one trace is read, but as a Python object it
 costs ~800 bytes; 256 ranks × 2,000 collectives held that way took 400 MB in the parent
-before any figure was computed.  As columns (16 int64 and 7 int32 per call, strings
+before any figure was computed.  As columns (17 int64 and 8 int32 per call, strings
 interned once per table) the same calls take ~160 bytes each, pickle as a handful of
 buffers, and the reducer (``analysis.ranks``) works on them with NumPy.
 
@@ -19,7 +19,7 @@ import numpy as np
 
 from trnscope.core.analysis.collectives import CollectiveCall
 
-TEXT_FIELDS = ("name", "op", "group", "comms_id", "dtype", "dims", "idle_frame")
+TEXT_FIELDS = ("name", "op", "group", "comms_id", "dtype", "dims", "idle_frame", "worker_group")
 INT_FIELDS = (
     "seq",
     "step",
@@ -37,6 +37,7 @@ INT_FIELDS = (
     "step_thread_idle_ns",
     "idle_frame_ns",
     "loading_ns",
+    "worker_group_size",
 )
 _INT_COLUMN = {name: k for k, name in enumerate(INT_FIELDS)}
 _TEXT_COLUMN = {name: k for k, name in enumerate(TEXT_FIELDS)}
@@ -105,6 +106,21 @@ class CollectiveTable(msgspec.Struct):
 
     def calls(self) -> list[CollectiveCall]:
         return [self.call(k) for k in range(len(self))]
+
+    def with_worker_groups(self) -> CollectiveTable:
+        """The same calls, each that names no process group given the one its gloo
+        worker thread serves (``CollectiveCall.worker_group``), and that group's size."""
+        blank = self.strings.index("") if "" in self.strings else -1
+        group, worker = _TEXT_COLUMN["group"], _TEXT_COLUMN["worker_group"]
+        take = (self.codes[:, group] == blank) & (self.codes[:, worker] != blank)
+        codes, numbers = self.codes.copy(), self.numbers.copy()
+        codes[take, group] = self.codes[take, worker]
+        numbers[take, _INT_COLUMN["group_size"]] = self.numbers[take, _INT_COLUMN["worker_group_size"]]
+        return CollectiveTable(self.strings, codes, numbers)
+
+    def has_worker_groups(self) -> bool:
+        blank = self.strings.index("") if "" in self.strings else -1
+        return bool((self.codes[:, _TEXT_COLUMN["worker_group"]] != blank).any())
 
     # -- the derived figures of ``CollectiveCall``, for every row at once ---------------
 

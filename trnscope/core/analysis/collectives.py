@@ -129,6 +129,12 @@ class CollectiveCall(msgspec.Struct, array_like=True):
     # of the time since the previous collective, how much that thread spent fetching
     # batches from the DataLoader (``host_work``): busy, yet no work of the step's own
     loading_ns: int = -1
+    # gloo's calls name no process group; the worker thread that ran it does, by the
+    # order gloo started them (``_gloo_thread_groups``): that group's name and size, ""
+    # and -1 where unknown.  A guess the reduce checks against every rank's groups
+    # before it matches by it (``ranks._by_worker_groups``)
+    worker_group: str = ""
+    worker_group_size: int = -1
 
     @property
     def end_ns(self) -> int:
@@ -360,16 +366,18 @@ def find_collectives(analysis: Analysis) -> CollectiveFacts:
         for k, c in zip(rows.kernels.tolist(), launching_call.tolist(), strict=True):
             (exec_of.setdefault(c, []) if c >= 0 else unpaired).append(k)
     mismatches = _pair_worker_ranges(trace, rows, exec_of, unpaired)
+    group_of_thread = _gloo_thread_groups(trace, rows.worker_ranges)
 
     calls: list[CollectiveCall] = []
     call_rows = rows.calls.tolist()
     idle = _idle_before(analysis, rows.calls, steps)
     row_of: dict[int, int] = {}  # id(call) → its row, kept through the sort below
     for index, c in enumerate(call_rows):
-        calls.append(
-            _call(analysis, c, params_of.get(c, -1), inner_of.get(c, -1), exec_of.get(c, []), args_of, int(idle[index]))
-        )
-        row_of[id(calls[-1])] = c
+        executions = exec_of.get(c, [])
+        call = _call(analysis, c, params_of.get(c, -1), inner_of.get(c, -1), executions, args_of, int(idle[index]))
+        _name_worker_group(trace, call, executions, group_of_thread)
+        calls.append(call)
+        row_of[id(call)] = c
     # executions nobody called: in a trace without calls (a Neuron system trace's
     # cc_running, device-only kernels) each is a collective of its own, arriving when it
     # starts; where calls exist they ran for calls outside the window and are left out
@@ -571,6 +579,50 @@ def _pair_worker_ranges(trace: Any, rows: _Rows, exec_of: dict[int, list[int]], 
     for name, queue in by_name.items():
         unpaired.extend(queue[taken.get(name, 0) :])
     return mismatches
+
+
+def _name_worker_group(
+    trace: Any, call: CollectiveCall, executions: list[int], group_of_thread: dict[int, tuple[str, int]]
+) -> None:
+    """A call that names no group: the group of the worker thread that ran it, if known."""
+    worker = group_of_thread.get(int(trace.events.thread[executions[0]])) if executions else None
+    if worker is not None and not call.group:
+        call.worker_group, call.worker_group_size = worker
+
+
+def _gloo_thread_groups(trace: Any, worker_ranges: np.ndarray) -> dict[int, tuple[str, int]]:
+    """The process group each gloo worker thread serves, by the order gloo started them:
+    each ``ProcessGroupGloo`` starts its own threads (two by default) as it is made, and
+    the rank's groups are made in the order of their names (``pg_config``'s
+    ``pg_name``, a counter every rank keeps alike); thread ids rise as threads start.
+    So the rank's worker threads, by id, in equal runs, are its groups' in that order.
+    Nothing where that cannot hold: not gloo, fewer than two groups, a thread id that is
+    not a number, or a count of threads that does not share out evenly (a thread that
+    ran nothing in the window).  A guess: the reduce keeps it only where every
+    collective it matches then holds exactly its group's ranks."""
+    info = trace.metadata.get("distributedInfo")
+    if worker_ranges.size == 0 or not isinstance(info, dict) or info.get("backend") != "gloo":
+        return {}
+    rank = info.get("rank")
+    config = info.get("pg_config")
+    groups = []
+    for entry in config if isinstance(config, list) else []:
+        members = entry.get("ranks") if isinstance(entry, dict) else None
+        name = entry.get("pg_name") if isinstance(entry, dict) else None
+        if isinstance(members, list) and rank in members:
+            if not (isinstance(name, str) and name.isdigit()):
+                return {}  # (a name that is no counter: no order to read)
+            groups.append((int(name), name, len(members)))
+    threads = np.unique(trace.events.thread[worker_ranges]).tolist()
+    tids = [trace.threads[t].tid for t in threads]
+    if len(groups) < 2 or len({g[1] for g in groups}) < len(groups) or not all(t.isdigit() for t in tids):
+        return {}
+    if len(threads) % len(groups):
+        return {}
+    groups.sort()
+    each = len(threads) // len(groups)
+    by_start = [t for _, t in sorted(zip((int(t) for t in tids), threads, strict=True))]
+    return {thread: groups[k // each][1:] for k, thread in enumerate(by_start)}
 
 
 def _shapes_agree(trace: Any, call: int, execution: int) -> bool:

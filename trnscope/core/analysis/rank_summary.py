@@ -95,10 +95,10 @@ class RankSummary(msgspec.Struct):
     collectives: CollectiveTable  # its calls, as columns (small to send back)
     warnings: list[str] = []
     summary: SummaryFigures | None = None  # the op table, when asked for (summary --merge)
-    # the members of each process group smaller than the job that this rank is in
-    # (distributedInfo.pg_config): where calls do not name their group, collectives of
-    # different groups cannot be told apart by order
-    subgroups: list[list[int]] = []
+    # the process groups this rank is in, name → members (distributedInfo.pg_config):
+    # where calls do not name their group, collectives of different groups cannot be
+    # told apart by order, and a group read from elsewhere is checked against them
+    process_groups: dict[str, list[int]] = {}
 
 
 def _info(analysis: Analysis) -> dict[str, object]:
@@ -117,26 +117,28 @@ def _whole_int(value: object) -> int:
     return -1
 
 
-MAX_SUBGROUPS = 64  # more than a rank joins in any parallelism scheme (TP, PP, DP, EP, CP…)
+MAX_GROUPS = 64  # more than a rank joins in any parallelism scheme (TP, PP, DP, EP, CP…)
 
 
-def subgroups_of(info: dict[str, object], world_size: int) -> list[list[int]]:
-    """The member lists of the groups in ``pg_config`` with fewer ranks than the job;
-    entries that are not a list of distinct whole ranks are passed over (the file's
+def process_groups_of(info: dict[str, object], rank: int, world_size: int) -> dict[str, list[int]]:
+    """The groups of ``pg_config`` that ``rank`` is in, by name; entries that are not a
+    name and a list of distinct whole ranks of the world are passed over (the file's
     word, untrusted)."""
     config = info.get("pg_config")
-    if not isinstance(config, list) or world_size <= 0:
-        return []
-    groups: list[list[int]] = []
+    if not isinstance(config, list) or world_size <= 0 or rank < 0:
+        return {}
+    groups: dict[str, list[int]] = {}
     for entry in config:
-        members = entry.get("ranks") if isinstance(entry, dict) else None
-        if not isinstance(members, list) or not 0 < len(members) < world_size:
+        if not isinstance(entry, dict):
+            continue
+        name, members = entry.get("pg_name"), entry.get("ranks")
+        if not isinstance(name, (str, int)) or isinstance(name, bool) or not isinstance(members, list) or not members:
             continue
         ranks = [_whole_int(r) for r in members]
-        if min(ranks) < 0 or max(ranks) >= world_size or len(set(ranks)) != len(ranks) or ranks in groups:
+        if min(ranks) < 0 or max(ranks) >= world_size or len(set(ranks)) != len(ranks) or rank not in ranks:
             continue
-        groups.append(ranks)
-        if len(groups) == MAX_SUBGROUPS:
+        groups.setdefault(str(name), ranks)
+        if len(groups) == MAX_GROUPS:
             break
     return groups
 
@@ -224,5 +226,5 @@ def summarize_collectives(analysis: Analysis, label: str, summary: SummaryFigure
         collectives=CollectiveTable.from_calls(facts.calls),
         warnings=warnings,
         summary=summary,
-        subgroups=subgroups_of(info, world_size),
+        process_groups=process_groups_of(info, _whole_int(info.get("rank")), world_size),
     )

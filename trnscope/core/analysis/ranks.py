@@ -351,8 +351,18 @@ def reduce_ranks(summaries: list[RankSummary], step: int | None = None) -> Ranks
     elif world > len(summaries):
         warnings.append(f"{len(summaries)} of {world} ranks given: figures cover those only")
     origin = min((s.start_ns for s in summaries), default=0)
-    matched = match_collectives([s.collectives for s in summaries], ranks, warnings)
-    groups_unnamed = matched.level == BY_ORDER and _unnamed_subgroups(summaries, warnings)
+    tables = [s.collectives for s in summaries]
+    said: list[str] = []
+    matched = match_collectives(tables, ranks, said)
+    groups_unnamed = False
+    if matched.level == BY_ORDER and _subgroups(summaries):
+        by_workers = _by_worker_groups(summaries, tables, ranks)
+        if by_workers is not None:
+            matched, said = by_workers
+        else:
+            tried = any(table.has_worker_groups() for table in tables)
+            groups_unnamed = _unnamed_subgroups(summaries, said, tried)
+    warnings += said
     columns = _columns(matched)
     figures = [_figures(matched, columns, i) for i in range(len(matched))]
     host_only = all(summary.compute_kind == "host" for summary in summaries)
@@ -504,12 +514,48 @@ def _not_one_run(summaries: list[RankSummary], ranks: list[int], warnings: list[
     return True
 
 
-def _unnamed_subgroups(summaries: list[RankSummary], warnings: list[str]) -> bool:
-    """Whether the ranks run collectives in process groups smaller than the job while
-    their calls name no group (gloo records none); if so, says so in ``warnings``."""
+def _subgroups(summaries: list[RankSummary]) -> list[list[int]]:
+    """The members of the process groups smaller than the job that the ranks are in."""
     groups: list[list[int]] = []
     for summary in summaries:
-        groups += [g for g in summary.subgroups if g not in groups]
+        world = max(summary.world_size, len(summaries))
+        groups += [m for m in summary.process_groups.values() if len(m) < world and m not in groups]
+    return groups
+
+
+def _by_worker_groups(
+    summaries: list[RankSummary], tables: list[CollectiveTable], ranks: list[int]
+) -> tuple[Matched, list[str]] | None:
+    """gloo's calls name no process group: matched again with the group each call's
+    worker thread serves (``collectives._gloo_thread_groups``), kept only if every
+    collective so matched holds exactly its group's ranks (those given), by every
+    rank's ``pg_config``; else None."""
+    if not any(table.has_worker_groups() for table in tables):
+        return None
+    said: list[str] = []
+    matched = match_collectives([table.with_worker_groups() for table in tables], ranks, said)
+    members: dict[str, set[int]] = {}
+    for summary in summaries:
+        for name, group in summary.process_groups.items():
+            members.setdefault(name, set()).update(group)
+    given = set(ranks)
+    for k in range(len(matched)):
+        expected = members.get(matched.group[k])
+        if expected is None or set(matched.rank[matched.members(k)].tolist()) != expected & given:
+            return None
+    said.append(
+        "gloo's calls name no process group: each call's was read from the gloo worker thread that ran it (gloo "
+        "starts a group's threads as the group is made), and every collective so matched holds exactly its "
+        "group's ranks"
+    )
+    return matched, said
+
+
+def _unnamed_subgroups(summaries: list[RankSummary], warnings: list[str], tried: bool = False) -> bool:
+    """Says in ``warnings`` that the ranks run collectives in process groups smaller
+    than the job while their calls name no group (gloo records none), and, with
+    ``tried``, that the worker threads did not tell the groups apart either."""
+    groups = _subgroups(summaries)
     if not groups:
         return False
     examples = " and ".join(
@@ -517,10 +563,11 @@ def _unnamed_subgroups(summaries: list[RankSummary], warnings: list[str]) -> boo
     )
     backends = sorted({s.backend for s in summaries if s.backend})
     records = f"{backends[0]} records none" if len(backends) == 1 else "the traces record none"
+    threads = "; nor did the worker threads that ran them tell the groups apart" if tried else ""
     warnings.append(
         f"the ranks also run collectives in process groups smaller than the job (e.g. {examples}), and their "
-        f"calls do not name their group ({records}): matched by order in step, calls of different groups may be "
-        "taken as one collective, and its skew and waits then mix them"
+        f"calls do not name their group ({records}{threads}): matched by order in step, calls of different groups "
+        "may be taken as one collective, and its skew and waits then mix them"
     )
     return True
 
