@@ -46,7 +46,8 @@ class CollectiveScreen(ExplorerScreen):
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(f"#{c.id} {safe_text(c.name)}", style="bold")
         text.append(
-            f" · step {c.step} #{c.index} · {len(c.ranks)} ranks · start skew "
+            f" · step {c.step} #{c.index}{' · group ' + safe_text(c.group) if c.group else ''} · {len(c.ranks)} ranks"
+            " · start skew "
             f"{fmt_time_short(c.start_skew_us * 1000)} · latency {fmt_time_short(c.latency_us * 1000)} · last rank "
             f"{c.last_rank} (+{fmt_time_short(c.lateness_us * 1000)})"
         )
