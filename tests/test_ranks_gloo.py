@@ -142,6 +142,9 @@ def test_groups_the_calls_do_not_name_are_read_from_glos_worker_threads(pairs_fo
         assert c.ranks == members[c.group], (c.name, c.step, c.group, c.ranks)
         if len(c.ranks) == 2:
             assert c.name == "all_reduce" and c.index == 0
+    from trnscope.core.analysis.rank_view import what_was_read
+
+    assert what_was_read(pairs)[1] == f"{ACTIVE_STEPS * 5} collectives in 3 process groups matched by order in step"
     top = pairs.findings[0]
     assert (top.kind, top.rank, top.step, top.severity) == ("straggler", HELD_RANK, HELD_STEP, "high")
     assert "name no process group" not in top.message and pairs.collectives[top.collective].group == "0"

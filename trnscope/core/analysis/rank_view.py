@@ -36,7 +36,9 @@ def what_was_read(doc: RanksOut) -> tuple[str, str]:
     world = plural(given, "rank") if given == doc.world_size else f"{given} of {doc.world_size} ranks"
     if not doc.collectives:
         return world, "no collectives matched"
-    return world, f"{len(doc.collectives):,} collectives matched by {doc.collectives[0].matched_by}"
+    groups = len({c.group for c in doc.collectives})
+    within = f" in {groups:,} process groups" if groups > 1 else ""
+    return world, f"{len(doc.collectives):,} collectives{within} matched by {doc.collectives[0].matched_by}"
 
 
 def heat_steps(doc: RanksOut, columns: int) -> list[list[int]]:
