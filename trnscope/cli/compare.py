@@ -12,15 +12,7 @@ from trnscope.cli.text_table import NAME_COMFORT, NAME_MIN, NumberColumn, layout
 from trnscope.cli.textout import csv_writer, text_console
 from trnscope.cli.width import output_width
 from trnscope.core.analysis.compare import METRICS, CompareRow, Comparison, compare, with_metric
-from trnscope.core.analysis.compare_model import (
-    host_bound_text,
-    idle_share_text,
-    launches_label,
-    launches_text,
-    median_step_text,
-    step_ratio_text,
-    step_verdict_text,
-)
+from trnscope.core.analysis.compare_model import diagnosis_rows
 from trnscope.core.analysis.contracts import compare_document, encode, figures_document
 from trnscope.core.analysis.distribution import RatioInterval
 from trnscope.core.analysis.row_labels import distinct_names
@@ -204,32 +196,12 @@ def render_table(comparison: Comparison, limit: int, width: int, hide: tuple[str
     hidden: list[str] = []
     hidden += _kernel_runs_lines(comparison, width, console)
     if comparison.diagnosis and not comparison.kernel_runs:
-        d = comparison.diagnosis
-        rows_named = [
-            "median step",
-            "median step ÷ A",
-            "step time against A",
-            "device idle",
-            "host-bound steps",
-            launches_label(d, "device launches per step"),
-            "largest finding",
-        ]
+        rows = diagnosis_rows(comparison.diagnosis, fmt_time_ns, wide=True)
+        rows_named = [label for label, _ in rows]
         texts = [("Diagnosis", rows_named, 24, 100)]  # (trnscope diagnose's figures)
         numbers = [
-            NumberColumn(
-                letter,
-                90 - k,
-                [
-                    median_step_text(x.median_step_ns, fmt_time_ns),
-                    step_ratio_text(x.step_vs_baseline),
-                    step_verdict_text(x.step_vs_baseline),
-                    idle_share_text(x.device_idle_pct),
-                    host_bound_text(x),
-                    launches_text(x, d),
-                    x.top_finding or "—",
-                ],
-            )
-            for k, (letter, x) in enumerate(zip(LETTERS, d, strict=False))
+            NumberColumn(letter, 90 - k, [values[k] for _, values in rows])
+            for k, letter in enumerate(LETTERS[: len(comparison.diagnosis)])
         ]
         kept_texts, kept, gone = layout(width, texts, numbers)
         hidden += gone

@@ -11,15 +11,7 @@ from textual.widgets import Input, Static
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.compare import METRICS, CompareRow, Comparison, with_metric
-from trnscope.core.analysis.compare_model import (
-    host_bound_text,
-    idle_share_text,
-    launches_label,
-    launches_text,
-    median_step_text,
-    step_ratio_text,
-    step_verdict_text,
-)
+from trnscope.core.analysis.compare_model import diagnosis_rows
 from trnscope.core.analysis.distribution import sparkline
 from trnscope.core.base.text import safe_text, user_pattern
 from trnscope.core.base.units import fmt_time_short
@@ -202,15 +194,7 @@ class CompareScreen(FilterScreen):
 
     def _diagnosis_model(self) -> TableModel:
         d = self.comparison.diagnosis
-        rows = [
-            ("median step", [median_step_text(x.median_step_ns, fmt_time_short) for x in d]),
-            ("median step ÷ A", [step_ratio_text(x.step_vs_baseline) for x in d]),
-            ("against A", [step_verdict_text(x.step_vs_baseline) for x in d]),
-            ("device idle", [idle_share_text(x.device_idle_pct) for x in d]),
-            ("host-bound steps", [host_bound_text(x) for x in d]),
-            (launches_label(d, "launches / step"), [launches_text(x, d) for x in d]),
-            ("largest finding", [x.top_finding or "—" for x in d]),
-        ]
+        rows = diagnosis_rows(d, fmt_time_short, wide=False)
         # each column as wide as its widest cell ("×0.044 [0.018–1.02]" is 19): a figure
         # is never cut (the table leaves out a column that does not fit, and says so).
         # The labels take the width left over: given to the last variant's column, it

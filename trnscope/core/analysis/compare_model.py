@@ -106,6 +106,27 @@ def launches_text(diagnosis: VariantDiagnosis, diagnoses: Sequence[VariantDiagno
     return f"{figure} in all" if not diagnosis.steps and any(d.steps for d in diagnoses) else figure
 
 
+def diagnosis_rows(
+    diagnoses: Sequence[VariantDiagnosis], fmt_time: Callable[[float], str], *, wide: bool
+) -> list[tuple[str, list[str]]]:
+    """The comparison's diagnosis as (label, one text per variant) rows, for the CLI
+    (``wide``: the longer labels of a printed table) and the explorer (``fmt_time``:
+    each one's time format)."""
+    d = diagnoses
+    return [
+        ("median step", [median_step_text(x.median_step_ns, fmt_time) for x in d]),
+        ("median step ÷ A", [step_ratio_text(x.step_vs_baseline) for x in d]),
+        ("step time against A" if wide else "against A", [step_verdict_text(x.step_vs_baseline) for x in d]),
+        ("device idle", [idle_share_text(x.device_idle_pct) for x in d]),
+        ("host-bound steps", [host_bound_text(x) for x in d]),
+        (
+            launches_label(d, "device launches per step" if wide else "launches / step"),
+            [launches_text(x, d) for x in d],
+        ),
+        ("largest finding", [x.top_finding or "—" for x in d]),
+    ]
+
+
 def per_step_text(launches_per_step: float) -> str:
     """A variant's launches per step as the comparison tables print it: grouped
     thousands, the two decimals it was rounded to where it has them ("1,575",
