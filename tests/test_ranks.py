@@ -504,7 +504,7 @@ def test_bandwidths_read_in_three_digits_without_an_exponent() -> None:
 
 
 def test_process_groups_are_read_from_pg_config_and_anything_else_is_passed_over() -> None:
-    from trnscope.core.analysis.rank_summary import MAX_GROUPS, process_groups_of
+    from trnscope.core.analysis.collectives import MAX_GROUPS, process_groups_of
 
     config = [
         {"pg_name": "0", "ranks": [0, 1, 2, 3]},
@@ -549,7 +549,7 @@ def test_gloo_worker_threads_are_given_groups_only_where_their_order_can_say() -
         {"pg_name": "0", "ranks": [0, 1, 2, 3]},
         {"pg_name": "3", "ranks": [2, 3]},
     ]
-    info = {"backend": "gloo", "rank": 0, "pg_config": config}
+    info = {"backend": "gloo", "rank": 0, "world_size": 4, "pg_config": config}
     rows = np.arange(4)
     # threads 0..3 started in the order 18509, 18507, 18525, 18524: the world's two, then the pair's
     assert _gloo_thread_groups(trace(info, ["18509", "18507", "18525", "18524"]), rows) == {

@@ -590,39 +590,56 @@ def _name_worker_group(
         call.worker_group, call.worker_group_size = worker
 
 
+MAX_GROUPS = 64  # more than a rank joins in any parallelism scheme (TP, PP, DP, EP, CP…)
+
+
+def process_groups_of(info: dict[str, object], rank: int, world_size: int) -> dict[str, list[int]]:
+    """The groups of ``pg_config`` that ``rank`` is in, by name; entries that are not a
+    name and a list of distinct whole ranks of the world are passed over (the file's
+    word, untrusted)."""
+    config = info.get("pg_config")
+    if not isinstance(config, list) or world_size <= 0 or rank < 0:
+        return {}
+    groups: dict[str, list[int]] = {}
+    for entry in config:
+        if not isinstance(entry, dict):
+            continue
+        name, members = entry.get("pg_name"), entry.get("ranks")
+        if not isinstance(name, (str, int)) or isinstance(name, bool) or not isinstance(members, list) or not members:
+            continue
+        ranks = [r if isinstance(r, int) and not isinstance(r, bool) else -1 for r in members]
+        if min(ranks) < 0 or max(ranks) >= world_size or len(set(ranks)) != len(ranks) or rank not in ranks:
+            continue
+        groups.setdefault(str(name), ranks)
+        if len(groups) == MAX_GROUPS:
+            break
+    return groups
+
+
 def _gloo_thread_groups(trace: Any, worker_ranges: np.ndarray) -> dict[int, tuple[str, int]]:
     """The process group each gloo worker thread serves, by the order gloo started them:
     each ``ProcessGroupGloo`` starts its own threads (two by default) as it is made, and
     the rank's groups are made in the order of their names (``pg_config``'s
     ``pg_name``, a counter every rank keeps alike); thread ids rise as threads start.
     So the rank's worker threads, by id, in equal runs, are its groups' in that order.
-    Nothing where that cannot hold: not gloo, fewer than two groups, a thread id that is
-    not a number, or a count of threads that does not share out evenly (a thread that
-    ran nothing in the window).  A guess: the reduce keeps it only where every
-    collective it matches then holds exactly its group's ranks."""
+    Nothing where that cannot hold: not gloo, fewer than two groups, a group name or a
+    thread id that is not a number, or a count of threads that does not share out
+    evenly (a thread that ran nothing in the window).  A guess: the reduce keeps it only
+    where every collective it matches then holds exactly its group's ranks."""
     info = trace.metadata.get("distributedInfo")
     if worker_ranges.size == 0 or not isinstance(info, dict) or info.get("backend") != "gloo":
         return {}
-    rank = info.get("rank")
-    config = info.get("pg_config")
-    groups = []
-    for entry in config if isinstance(config, list) else []:
-        members = entry.get("ranks") if isinstance(entry, dict) else None
-        name = entry.get("pg_name") if isinstance(entry, dict) else None
-        if isinstance(members, list) and rank in members:
-            if not (isinstance(name, str) and name.isdigit()):
-                return {}  # (a name that is no counter: no order to read)
-            groups.append((int(name), name, len(members)))
+    groups = process_groups_of(info, _int(info.get("rank")), _int(info.get("world_size")))
     threads = np.unique(trace.events.thread[worker_ranges]).tolist()
     tids = [trace.threads[t].tid for t in threads]
-    if len(groups) < 2 or len({g[1] for g in groups}) < len(groups) or not all(t.isdigit() for t in tids):
+    if len(groups) < 2 or not all(name.isdigit() for name in groups) or not all(t.isdigit() for t in tids):
         return {}
     if len(threads) % len(groups):
         return {}
-    groups.sort()
+    in_order = sorted(groups, key=int)
     each = len(threads) // len(groups)
     by_start = [t for _, t in sorted(zip((int(t) for t in tids), threads, strict=True))]
-    return {thread: groups[k // each][1:] for k, thread in enumerate(by_start)}
+    return {thread: (in_order[k // each], len(groups[in_order[k // each]])) for k, thread in enumerate(by_start)}
 
 
 def _shapes_agree(trace: Any, call: int, execution: int) -> bool:

@@ -27,7 +27,13 @@ import numpy as np
 
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.collective_table import CollectiveTable
-from trnscope.core.analysis.collectives import NO_STEP, CollectiveCall, canonical_collective, find_collectives
+from trnscope.core.analysis.collectives import (
+    NO_STEP,
+    CollectiveCall,
+    canonical_collective,
+    find_collectives,
+    process_groups_of,
+)
 from trnscope.core.analysis.summary import SummaryFigures
 from trnscope.core.base.arrays import equals_any
 from trnscope.core.base.intervals import Union, difference
@@ -115,32 +121,6 @@ def _whole_int(value: object) -> int:
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < MAX_RANKS:
         return value
     return -1
-
-
-MAX_GROUPS = 64  # more than a rank joins in any parallelism scheme (TP, PP, DP, EP, CP…)
-
-
-def process_groups_of(info: dict[str, object], rank: int, world_size: int) -> dict[str, list[int]]:
-    """The groups of ``pg_config`` that ``rank`` is in, by name; entries that are not a
-    name and a list of distinct whole ranks of the world are passed over (the file's
-    word, untrusted)."""
-    config = info.get("pg_config")
-    if not isinstance(config, list) or world_size <= 0 or rank < 0:
-        return {}
-    groups: dict[str, list[int]] = {}
-    for entry in config:
-        if not isinstance(entry, dict):
-            continue
-        name, members = entry.get("pg_name"), entry.get("ranks")
-        if not isinstance(name, (str, int)) or isinstance(name, bool) or not isinstance(members, list) or not members:
-            continue
-        ranks = [_whole_int(r) for r in members]
-        if min(ranks) < 0 or max(ranks) >= world_size or len(set(ranks)) != len(ranks) or rank not in ranks:
-            continue
-        groups.setdefault(str(name), ranks)
-        if len(groups) == MAX_GROUPS:
-            break
-    return groups
 
 
 def _compute(analysis: Analysis, calls: list[CollectiveCall]) -> tuple[str, Union]:
