@@ -274,9 +274,8 @@ class CompareScreen(FilterScreen):
                 if value is None:
                     pieces.append(("absent", "dim", False))
                 else:
-                    if (
-                        self.view == "kernels" or row.kind == "kernel"
-                    ):  # device work: no CPU time or dispatch of its own
+                    # device work (the kernels view, a kernel's row): no CPU time or dispatch of its own
+                    if self.view == "kernels" or row.kind == "kernel":
                         figures = f"{value.calls:,} launches · device {fmt_time_short(value.device_total_ns)}"
                     else:
                         figures = f"{value.calls:,} calls · CPU {fmt_time_short(value.cpu_total_ns)}"
