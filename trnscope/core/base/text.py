@@ -306,7 +306,7 @@ def _cuts_a_number(name: str, head_end: int, tail_start: int) -> bool:
     return any(0 < at < len(name) and name[at - 1].isdigit() and name[at].isdigit() for at in (head_end, tail_start))
 
 
-_WINDOW_FROM = 12  # the narrowest cell a head, a window where names differ and a tail fit in
+_WINDOW_FROM = 12  # the narrowest column a head, a window where names differ and a tail fit in
 # more names than this reading alike in 8-11 cells are not told apart by a moved cut
 # (no split of so few cells can: 200,000 took 0.9 s to find that out)
 _CUT_MOVED_MOST = 64
@@ -321,8 +321,9 @@ def _cut_moved(
     thirds head) at which every name of a group reads differently, and unlike any other
     name shown.  A group of names with wide characters, or one no split tells apart,
     keeps its middle elision."""
-    shown = {form for form, names in alike_groups.items() if len(names) == 1}
-    shown |= {name for name in rows_of if name not in narrow_names and len(name) <= width}
+    # every form that may be shown: the middle elisions (a group not told apart keeps
+    # its own) and the names shown whole
+    shown = set(alike_groups) | {name for name in rows_of if name not in narrow_names and len(name) <= width}
     usual = width - 1 - (width - 1) // 3
     heads = sorted(range(1, width - 1), key=lambda head: (abs(head - usual), -head))
     out: dict[str, str] = {}
