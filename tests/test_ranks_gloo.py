@@ -7,6 +7,7 @@ process, a process pool, and a real Dask LocalCluster on loopback."""
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import subprocess
 import sys
@@ -172,6 +173,43 @@ def test_worker_threads_that_do_not_hold_their_groups_ranks_are_not_believed(pai
     warning = next(w for w in document.warnings if "process groups smaller than the job" in w)
     assert "nor did the worker threads that ran them tell the groups apart" in warning
     assert "the calls name no process group" in document.findings[0].message
+
+
+@pytest.fixture(scope="module")
+def grid_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Four ranks all-reducing in their pair ([0, 1], [2, 3]), then in their column
+    ([0, 2], [1, 3]), then as one job; rank 3 sleeps before its pair's call in step 2."""
+    out = tmp_path_factory.mktemp("gloo_grid")
+    code = (
+        "from pathlib import Path; from trnscope.capture.gloo_ranks import record; "
+        f"record(Path({str(out)!r}), 4, 3, {HELD_STEP}, {HELD_MS}, grid=True)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=240, capture_output=True)
+    return out
+
+
+def test_a_stragglers_delay_is_followed_through_the_ranks_it_kept_waiting(grid_folder: Path) -> None:
+    """Rank 3's sleep keeps rank 2 waiting at their pair's all-reduce; then rank 3 is
+    late at its column's ([1, 3]) and rank 2, in turn, at its own ([0, 2]).  The finding
+    names rank 3 at the pair's call and adds what the two column calls cost, which the
+    raw JSON gives: each column's latest arrival less each member's."""
+    grid = _analyse(grid_folder, ExecutorChoice(workers=1))
+    (late,) = [f for f in grid.findings if f.kind == "straggler"]
+    assert (late.rank, late.step) == (3, HELD_STEP)
+    assert sorted(grid.collectives[late.collective].ranks) == [2, 3]
+    arrivals = {r: [c["ts"] for c in _calls(_events(grid_folder, r), HELD_STEP)] for r in range(4)}
+    assert all(len(calls) == 5 for calls in arrivals.values())  # pair, column, and the job's three
+
+    def waited(members: list[int], k: int) -> float:  # µs
+        latest = max(arrivals[r][k] for r in members)
+        return sum(latest - arrivals[r][k] for r in members)
+
+    lost = re.search(r"the other ranks lost ([\d.]+)ms waiting", late.message)
+    assert lost and abs(float(lost.group(1)) * 1000 - waited([2, 3], 0)) < 2
+    onward = re.search(r"to 2 more collectives of step 2, where the others waited ([\d.]+)ms more", late.message)
+    assert onward, late.message
+    assert abs(float(onward.group(1)) * 1000 - waited([1, 3], 1) - waited([0, 2], 1)) < 2
+    assert waited([1, 3], 1) > HELD_MS * 1000 / 2 and waited([0, 2], 1) > HELD_MS * 1000 / 2
 
 
 def test_every_collective_figure_matches_the_raw_json(gloo_folder: Path, document: RanksOut) -> None:

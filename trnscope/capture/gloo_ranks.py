@@ -1,10 +1,12 @@
 """Record REAL multi-rank traces: ``torch.distributed`` on gloo, several processes on
 127.0.0.1, each profiled with ``torch.profiler``; one rank can be held back (a sleep
 before its first collective) in one step.  With ``pairs``, each pair of ranks ([0, 1],
-[2, 3], …) also all-reduces in a group of its own, as tensor parallelism does.
+[2, 3], …) also all-reduces in a group of its own, as tensor parallelism does; with
+``grid``, four ranks all-reduce in their pair, then in their column ([0, 2], [1, 3]: data
+parallelism beside it), then as one job.
 
 Run as a module to record a folder by hand:
-``python -m trnscope.capture.gloo_ranks OUT [--world 4] [--held-rank 2] [--held-step 2] [--held-ms 80] [--pairs]``.
+``python -m trnscope.capture.gloo_ranks OUT [--world 4] [--held-rank 2] [--held-step 2] [--held-ms 80] [--pairs | --grid]``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,15 @@ def free_port() -> int:
 
 
 def _rank_main(
-    rank: int, world: int, out: str, port: int, held_rank: int, held_step: int, held_ms: float, pairs: bool = False
+    rank: int,
+    world: int,
+    out: str,
+    port: int,
+    held_rank: int,
+    held_step: int,
+    held_ms: float,
+    pairs: bool = False,
+    grid: bool = False,
 ) -> None:
     import torch
     import torch.distributed as dist
@@ -39,7 +49,9 @@ def _rank_main(
     torch.set_num_threads(1)
     x = torch.randn(128, 128)
     # every rank creates every group, in the same order (torch.distributed requires it)
-    pair_groups = [dist.new_group([r, r + 1]) for r in range(0, world - 1, 2)] if pairs else []
+    pair_groups = [dist.new_group([r, r + 1]) for r in range(0, world - 1, 2)] if pairs or grid else []
+    # the grid's other axis: ranks r and r + 2 (data parallelism beside tensor-parallel pairs)
+    column_groups = [dist.new_group([r, r + 2]) for r in range(2) if r + 2 < world] if grid else []
 
     def save(prof: profile) -> None:
         prof.export_chrome_trace(str(Path(out) / f"rank{rank}.json"))
@@ -55,8 +67,11 @@ def _rank_main(
             y = x @ x
             if rank == held_rank and step == held_step:
                 time.sleep(held_ms / 1000.0)
+            if grid:  # its pair first, then its column: the held rank's delay travels
+                dist.all_reduce(y, group=pair_groups[rank // 2])
+                dist.all_reduce(y, group=column_groups[rank % 2])
             dist.all_reduce(y)
-            if rank // 2 < len(pair_groups):
+            if pairs and rank // 2 < len(pair_groups):
                 dist.all_reduce(y, group=pair_groups[rank // 2])
             gathered = [torch.empty(32) for _ in range(world)]
             dist.all_gather(gathered, torch.ones(32) * rank)
@@ -67,11 +82,21 @@ def _rank_main(
 
 
 def record(
-    out: Path, world: int = 4, held_rank: int = 2, held_step: int = 2, held_ms: float = 80.0, pairs: bool = False
+    out: Path,
+    world: int = 4,
+    held_rank: int = 2,
+    held_step: int = 2,
+    held_ms: float = 80.0,
+    pairs: bool = False,
+    grid: bool = False,
 ) -> list[Path]:
     """Record ``world`` ranks into ``out/rank<N>.json``; rank ``held_rank`` sleeps
     ``held_ms`` before its first collective of ProfilerStep#``held_step``; with
-    ``pairs``, each pair of ranks also all-reduces in its own group."""
+    ``pairs``, each pair of ranks also all-reduces in its own group; with ``grid``
+    (4 ranks), each all-reduces in its pair ([0, 1], [2, 3]), then in its column
+    ([0, 2], [1, 3]), before the whole job's collectives."""
+    if grid and world != 4:
+        raise ValueError("the grid is of 4 ranks")
     import torch.multiprocessing as mp
 
     out.mkdir(parents=True, exist_ok=True)
@@ -79,7 +104,7 @@ def record(
     # host another process can take it between the two, and a rank aborts (SIGABRT, seen
     # once in a CI run beside the test suite's own servers).  A new port, a new try.
     for attempt in range(ATTEMPTS):
-        args = (world, str(out), free_port(), held_rank, held_step, held_ms, pairs)
+        args = (world, str(out), free_port(), held_rank, held_step, held_ms, pairs, grid)
         try:
             mp.spawn(_rank_main, args=args, nprocs=world, join=True)
             break
@@ -97,8 +122,9 @@ def main() -> None:
     parser.add_argument("--held-step", type=int, default=2)
     parser.add_argument("--held-ms", type=float, default=80.0)
     parser.add_argument("--pairs", action="store_true", help="each pair of ranks also all-reduces in its own group")
+    parser.add_argument("--grid", action="store_true", help="4 ranks: pairs, then columns, then the whole job")
     args = parser.parse_args()
-    for path in record(args.out, args.world, args.held_rank, args.held_step, args.held_ms, args.pairs):
+    for path in record(args.out, args.world, args.held_rank, args.held_step, args.held_ms, args.pairs, args.grid):
         print(path)
 
 

@@ -622,6 +622,7 @@ def _stragglers(
             # they disagree about may pair different calls
             best = max(k, previous[0], key=lambda j: (not collectives[j].problems, figures[j].lateness))
             worst[key] = (best, previous[1] + lost, previous[2] + 1)
+    carried = _carried(figures, matched, floor, stands_out)
     per_rank: dict[int, list[tuple[int, int, int, int]]] = {}  # rank → [(lost, step, collective, count)]
     for (rank, step), (k, lost, count) in worst.items():
         per_rank.setdefault(rank, []).append((lost, step, k, count))
@@ -641,6 +642,13 @@ def _stragglers(
         why = _why_late(matched.calls.call(f.last_row), f, _longer_compute(compute, rank, step, f.lateness))
         more = f" and {count - 1} more collective{'s' if count > 2 else ''}" if count > 1 else ""
         often = f"; late in {len(steps)} steps, the others losing {fmt_time_ns(total)} in all" if len(steps) > 1 else ""
+        onward = ""
+        if (rank, step) in carried:
+            held, waited = carried[(rank, step)]
+            onward = (
+                f"; its delay went on, through the ranks it kept waiting, to {held} more collective"
+                f"{'s' if held > 1 else ''} of step {step}, where the others waited {fmt_time_ns(waited)} more"
+            )
         severity = _severity(lost, _step_rank_time(summaries, step))
         doubt = ""
         if c.problems:
@@ -661,7 +669,8 @@ def _stragglers(
                 severity=severity,
                 message=(
                     f"rank {rank} arrived {fmt_time_ns(f.lateness)} after the others' median at "
-                    f"{_collective_label(c)}{more}; the other ranks lost {fmt_time_ns(lost)} waiting{why}{often}{doubt}"
+                    f"{_collective_label(c)}{more}; the other ranks lost {fmt_time_ns(lost)} waiting{why}{onward}{often}"
+                    f"{doubt}"
                 ),
                 rank=rank,
                 step=step,
@@ -671,6 +680,40 @@ def _stragglers(
         )
     out.sort(key=lambda finding: -finding.evidence_us)
     return out[:MAX_FINDINGS_PER_KIND]
+
+
+def _carried(
+    figures: list[_Figures], matched: Matched, floor: int, stands_out: _StandsOut
+) -> dict[tuple[int, int], tuple[int, int]]:
+    """(rank, step) → (collectives, ns the others waited there) that a straggler's own
+    lateness went on to cost in its step, besides the collectives it was late at by
+    its own doing: a rank kept waiting is late in turn at its next collective (its
+    blame there is small: it spent no extra time of its own), and so on.  Each rank
+    carries the straggler whose delay it last waited for (the straggler carries its
+    own); a collective whose last rank's lateness is not its own is charged to the
+    straggler that rank carries.  Lateness and waits under ``floor`` carry nothing.
+    (With the tensor-parallel pair [2, 3] waiting for rank 3's sleep, then the pairs
+    [1, 3] and [0, 2] of data parallelism: 78.7 ms lost at the first collective, and
+    133 ms more at the two after it.)"""
+    out: dict[tuple[int, int], tuple[int, int]] = {}
+    carriers: dict[int, dict[int, int]] = {}  # step → rank → the straggler whose delay it carries
+    for k, f in enumerate(figures):  # (instances are numbered by first arrival)
+        if len(f.ranks) < 2 or f.lateness < floor:
+            continue
+        step = int(matched.step[k])
+        carrier = carriers.setdefault(step, {})
+        own = f.blame >= max(floor, stands_out.threshold(f.last_rank))
+        root = f.last_rank if own else carrier.get(f.last_rank)
+        if root is None:
+            continue
+        carrier[f.last_rank] = root
+        for waiting, wait in zip(f.ranks.tolist(), f.wait.tolist(), strict=True):
+            if waiting != f.last_rank and wait >= floor:
+                carrier[waiting] = root
+        if not own:
+            held, waited = out.get((root, step), (0, 0))
+            out[(root, step)] = (held + 1, waited + int(f.wait.sum()))
+    return out
 
 
 class _StandsOut:
