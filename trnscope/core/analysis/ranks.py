@@ -27,7 +27,9 @@ it is not the cause).  The noise floor is the largest of 1 ms (5 ms when compute
 host's own: CPU-only jobs), six robust standard deviations (1.4826 × MAD) of every
 rank's arrival against the others', and — for one rank — three times the 90th
 percentile of the blame at collectives other ranks were last at; so a busy host's
-ms-scale jitter is not a straggler and one late arrival among quiet ones is.  Step time rises on every rank when one is late, so no finding is
+ms-scale jitter is not a straggler and one late arrival among quiet ones is.  What a
+straggler's delay cost further on in its step, through the ranks it kept waiting, is
+``_carried``'s.  Step time rises on every rank when one is late, so no finding is
 ever drawn from step time alone.
 """
 
