@@ -215,7 +215,7 @@ async def test_the_ranks_header_counts_the_warnings_whatever_the_width(tmp_path:
     document = reduce_ranks([summarize_rank(job).summary for job in rank_jobs(discover(tmp_path).sources, NO_CACHE)])
     count = len(document.warnings)
     assert count >= 1
-    said = f"w: {count} warning{'s' if count > 1 else ''}"
+    said = f"⚠ {count} (w)"
     for width, floor_shown in ((120, True), (80, None), (50, False)):
         async with _Host(RanksScreen(document, {})).run_test(size=(width, 24)) as pilot:
             await settle(pilot)
@@ -223,7 +223,8 @@ async def test_the_ranks_header_counts_the_warnings_whatever_the_width(tmp_path:
             assert said in first and len(first) <= width, (width, first)
             if floor_shown is not None:
                 assert ("noise floor" in first) is floor_shown and first.endswith("…") is not floor_shown, first
+            assert re.search(r"[\d,]+ collectives", first), first  # how many stays longest
     quiet = reduce_ranks(_many(8, 4))
     async with _Host(RanksScreen(quiet, {})).run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        assert not quiet.warnings and "warning" not in str(pilot.app.screen.query_one("#rk-summary").render())
+        assert not quiet.warnings and "⚠" not in str(pilot.app.screen.query_one("#rk-summary").render())

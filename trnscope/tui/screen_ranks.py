@@ -75,11 +75,16 @@ class RanksScreen(ExplorerScreen):
         text = Text(no_wrap=True, overflow="ellipsis")
         world, matched = what_was_read(doc)
         # the warnings' count stays whatever the width (they say what the findings
-        # cannot); the noise floor, then the matching, give way with a "…"
-        said = f"w: {plural(len(doc.warnings), 'warning')}" if doc.warnings else ""
-        parts = [(world, 0), *([(said, 0)] if said else []), (matched, 1)]
-        parts.append((f"noise floor {fmt_time_short(doc.noise_floor_us * 1000)}", 2))
-        line = fitting_parts(parts, max(self.size.width, 20) if self.size.width else 200)
+        # cannot); how the collectives were matched, the noise floor, then how many,
+        # give way with a "…"
+        said = f"⚠ {len(doc.warnings):,} (w)" if doc.warnings else ""  # as the op table's title says it
+        width = max(self.size.width, 20) if self.size.width else 200
+        floor = (f"noise floor {fmt_time_short(doc.noise_floor_us * 1000)}", 2)
+        lead = [(world, 0), *([(said, 0)] if said else [])]
+        line = fitting_parts([*lead, (matched, 1), floor], width)
+        if matched not in line:  # too narrow for the CLI's words: how many, before how
+            count, _, how = matched.partition(" matched by ")
+            line = fitting_parts([*lead, (count, 1), *([(f"matched by {how}", 3)] if how else []), floor], width)
         text.append(line + "\n", style="dim")
         text.stylize("bold", 0, len(world))
         if said:
