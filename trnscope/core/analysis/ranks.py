@@ -644,27 +644,10 @@ def _stragglers(
         why = _why_late(matched.calls.call(f.last_row), f, _longer_compute(compute, rank, step, f.lateness))
         more = f" and {count - 1} more collective{'s' if count > 2 else ''}" if count > 1 else ""
         often = f"; late in {len(steps)} steps, the others losing {fmt_time_ns(total)} in all" if len(steps) > 1 else ""
-        onward = ""
-        if (rank, step) in carried:
-            held, waited = carried[(rank, step)]
-            onward = (
-                f"; its delay went on, through the ranks it kept waiting, to {held} more collective"
-                f"{'s' if held > 1 else ''} of step {step}, where the others waited {fmt_time_ns(waited)} more"
-            )
+        onward = _onward(carried, rank, step)
+        doubt, lower = _doubt(c, matched.level, groups_unnamed)
         severity = _severity(lost, _step_rank_time(summaries, step))
-        doubt = ""
-        if c.problems:
-            doubt = f"; but the ranks disagree about this collective ({c.problems[0]})"
-            if matched.level == BY_ORDER:
-                # paired by position only: the lateness may be two different calls' distance
-                doubt += ", so matched by order in step these may be different calls (see warnings)"
-                severity = _LOWER[severity]
-            else:
-                doubt += ": a mismatched call in the program"
-        elif groups_unnamed:
-            # the others' waits may be at a call of another process group, taken as this one
-            doubt = "; but the calls name no process group, so this collective may join calls of different groups (see warnings)"
-            severity = _LOWER[severity]
+        severity = _LOWER[severity] if lower else severity
         out.append(
             RankFindingOut(
                 kind="straggler",
@@ -682,6 +665,38 @@ def _stragglers(
         )
     out.sort(key=lambda finding: -finding.evidence_us)
     return out[:MAX_FINDINGS_PER_KIND]
+
+
+def _onward(carried: dict[tuple[int, int], tuple[int, int]], rank: int, step: int) -> str:
+    """ "; its delay went on … to 2 more collectives of step 2, where the others waited
+    132.685ms more" (``_carried``'s figure), else ""."""
+    if (rank, step) not in carried:
+        return ""
+    held, waited = carried[(rank, step)]
+    return (
+        f"; its delay went on, through the ranks it kept waiting, to {held} more collective"
+        f"{'s' if held > 1 else ''} of step {step}, where the others waited {fmt_time_ns(waited)} more"
+    )
+
+
+def _doubt(collective: CollectiveOut, level: str, groups_unnamed: bool) -> tuple[str, bool]:
+    """What may make a straggler finding wrong, said, and whether that lowers its
+    severity: ranks that disagree about the collective (matched by order in step, two
+    different calls may have been paired), or calls that name no process group where
+    several run."""
+    if collective.problems:
+        doubt = f"; but the ranks disagree about this collective ({collective.problems[0]})"
+        if level == BY_ORDER:
+            # paired by position only: the lateness may be two different calls' distance
+            return doubt + ", so matched by order in step these may be different calls (see warnings)", True
+        return doubt + ": a mismatched call in the program", False
+    if groups_unnamed:
+        # the others' waits may be at a call of another process group, taken as this one
+        return (
+            "; but the calls name no process group, so this collective may join calls of different groups (see warnings)",
+            True,
+        )
+    return "", False
 
 
 def _carried(
