@@ -279,12 +279,19 @@ parallel.fork_helpers_ahead = recording
 args = build_parser().parse_args(["open", sys.argv[1], *sys.argv[2:]])
 app = explorer_app(args)
 analysis = app.early.result(lambda *update: None)
+def state(pid):  # "" once gone; "Z": ended, not yet reaped
+    try:
+        return open(f"/proc/{pid}/status").read().split("State:")[1].split()[0]
+    except OSError:
+        return ""
+# a helper that sent its result and was still tearing down is reaped at the next decode
+# or at exit (parallel._ending): ended, not left behind
 out = {
     "helpers": helpers,
     "server": parallel._worker_server_started,
     "workers": analysis.trace.stats.workers,
     "events": len(analysis.trace.events),
-    "left": [pid for pid in helpers if os.path.exists(f"/proc/{pid}")],
+    "left": [pid for pid in helpers if state(pid) and not (state(pid) == "Z" and pid in parallel._ending)],
     "ahead_after": parallel._ahead is not None,
 }
 print(json.dumps(out))

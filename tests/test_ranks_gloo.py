@@ -194,8 +194,8 @@ def test_a_stragglers_delay_is_followed_through_the_ranks_it_kept_waiting(grid_f
     names rank 3 at the pair's call and adds what the two column calls cost, which the
     raw JSON gives: each column's latest arrival less each member's."""
     grid = _analyse(grid_folder, ExecutorChoice(workers=1))
-    (late,) = [f for f in grid.findings if f.kind == "straggler"]
-    assert (late.rank, late.step) == (3, HELD_STEP)
+    late = next(f for f in grid.findings if f.kind == "straggler")  # (the first: a loaded host may add more)
+    assert (late.rank, late.step) == (3, HELD_STEP), late.message
     assert sorted(grid.collectives[late.collective].ranks) == [2, 3]
     arrivals = {r: [c["ts"] for c in _calls(_events(grid_folder, r), HELD_STEP)] for r in range(4)}
     assert all(len(calls) == 5 for calls in arrivals.values())  # pair, column, and the job's three
@@ -206,10 +206,15 @@ def test_a_stragglers_delay_is_followed_through_the_ranks_it_kept_waiting(grid_f
 
     lost = re.search(r"the other ranks lost ([\d.]+)ms waiting", late.message)
     assert lost and abs(float(lost.group(1)) * 1000 - waited([2, 3], 0)) < 2
-    onward = re.search(r"to 2 more collectives of step 2, where the others waited ([\d.]+)ms more", late.message)
+    onward = re.search(r"to (\d+) more collectives of step 2, where the others waited ([\d.]+)ms more", late.message)
     assert onward, late.message
-    assert abs(float(onward.group(1)) * 1000 - waited([1, 3], 1) - waited([0, 2], 1)) < 2
+    # at least both columns (each held up by most of the sleep); on a loaded host the
+    # delay can reach the job's own collectives after them too, never more than all the
+    # waits of the step but the pair's
+    columns = waited([1, 3], 1) + waited([0, 2], 1)
+    everything = columns + sum(waited([0, 1, 2, 3], k) for k in (2, 3, 4))
     assert waited([1, 3], 1) > HELD_MS * 1000 / 2 and waited([0, 2], 1) > HELD_MS * 1000 / 2
+    assert int(onward.group(1)) >= 2 and columns - 2 <= float(onward.group(2)) * 1000 <= everything + 2, late.message
 
 
 def test_every_collective_figure_matches_the_raw_json(gloo_folder: Path, document: RanksOut) -> None:
