@@ -289,7 +289,10 @@ def test_cli_json_contract_and_a_bad_rank(tmp_path: Path, capsys: pytest.Capture
     assert set(doc["ranks"][0]["steps"][0]) == {"step", "wall_us", "compute_us", "comm_us", "wait_us", "overlap_pct"}
     assert {"id", "name", "group", "step", "index", "bytes", "ranks", "arrival_us", "start_skew_us", "end_skew_us",
             "latency_us", "last_rank", "lateness_us", "algo_bw_gbps", "bus_bw_gbps"} <= set(doc["collectives"][0])  # fmt: skip
-    assert set(doc["findings"][0]) == {"kind", "severity", "message", "rank", "step", "collective", "evidence_us"}
+    assert set(doc["findings"][0]) == {
+        *("kind", "severity", "message", "rank", "step", "collective", "evidence_us"),
+        *("onward_collectives", "onward_us"),
+    }
     assert doc["findings"][0]["rank"] == 3
     assert main(["ranks", str(tmp_path / "nothing-here")]) == 2
     assert "nothing-here" in capsys.readouterr().err

@@ -215,6 +215,10 @@ def test_a_stragglers_delay_is_followed_through_the_ranks_it_kept_waiting(grid_f
     everything = columns + sum(waited([0, 1, 2, 3], k) for k in (2, 3, 4))
     assert waited([1, 3], 1) > HELD_MS * 1000 / 2 and waited([0, 2], 1) > HELD_MS * 1000 / 2
     assert int(onward.group(1)) >= 2 and columns - 2 <= float(onward.group(2)) * 1000 <= everything + 2, late.message
+    # the same figures for a script (``--format json``)
+    assert (
+        late.onward_collectives == int(onward.group(1)) and abs(late.onward_us / 1000 - float(onward.group(2))) < 0.001
+    )
 
 
 def test_every_collective_figure_matches_the_raw_json(gloo_folder: Path, document: RanksOut) -> None:

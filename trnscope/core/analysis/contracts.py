@@ -535,6 +535,10 @@ class RankFindingOut(msgspec.Struct):
     step: int  # -1 when it is about no one step
     collective: int  # CollectiveOut.id, -1
     evidence_us: float  # the time it accounts for (for straggler: what the other ranks lost)
+    # straggler: what its delay went on to cost in the step of ``step``, through the ranks
+    # it kept waiting (``ranks._carried``): the collectives and the others' wait there
+    onward_collectives: int = 0
+    onward_us: float = 0.0
 
 
 class RanksOut(msgspec.Struct):

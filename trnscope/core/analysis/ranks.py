@@ -661,6 +661,8 @@ def _stragglers(
                 step=step,
                 collective=c.id,
                 evidence_us=us(total),
+                onward_collectives=carried.get((rank, step), (0, 0))[0],
+                onward_us=us(carried.get((rank, step), (0, 0))[1]),
             )
         )
     out.sort(key=lambda finding: -finding.evidence_us)
