@@ -344,6 +344,8 @@ def test_a_ddp_job_under_torchrun_captures_every_rank_and_ranks_reads_them(tmp_p
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"rank 1 of 2: session written to {out / 'rank1'}" in done.stderr
     assert "profiler_st" not in done.stderr  # Kineto's start and stop markers, 2 per rank
+    # each rank's stop says whose it is (two identical lines said nothing of it)
+    assert all(f"trnscope: rank {r} of 2: stopped train_ddp.py after 5 steps" in done.stderr for r in (0, 1))
     assert f"once every rank is done: trnscope ranks {out}" in done.stderr
     assert sorted(p.name for p in out.iterdir()) == ["rank0", "rank1"]
     assert all(read_manifest(out / f"rank{r}").variants[0].status == "ok" for r in (0, 1))

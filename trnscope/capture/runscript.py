@@ -45,7 +45,9 @@ def run_script(  # noqa: C901 - the script runs inside one profiler context whos
     out: Path,
     options: CaptureOptions,
     stop_when_done: bool = True,
+    whose: str = "",
 ) -> Path:
+    """``whose``: "rank 1 of 2: " under a launcher, so that each rank's line says whose it is."""
     from torch.profiler import profile, schedule
 
     if not script.is_file():
@@ -118,7 +120,7 @@ def run_script(  # noqa: C901 - the script runs inside one profiler context whos
                         runpy.run_path(str(script), run_name="__main__")
                     except _StopScript:
                         sys.stderr.write(
-                            f"trnscope: stopped {script.name} after {counter['steps']} steps: the profiled window "
+                            f"trnscope: {whose}stopped {script.name} after {counter['steps']} steps: the profiled window "
                             "is recorded (the rest of the script does not run)\n"
                         )
                     except SystemExit as exit_:
