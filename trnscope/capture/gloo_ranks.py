@@ -42,6 +42,8 @@ def _rank_main(
     import torch.distributed as dist
     from torch.profiler import ProfilerActivity, profile, schedule
 
+    from trnscope.capture.kineto_markers import QuietSteps
+
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
@@ -57,12 +59,15 @@ def _rank_main(
         prof.export_chrome_trace(str(Path(out) / f"rank{rank}.json"))
 
     activities = [ProfilerActivity.CPU]
-    with profile(
-        activities=activities,
-        schedule=schedule(wait=0, warmup=1, active=ACTIVE_STEPS, repeat=1),
-        record_shapes=True,
-        on_trace_ready=save,
-    ) as prof:
+    with (
+        profile(
+            activities=activities,
+            schedule=schedule(wait=0, warmup=1, active=ACTIVE_STEPS, repeat=1),
+            record_shapes=True,
+            on_trace_ready=save,
+        ) as prof,
+        QuietSteps(prof.step, wait=0, active=ACTIVE_STEPS) as profiler_step,
+    ):
         for step in range(1 + ACTIVE_STEPS):
             y = x @ x
             if rank == held_rank and step == held_step:
@@ -76,7 +81,7 @@ def _rank_main(
             gathered = [torch.empty(32) for _ in range(world)]
             dist.all_gather(gathered, torch.ones(32) * rank)
             dist.broadcast(y, src=0)
-            prof.step()
+            profiler_step()
     dist.barrier()
     dist.destroy_process_group()
 
