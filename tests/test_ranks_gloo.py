@@ -34,16 +34,22 @@ HELD_RANK, HELD_STEP, HELD_MS = 2, 2, 80.0
 WORLD = 4
 
 
-@pytest.fixture(scope="module")
-def gloo_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("gloo_ranks")
+def _recorded(out: Path, held_rank: int = HELD_RANK, layout: str = "") -> Path:
+    """A real gloo job recorded into ``out`` (a process of its own: torch.distributed
+    and the profiler stay out of the test process); ``layout``: "", "pairs" or "grid"."""
     code = (
         "from pathlib import Path; from trnscope.capture.gloo_ranks import record; "
-        f"record(Path({str(out)!r}), {WORLD}, {HELD_RANK}, {HELD_STEP}, {HELD_MS})"
+        f"record(Path({str(out)!r}), {WORLD}, {held_rank}, {HELD_STEP}, {HELD_MS}"
+        + (f", {layout}=True)" if layout else ")")
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=240, capture_output=True)
     assert len(list(out.glob("rank*.json"))) == WORLD
     return out
+
+
+@pytest.fixture(scope="module")
+def gloo_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _recorded(tmp_path_factory.mktemp("gloo_ranks"))
 
 
 def _events(folder: Path, rank: int) -> list[dict[str, Any]]:
@@ -117,13 +123,7 @@ def test_one_process_group_raises_no_doubt_about_groups(document: RanksOut) -> N
 def pairs_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The same job, each pair of ranks also all-reducing in a group of its own (as
     tensor parallelism does): gloo's traces do not say which group a call was in."""
-    out = tmp_path_factory.mktemp("gloo_pairs")
-    code = (
-        "from pathlib import Path; from trnscope.capture.gloo_ranks import record; "
-        f"record(Path({str(out)!r}), {WORLD}, {HELD_RANK}, {HELD_STEP}, {HELD_MS}, pairs=True)"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=240, capture_output=True)
-    return out
+    return _recorded(tmp_path_factory.mktemp("gloo_pairs"), layout="pairs")
 
 
 def test_groups_the_calls_do_not_name_are_read_from_glos_worker_threads(pairs_folder: Path) -> None:
@@ -179,13 +179,7 @@ def test_worker_threads_that_do_not_hold_their_groups_ranks_are_not_believed(pai
 def grid_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Four ranks all-reducing in their pair ([0, 1], [2, 3]), then in their column
     ([0, 2], [1, 3]), then as one job; rank 3 sleeps before its pair's call in step 2."""
-    out = tmp_path_factory.mktemp("gloo_grid")
-    code = (
-        "from pathlib import Path; from trnscope.capture.gloo_ranks import record; "
-        f"record(Path({str(out)!r}), 4, 3, {HELD_STEP}, {HELD_MS}, grid=True)"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=240, capture_output=True)
-    return out
+    return _recorded(tmp_path_factory.mktemp("gloo_grid"), held_rank=3, layout="grid")
 
 
 def test_a_stragglers_delay_is_followed_through_the_ranks_it_kept_waiting(grid_folder: Path) -> None:
