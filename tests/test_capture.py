@@ -117,6 +117,17 @@ def test_capture_run_leaves_the_scripts_memory_settings_alone(tmp_path: Path) ->
     assert line.split()[2] != "False", line  # NumPy's default advice, where it has the switch
 
 
+def test_a_ranks_capture_error_says_whose_it_is(tmp_path: Path, capsys, monkeypatch) -> None:
+    """Under a launcher every rank prints its own error line: each says which rank."""
+    script = tmp_path / "fails.py"
+    script.write_text("raise ValueError('boom')\n")
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert main(["capture", "run", str(script), "--out", str(tmp_path / "job")]) == 2
+    assert "error: rank 1 of 2: fails.py raised ValueError: boom" in capsys.readouterr().err
+    assert not (tmp_path / "job" / "rank1").exists()
+
+
 def test_capture_run_too_few_steps_leaves_nothing(tmp_path: Path, capsys) -> None:
     out = tmp_path / "tiny"
     code = main(["capture", "run", str(REPO / "examples" / "train_tiny.py"), "--iters", "3", "--out", str(out)])

@@ -110,7 +110,10 @@ def cmd_capture(args: argparse.Namespace, usage: str = "") -> int:  # noqa: C901
             raise TrnscopeError("usage: trnscope capture run SCRIPT.py [ARGS...] --out DIR")
         from trnscope.capture.runscript import run_script
 
-        session = run_script(Path(rest[1]), rest[2:], out=out, options=options, whose=whose)
+        try:
+            session = run_script(Path(rest[1]), rest[2:], out=out, options=options, whose=whose)
+        except TrnscopeError as failure:  # each rank's error line says whose it is
+            raise TrnscopeError(f"{whose}{failure}") from None
         _log(f"{whose}session written to {session}")
         if rank is not None and rank.rank == 0:
             _log(f"once every rank is done: trnscope ranks {args.out}")
