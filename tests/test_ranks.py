@@ -569,3 +569,39 @@ def test_gloo_worker_threads_are_given_groups_only_where_their_order_can_say() -
     assert _gloo_thread_groups(trace({**info, "pg_config": "0"}, ["1", "2"]), np.arange(2)) == {}
     assert _gloo_thread_groups(trace(info, ["a", "b"]), np.arange(2)) == {}  # ids that are no numbers
     assert _gloo_thread_groups(trace(config, ["1", "2"]), np.arange(2)) == {}  # distributedInfo not a dict
+
+
+def test_a_delay_is_carried_in_the_order_collectives_could_start() -> None:
+    """Rank 3 holds up the pair [2, 3] (its own lateness); then the column [1, 3], whose
+    first arrival (rank 1's) came before the pair's first (rank 2's): by first arrival
+    the column was met before rank 3's delay was known, and nothing was carried."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from trnscope.core.analysis.ranks import _carried, _Figures
+
+    def figures(ranks: list[int], arrival: list[int], last: int, lateness: int, own: int) -> _Figures:
+        arrived = np.array(arrival, dtype=np.int64)
+        return _Figures(
+            ranks=np.array(ranks),
+            arrival=arrived,
+            wait=arrived.max() - arrived,
+            duration=np.zeros(2, dtype=np.int64),
+            end=arrived.max() + np.zeros(2, dtype=np.int64),
+            start_skew=int(arrived.max() - arrived.min()),
+            end_skew=0,
+            latency=0,
+            last_rank=last,
+            last_row=0,
+            lateness=lateness,
+            own_lateness=own,
+            bytes=0,
+        )
+
+    ms = 1_000_000
+    column = figures([1, 3], [5 * ms, 85 * ms], last=3, lateness=80 * ms, own=0)  # first arrival 5 ms
+    pair = figures([2, 3], [6 * ms, 84 * ms], last=3, lateness=78 * ms, own=78 * ms)  # first arrival 6 ms
+    matched = SimpleNamespace(step=np.array([2, 2]))
+    never = SimpleNamespace(threshold=lambda rank: 0)
+    assert _carried([column, pair], matched, 5 * ms, never) == {(3, 2): (1, 80 * ms)}  # type: ignore[arg-type]

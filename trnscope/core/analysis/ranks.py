@@ -716,7 +716,14 @@ def _carried(
     133 ms more at the two after it.)"""
     out: dict[tuple[int, int], tuple[int, int]] = {}
     carriers: dict[int, dict[int, int]] = {}  # step → rank → the straggler whose delay it carries
-    for k, f in enumerate(figures):  # (instances are numbered by first arrival)
+    # in the order the collectives could start (their last arrival): a delay reaches a
+    # collective through one that started before it.  (By first arrival, rank 1 at its
+    # column's call could come before rank 2 at the pair's, which rank 3 held up first.)
+    by_start = sorted(
+        range(len(figures)), key=lambda j: int(figures[j].arrival.max()) if figures[j].arrival.size else 0
+    )
+    for k in by_start:
+        f = figures[k]
         if len(f.ranks) < 2 or f.lateness < floor:
             continue
         step = int(matched.step[k])
