@@ -138,6 +138,7 @@ def test_groups_the_calls_do_not_name_are_read_from_glos_worker_threads(pairs_fo
     assert any("read from the gloo worker thread that ran it" in w for w in pairs.warnings)
     assert not any("process groups smaller than the job" in w for w in pairs.warnings)
     # per step: the world's all_reduce, all_gather and broadcast, and one all_reduce per pair
+    assert pairs.process_groups == members  # (what the JSON names a collective's group by)
     assert len(pairs.collectives) == ACTIVE_STEPS * 5
     for c in pairs.collectives:
         assert c.ranks == members[c.group], (c.name, c.step, c.group, c.ranks)

@@ -550,4 +550,7 @@ class RanksOut(msgspec.Struct):
     findings: list[RankFindingOut]
     warnings: list[str]
     noise_floor_us: float  # lateness below this is scheduling noise on these traces
+    # the process groups the ranks are in, name → members (distributedInfo.pg_config):
+    # what a collective's ``group`` names
+    process_groups: dict[str, list[int]] = {}
     schema_version: int = SCHEMA_VERSION

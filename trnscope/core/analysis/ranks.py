@@ -396,6 +396,7 @@ def reduce_ranks(summaries: list[RankSummary], step: int | None = None) -> Ranks
         findings=findings,
         warnings=warnings,
         noise_floor_us=us(floor),
+        process_groups=_process_groups(summaries),
     )
 
 
@@ -516,6 +517,17 @@ def _not_one_run(summaries: list[RankSummary], ranks: list[int], warnings: list[
     return True
 
 
+def _process_groups(summaries: list[RankSummary]) -> dict[str, list[int]]:
+    """Every rank's groups together, name → members (each rank lists its own groups),
+    in the order of their names (numbers as numbers)."""
+    members: dict[str, set[int]] = {}
+    for summary in summaries:
+        for name, group in summary.process_groups.items():
+            members.setdefault(name, set()).update(group)
+    order = sorted(members, key=lambda name: (not name.isdigit(), int(name) if name.isdigit() else 0, name))
+    return {name: sorted(members[name]) for name in order}
+
+
 def _subgroups(summaries: list[RankSummary]) -> list[list[int]]:
     """The members of the process groups smaller than the job that the ranks are in."""
     groups: list[list[int]] = []
@@ -536,10 +548,7 @@ def _by_worker_groups(
         return None
     said: list[str] = []
     matched = match_collectives([table.with_worker_groups() for table in tables], ranks, said)
-    members: dict[str, set[int]] = {}
-    for summary in summaries:
-        for name, group in summary.process_groups.items():
-            members.setdefault(name, set()).update(group)
+    members = {name: set(group) for name, group in _process_groups(summaries).items()}
     given = set(ranks)
     for k in range(len(matched)):
         expected = members.get(matched.group[k])
