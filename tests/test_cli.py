@@ -1121,3 +1121,22 @@ def test_a_variant_without_steps_reads_no_steps_and_its_launches_in_all() -> Non
     mixed = [stepped, stepless]
     assert launches_label(mixed, "launches / step") == "launches / step"
     assert [launches_text(x, mixed) for x in mixed] == ["1,575.5", "53 in all"]
+
+
+def test_chain_without_op_on_a_trace_of_no_op_says_so(capsys, tmp_path: Path) -> None:
+    """``chain`` picks the op table's top op; a trace of annotations alone has none to
+    follow: one line and exit 2, not a traceback."""
+    from trnscope.testing.events import annotation, write_trace
+
+    path = write_trace(tmp_path / "ranges.json", [annotation("ProfilerStep#1", 0, 100), annotation("load", 10, 50)])
+    code, out, err = run(capsys, "chain", str(path))
+    assert code == 2 and out == ""
+    assert err.strip() == "trnscope: error: no op in this trace to follow (`trnscope summary` lists what it has)"
+
+
+def test_the_gloo_recorders_grid_is_of_four_ranks(tmp_path: Path) -> None:
+    from trnscope.capture.gloo_ranks import record
+
+    with pytest.raises(ValueError, match="the grid is of 4 ranks"):
+        record(tmp_path / "g", world=2, grid=True)
+    assert not (tmp_path / "g").exists()
