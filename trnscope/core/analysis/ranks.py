@@ -653,7 +653,8 @@ def _stragglers(
         why = _why_late(matched.calls.call(f.last_row), f, _longer_compute(compute, rank, step, f.lateness))
         more = f" and {count - 1} more collective{'s' if count > 2 else ''}" if count > 1 else ""
         often = f"; late in {len(steps)} steps, the others losing {fmt_time_ns(total)} in all" if len(steps) > 1 else ""
-        onward = _onward(carried, rank, step)
+        held, waited = carried.get((rank, step), (0, 0))
+        onward = _onward(held, waited, step)
         doubt, lower = _doubt(c, matched.level, groups_unnamed)
         severity = _severity(lost, _step_rank_time(summaries, step))
         severity = _LOWER[severity] if lower else severity
@@ -670,20 +671,19 @@ def _stragglers(
                 step=step,
                 collective=c.id,
                 evidence_us=us(total),
-                onward_collectives=carried.get((rank, step), (0, 0))[0],
-                onward_us=us(carried.get((rank, step), (0, 0))[1]),
+                onward_collectives=held,
+                onward_us=us(waited),
             )
         )
     out.sort(key=lambda finding: -finding.evidence_us)
     return out[:MAX_FINDINGS_PER_KIND]
 
 
-def _onward(carried: dict[tuple[int, int], tuple[int, int]], rank: int, step: int) -> str:
+def _onward(held: int, waited: int, step: int) -> str:
     """ "; its delay went on … to 2 more collectives of step 2, where the others waited
-    132.685ms more" (``_carried``'s figure), else ""."""
-    if (rank, step) not in carried:
+    132.685ms more" (``_carried``'s figures: collectives, ns), else ""."""
+    if not held:
         return ""
-    held, waited = carried[(rank, step)]
     return (
         f"; its delay went on, through the ranks it kept waiting, to {held} more collective"
         f"{'s' if held > 1 else ''} of step {step}, where the others waited {fmt_time_ns(waited)} more"
