@@ -2,7 +2,10 @@
 
     trnscope capture run examples/train_tiny.py --out /tmp/tiny_session
 
-Each optimizer step advances trnscope's profiler schedule.
+Each optimizer step advances trnscope's profiler schedule.  On a GPU, give the
+script the device too (what follows ``--`` is the script's):
+
+    trnscope capture run examples/train_tiny.py --device cuda --out /tmp/tiny_cuda -- --device cuda
 """
 
 import argparse
@@ -14,6 +17,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
 
     torch.manual_seed(0)
@@ -23,12 +27,12 @@ def main() -> None:
         torch.nn.Linear(args.hidden, args.hidden),
         torch.nn.LayerNorm(args.hidden),
         torch.nn.Linear(args.hidden, 10),
-    )
+    ).to(args.device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
     for _ in range(args.iters):
-        x = torch.randn(64, 128)
-        y = torch.randint(0, 10, (64,))
+        x = torch.randn(64, 128, device=args.device)
+        y = torch.randint(0, 10, (64,), device=args.device)
         optimizer.zero_grad(set_to_none=True)
         loss = loss_fn(model(x), y)
         loss.backward()
