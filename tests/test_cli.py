@@ -534,8 +534,9 @@ def test_summary_workers_reach_the_loader(capsys, small_synthetic, monkeypatch) 
 
 
 def test_open_passes_its_options_to_the_app(monkeypatch, small_synthetic) -> None:
-    """`trnscope open` hands --theme, --select, --skip, --no-cache, --workers and
-    --export to the app (the app's own handling of each is tested in the Pilot tests)."""
+    """`trnscope open` hands --theme, --select, --skip, --no-cache, --workers, --export,
+    --warmup and --op-tree to the app (the app's own handling of each is tested in the
+    Pilot tests)."""
     import trnscope.tui.app
     import trnscope.tui.launch
     from trnscope.core.formats.kineto import parallel as kineto
@@ -560,11 +561,12 @@ def test_open_passes_its_options_to_the_app(monkeypatch, small_synthetic) -> Non
     monkeypatch.setattr(trnscope.tui.app, "TrnscopeApp", RecordingApp)
     monkeypatch.setattr(kineto, "start_worker_server", lambda: None)
     argv = ["open", str(path), "--theme", "ansi", "--select", "0", "--skip", "python", "--no-cache", "--workers", "1"]
-    assert main([*argv, "--export", "--warmup", "2"]) == 0
+    assert main([*argv, "--export", "--warmup", "2", "--op-tree", "python"]) == 0
     early = made.pop("early")  # the trace, already loading with the same options
     assert isinstance(early, EarlyLoad) and early.source.path == str(path)
     loaded = early.result(lambda *update: None)
     assert loaded.trace.stats.skipped_events > 0 and not loaded.trace.stats.from_cache  # --skip python, --no-cache
+    assert loaded.trace.op_tree == "python"
     assert made == {
         "paths": [str(path)],
         "select": "0",
@@ -574,6 +576,7 @@ def test_open_passes_its_options_to_the_app(monkeypatch, small_synthetic) -> Non
         "workers": 1,
         "export": True,
         "warmup": 2,
+        "op_tree": "python",
         "ran": True,
         "load stopped on the way out": True,
     }

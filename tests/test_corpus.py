@@ -59,7 +59,7 @@ def test_corpus_trace_loads_and_links(path: Path) -> None:
     # Self times partition the host time: per thread, the self CPU of every tree event
     # sums to the total duration of the tree's roots.
     links = analysis.links
-    alive = links.in_tree & (links.merged_into < 0)
+    alive = links.in_op_tree & (links.merged_into < 0)
     roots = alive & (links.parent < 0)
     ev = trace.events
     self_sum = np.bincount(ev.thread[alive], weights=analysis.times.self_cpu[alive], minlength=len(trace.threads))

@@ -199,6 +199,6 @@ def test_kernels_after_folding_match_pytorch(spec: list[tuple[int, int]], kernel
         np.array(parent, dtype=np.int64),
         np.ones(len(parent), dtype=bool),  # type: ignore[arg-type]
     )
-    links = SimpleNamespace(merged_into=merged, depth=np.array(depth, dtype=np.int32))
+    links = SimpleNamespace(merged_into=merged, op_depth=np.array(depth, dtype=np.int32))
     got = _owner_after_folding(links, np.array(kernel_op, dtype=np.int64))  # type: ignore[arg-type]
     assert got.tolist() == _pytorch_remove_dup_nodes(parent, names, kernel_op)[2]

@@ -19,6 +19,8 @@ from trnscope.capture.reference import reference_rows  # noqa: E402
 from trnscope.core.analysis.analysis import Analysis  # noqa: E402
 from trnscope.core.analysis.parity import check_parity  # noqa: E402
 from trnscope.core.formats import load_path  # noqa: E402
+from trnscope.core.formats.options import LoadOptions  # noqa: E402
+from trnscope.core.model import op_tree  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -45,7 +47,8 @@ def _profile(tmp_path: Path, workload, **options):  # type: ignore[no-untyped-de
         workload()
     trace = tmp_path / "trace.json"
     prof.export_chrome_trace(str(trace))
-    return prof, Analysis(load_path(trace))
+    # a bare trace does not say which PyTorch wrote it: the test knows (op_tree.resolve)
+    return prof, Analysis(load_path(trace, LoadOptions(op_tree=op_tree.resolve(op_tree.AUTO, torch.__version__))))
 
 
 def _assert_parity(prof, analysis: Analysis, by_shape: bool) -> None:  # type: ignore[no-untyped-def]

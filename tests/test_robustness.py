@@ -280,7 +280,7 @@ def test_invariants_on_random_traces(tmp_path_factory, spec) -> None:  # type: i
     assert (table.self_device <= table.device_total).all()
     links = analysis.links
     ev = analysis.trace.events
-    alive = links.in_tree & (links.merged_into < 0)
+    alive = links.in_op_tree & (links.merged_into < 0)
     roots = alive & (links.parent < 0)
     nested = np.flatnonzero(alive & (links.parent >= 0))
     assert alive[links.parent[nested]].all()  # folding never leaves a row under a folded one

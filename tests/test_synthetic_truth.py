@@ -13,10 +13,18 @@ from trnscope.core.formats import load_path
 from trnscope.core.formats.options import NO_CACHE, LoadOptions
 
 
-def test_op_table_matches_ground_truth(small_synthetic) -> None:
+@pytest.mark.parametrize("rule", ["classic", "python"])
+def test_op_table_matches_ground_truth(small_synthetic, rule: str) -> None:
+    """Both rules of what Python frames are (``model.op_tree``): the classic one, which a
+    trace of unknown release gets, leaves them out of the rows and of every op's Self
+    CPU; the other makes them nodes and rows, as PyTorch 2.12+ does."""
     path, truth = small_synthetic
-    analysis = Analysis(load_path(path))
-    assert_ops_match(analysis.op_table(), truth.ops)
+    analysis = Analysis(load_path(path, LoadOptions(op_tree=rule)))
+    assert analysis.trace.op_tree == rule
+    table = analysis.op_table()
+    assert_ops_match(table, truth.ops_by_rule(rule))
+    assert any(table.kind(g) == "python" for g in range(len(table))) == (rule == "python")
+    assert truth.ops_classic["ProfilerStep*"].self_cpu_ns > truth.ops["ProfilerStep*"].self_cpu_ns
     kernels = analysis.kernel_table()
     for name, expected in truth.kernels.items():
         k = kernels.name.index(name)

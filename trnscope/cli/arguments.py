@@ -98,6 +98,13 @@ def _add_load_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the parsed-index cache")
     parser.add_argument(
+        "--op-tree",
+        choices=("auto", "classic", "python"),
+        default="auto",
+        help="Python frames in PyTorch's op tree, which sets Self CPU: classic (PyTorch up to 2.11: not in it), "
+        "python (2.12+: nodes and rows); auto: the release a capture's session.json names, else classic",
+    )
+    parser.add_argument(
         "--workers",
         type=int,
         default=None,
@@ -356,6 +363,13 @@ def _add_ranks_command(sub: argparse._SubParsersAction) -> None:  # type: ignore
         "--skip", action="append", default=[], metavar="CATEGORY", help="drop a category at load, e.g. --skip python"
     )
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the parsed-index cache")
+    p.add_argument(
+        "--op-tree",
+        choices=("auto", "classic", "python"),
+        default="auto",
+        help="Python frames in PyTorch's op tree, which sets Self CPU: classic (PyTorch up to 2.11: not in it), "
+        "python (2.12+: nodes and rows); auto: the release a capture's session.json names, else classic",
+    )
     p.add_argument(
         "--warmup", type=int, default=0, metavar="N", help="leave out the first N NeuronCore executions of each kernel"
     )

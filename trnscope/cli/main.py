@@ -130,7 +130,9 @@ def merged_figures(args: argparse.Namespace, extras: set[str]) -> SummaryFigures
                 finally:
                     clear_progress_line()
     request = SummaryRequest(args.group_by, args.stack_depth, args.step, frozenset(extras))
-    load = LoadOptions(skip=tuple(args.skip), use_cache=not args.no_cache, warmup=max(0, args.warmup))
+    load = LoadOptions(
+        skip=tuple(args.skip), use_cache=not args.no_cache, warmup=max(0, args.warmup), op_tree=args.op_tree
+    )
     results = map_ranks(rank_jobs(plan.sources, load, request), ExecutorChoice(workers=args.workers))
     failed = [r for r in results if r.error]
     if failed:  # a sum with a trace missing would look complete: refuse it

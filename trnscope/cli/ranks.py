@@ -46,7 +46,9 @@ def cmd_ranks(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise TrnscopeError("--workers must be 1 or more")
     plan = plan_sources(args.paths, Mode.RANKS)
-    load = LoadOptions(skip=tuple(args.skip), use_cache=not args.no_cache, warmup=max(0, args.warmup))
+    load = LoadOptions(
+        skip=tuple(args.skip), use_cache=not args.no_cache, warmup=max(0, args.warmup), op_tree=args.op_tree
+    )
     choice = ExecutorChoice(workers=args.workers, scheduler=args.scheduler, scheduler_file=args.scheduler_file)
     progress = _progress()
     try:

@@ -14,6 +14,7 @@ from trnscope.core.analysis.contracts import OpOut, SummaryOut, encode
 from trnscope.core.analysis.row_labels import distinct_names
 from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fit_si, fmt_bytes, fmt_share, fmt_time_ns
+from trnscope.core.model import op_tree
 
 
 def render_json(summary: SummaryOut) -> str:
@@ -192,6 +193,8 @@ def render_table(summary: SummaryOut, width: int | None = None, which: str = "bo
         hidden += gone + _not_computed_headers(summary)
         print_columns(console, title, kept_texts, kept, len(ops))
         console.print(f"Self CPU time total: {fmt_time_ns(total_cpu * 1000)}")
+        if summary.op_tree in (op_tree.CLASSIC, op_tree.PYTHON):
+            console.print(f"Self CPU: {op_tree.describe(summary.op_tree)} (--op-tree)")
         if has_device:
             console.print(f"Self {device} time total: {fmt_time_ns(total_dev * 1000)}")
         console.print(f"Wall time: {fmt_time_ns(summary.totals.wall_us * 1000)}   events: {summary.events:,}")

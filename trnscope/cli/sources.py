@@ -45,6 +45,7 @@ def options_from(args: argparse.Namespace) -> OpenOptions:
         workers=getattr(args, "workers", None),
         export=getattr(args, "export", False),
         warmup=_warmup(args),
+        op_tree=getattr(args, "op_tree", "auto") or "auto",
     )
 
 

@@ -63,8 +63,13 @@ class GroundTruth(msgspec.Struct):
     events: int = 0
     device_events: int = 0
     linked_device_events: int = 0
-    ops: dict[str, OpTruth] = {}
+    ops: dict[str, OpTruth] = {}  # key_averages() where Python frames are tree nodes (PyTorch 2.12+)
     kernels: dict[str, OpTruth] = {}
+    ops_classic: dict[str, OpTruth] = {}  # key_averages() without Python frames (up to 2.11)
+
+    def ops_by_rule(self, rule: str) -> dict[str, OpTruth]:
+        """The op figures under ``trnscope.core.model.op_tree``'s resolved ``rule``."""
+        return self.ops if rule == "python" else self.ops_classic
 
 
 def _fmt_us(ns: int) -> str:
@@ -94,6 +99,7 @@ class SyntheticKinetoWriter:
         self.rng = random.Random(seed)
         self.truth = GroundTruth()
         self._ops: dict[str, OpTruth] = defaultdict(OpTruth)
+        self._ops_classic: dict[str, OpTruth] = defaultdict(OpTruth)
         self._kernels: dict[str, OpTruth] = defaultdict(OpTruth)
         self.clock = {MAIN_TID: 1_000_000, BWD_TID: 1_000_000}
         self.stream_free = {COMPUTE_STREAM: 0, COPY_STREAM: 0}
@@ -141,14 +147,19 @@ class SyntheticKinetoWriter:
             f'"dur": {_fmt_us(dur)},\n    "args": {{\n      {node.args}"Ev Idx": {self.ev_idx}\n    }}\n  }}'
         )
         self._emit(text)
-        if node.kind in ("op", "runtime", "python", "annotation"):
-            truth = self._ops[node.name if not node.name.startswith("ProfilerStep#") else "ProfilerStep*"]
+        if node.kind not in ("op", "runtime", "python", "annotation"):
+            return
+        key = node.name if not node.name.startswith("ProfilerStep#") else "ProfilerStep*"
+        tables = [(self._ops, node.children)]
+        if node.kind != "python":  # up to PyTorch 2.11 frames are neither rows nor nodes
+            tables.append((self._ops_classic, _without_frames(node.children)))
+        for table, children in tables:
+            truth = table[key]
             truth.calls += 1
             truth.cpu_total_ns += dur
-            truth.self_cpu_ns += dur - sum(c.end - c.start for c in node.children)
-            device_total = node.device_ns + sum(_subtree_device(c) for c in node.children)
+            truth.self_cpu_ns += dur - sum(c.end - c.start for c in children)
             truth.self_device_ns += node.device_ns
-            truth.device_total_ns += device_total
+            truth.device_total_ns += node.device_ns + sum(_subtree_device(c) for c in children)
 
     # -- building blocks -------------------------------------------------
     def python(self, name: str, tid: int = MAIN_TID) -> _Node:
@@ -368,6 +379,7 @@ class SyntheticKinetoWriter:
 
     def finish(self) -> GroundTruth:
         self.truth.ops = dict(self._ops)
+        self.truth.ops_classic = dict(self._ops_classic)
         self.truth.kernels = dict(self._kernels)
         return self.truth
 
@@ -383,6 +395,16 @@ def _strides(dims: str) -> str:
             acc *= size
         out.append(list(reversed(stride)))
     return msgspec.json.encode(out).decode().replace(",", ", ")
+
+
+def _without_frames(children: list[_Node]) -> list[_Node]:
+    """The children an op has once Python frames are no nodes: each frame's own,
+    down to the first that is not a frame (the writer nests strictly, so this is
+    exactly what the stack algorithm finds without the frames)."""
+    out: list[_Node] = []
+    for child in children:
+        out.extend(_without_frames(child.children) if child.kind == "python" else [child])
+    return out
 
 
 def _subtree_device(node: _Node) -> int:

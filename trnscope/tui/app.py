@@ -152,6 +152,7 @@ class TrnscopeApp(App[None]):
         workers: int | None = None,
         export: bool = False,
         warmup: int = 0,
+        op_tree: str = "auto",
         early: EarlyLoad | None = None,
     ) -> None:
         super().__init__()
@@ -162,7 +163,13 @@ class TrnscopeApp(App[None]):
             self.animation_level = "none"
         self.paths = paths
         self.options = OpenOptions(
-            select=select, skip=skip, use_cache=use_cache, workers=workers, export=export, warmup=warmup
+            select=select,
+            skip=skip,
+            use_cache=use_cache,
+            workers=workers,
+            export=export,
+            warmup=warmup,
+            op_tree=op_tree,
         )
         self.requested_theme = theme
         self.early = early  # the first trace, already loading (``early_load``)

@@ -130,6 +130,7 @@ def explorer_app(args: argparse.Namespace, plan: SourcePlan | None = None) -> An
         workers=args.workers,
         export=args.export,
         warmup=max(0, int(getattr(args, "warmup", 0) or 0)),
+        op_tree=getattr(args, "op_tree", "auto") or "auto",
     )
     # the decode workers take this process's ranges meanwhile; no collection runs
     # inside Textual's import (it ran a full one of ~34 ms there)

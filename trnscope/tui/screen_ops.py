@@ -24,6 +24,7 @@ from trnscope.core.base.arrays import unique_inverse
 from trnscope.core.base.text import elide_middle_text, plural, safe_text
 from trnscope.core.base.units import fmt_share, fmt_time_short
 from trnscope.core.formats import ProfileRef, SourceRef
+from trnscope.core.model import op_tree
 from trnscope.core.opening.sources import distinct_labels
 from trnscope.tui.filterbox import FilterScreen
 from trnscope.tui.keyhints import KeyHints
@@ -100,7 +101,13 @@ class OpsScreen(FilterScreen):
             tooltip="previous ProfilerStep (all steps first)",
         ),
         Binding("right_square_bracket", "step(1)", "Step+", key_display="]", show=False, tooltip="next ProfilerStep"),
-        Binding("p", "toggle_python", "Python", show=False, tooltip="hide/show python_function rows"),
+        Binding(
+            "p",
+            "toggle_python",
+            "Python",
+            show=False,
+            tooltip="hide/show python_function rows (rows under --op-tree python: PyTorch 2.12+'s rule)",
+        ),
         Binding(
             "a",
             "toggle_annotations",
@@ -495,6 +502,13 @@ class OpsScreen(FilterScreen):
         self.rebuild()
 
     def action_toggle_python(self) -> None:
+        if self.analysis.op_tree_rule == op_tree.CLASSIC and self.state.mode == "ops":
+            # classic rule with frames in the trace: they are no rows to show or hide
+            self.notify(
+                f"{op_tree.describe(op_tree.CLASSIC)}, so they are no rows here; "
+                "trnscope open --op-tree python makes them rows, as PyTorch 2.12+ does"
+            )
+            return
         self.state.hide_python = not self.state.hide_python
         self.rebuild()
 

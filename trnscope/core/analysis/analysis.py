@@ -197,6 +197,14 @@ class Analysis:
             return cast(T, self._derived.setdefault(key, made))
 
     @functools.cached_property
+    def op_tree_rule(self) -> str:
+        """The rule the op table's Self CPU follows (``model.op_tree``): "classic" or
+        "python" where the trace has Python frames, "" where it has none (both rules
+        then give the same figures)."""
+        has_frames = bool((self.trace.events.role == int(Role.PYTHON)).any())
+        return self.trace.op_tree if has_frames else ""
+
+    @functools.cached_property
     def span_ns(self) -> tuple[int, int]:
         """``Trace.span_ns``, computed once: a pass over every event (18 ms at 2.9 M
         events) that the status line and the detail pane would otherwise repeat on every

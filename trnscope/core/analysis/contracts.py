@@ -153,6 +153,9 @@ class SummaryOut(msgspec.Struct):
     # the figures computed only when asked (summary --with memory,flops): per name,
     # "computed", "not computed" (the trace has them: ask with --with) or "absent"
     extras: dict[str, str] = {}
+    # how Python frames count in Self CPU (``model.op_tree``): "classic", "python",
+    # "mixed" (merged traces of both), or "" for a trace without frames
+    op_tree: str = ""
 
 
 # -- trnscope chain -----------------------------------------------------------------

@@ -153,7 +153,7 @@ def memory_per_row(analysis: Analysis) -> MemoryPerRow | None:
     prefix_cpu = np.r_[0, np.cumsum(np.where(is_cpu, size, 0)[order])]
     prefix_dev = np.r_[0, np.cumsum(np.where(is_device, size, 0)[order])]
     host = np.flatnonzero(
-        analysis.links.in_tree & equals_any(ev.role, (Role.OP, Role.ANNOTATION, Role.PYTHON)) & (ev.dur >= 0)
+        analysis.links.in_op_tree & equals_any(ev.role, (Role.OP, Role.ANNOTATION, Role.PYTHON)) & (ev.dur >= 0)
     )
     lo = np.searchsorted(times, ev.ts[host], side="left")
     hi = np.searchsorted(times, ev.ts[host] + ev.dur[host], side="right")  # both ends included

@@ -141,7 +141,7 @@ class EventTimes(msgspec.Struct):
 def event_times(trace: Trace, links: Links) -> EventTimes:
     ev = trace.events
     n = len(ev)
-    alive = links.in_tree & (links.merged_into < 0)
+    alive = links.in_op_tree & (links.merged_into < 0)
     parent = links.parent
 
     # Each figure reads the durations of the rows it needs, clipped at zero (an instant
@@ -157,8 +157,15 @@ def event_times(trace: Trace, links: Links) -> EventTimes:
     device_rows = np.flatnonzero(
         equals_any(ev.role, (Role.KERNEL, Role.MEMORY, Role.DEVICE_ANNOTATION)) & (ev.ph == PH_X)
     )
-    device_dur = np.maximum(ev.dur[device_rows], 0)
-    owner = _owner_after_folding(links, links.device_op[device_rows])  # (a gather: a copy)
+    device_dur = _device_durations(trace, device_rows)
+    # PyTorch appends kernels and memory operations to the op that launched them; an
+    # annotation's range on the device (gpu_user_annotation) is a row of its own and
+    # adds nothing to its host annotation (seen in torch 2.11's key_averages on CUDA)
+    owner = np.where(
+        ev.role[device_rows] == int(Role.DEVICE_ANNOTATION),
+        -1,
+        _owner_after_folding(links, links.device_op[device_rows]),
+    )
 
     own_kernels = np.zeros(n, dtype=np.int64)
     attributed = owner >= 0
@@ -166,9 +173,9 @@ def event_times(trace: Trace, links: Links) -> EventTimes:
     del owner, attributed
     device_total = own_kernels.copy()
     # children before parents: deepest first
-    order = children[_deepest_first(links.depth[children])]
+    order = children[_deepest_first(links.op_depth[children])]
     if order.size:
-        levels = links.depth[order]
+        levels = links.op_depth[order]
         boundaries = np.flatnonzero(np.diff(levels)) + 1
         for level_rows in np.split(order, boundaries):
             carrying = level_rows[device_total[level_rows] != 0]
@@ -183,6 +190,23 @@ def event_times(trace: Trace, links: Links) -> EventTimes:
     # instance rows made from it: int32 below 2**31 rows (peak RSS, issue 20)
     rows = np.concatenate([np.flatnonzero(alive), device_rows, memory_rows], dtype=row_dtype(n), casting="same_kind")
     return EventTimes(rows, self_cpu, cpu_total, self_device, device_total)
+
+
+# Kineto writes a gpu_user_annotation 1 ns before the first device op it spans and
+# 1 ns after the last (kineto-trace-format.md §5.2); key_averages() has the span itself:
+# 597.891 us where the file's five ranges add to 597.901 us (torch 2.11, CUDA).
+DEVICE_ANNOTATION_WIDENING_NS = 2
+
+
+def _device_durations(trace: Trace, device_rows: np.ndarray) -> np.ndarray:
+    """Device time of each device row: its duration, less the widening Kineto gives an
+    annotation's device range when it writes the file."""
+    ev = trace.events
+    dur = np.maximum(ev.dur[device_rows], 0)
+    annotation = ev.role[device_rows] == int(Role.DEVICE_ANNOTATION)
+    if annotation.any():
+        dur[annotation] = np.maximum(dur[annotation] - DEVICE_ANNOTATION_WIDENING_NS, 0)
+    return dur
 
 
 def _deepest_first(depth: np.ndarray) -> np.ndarray:
@@ -213,7 +237,7 @@ def _owner_after_folding(links: Links, owner: np.ndarray) -> np.ndarray:
         survivor[further] = merged[survivor[further]]
     # per survivor, its deepest folded row (the first of them on a tie): sorted by
     # survivor, then deepest first, then row
-    by_survivor = np.lexsort((folded, -links.depth[folded].astype(np.int64), survivor))
+    by_survivor = np.lexsort((folded, -links.op_depth[folded].astype(np.int64), survivor))
     survivors = survivor[by_survivor]
     first = np.ones(survivors.size, dtype=bool)
     first[1:] = survivors[1:] != survivors[:-1]
@@ -243,8 +267,8 @@ def _top_level_memory_records(trace: Trace, links: Links) -> np.ndarray:
     if records.size == 0:
         return records
     # Every nested event lies inside its parent (the stack algorithm only nests events
-    # that fit), so the roots cover the same time as all host events together.
-    host = np.flatnonzero(links.in_tree & (links.raw_parent < 0))
+    # that fit), so the op tree's roots cover the same time as all its events together.
+    host = np.flatnonzero(links.in_op_tree & (links.op_depth == 0))
     if host.size == 0:
         return records
     order = np.argsort(ev.ts[host], kind="stable")

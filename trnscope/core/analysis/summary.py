@@ -24,11 +24,12 @@ from trnscope.core.analysis.contracts import (
 )
 from trnscope.core.analysis.opfigures import OpFigures, figures_of, merge_figures
 from trnscope.core.analysis.ordering import order_figures
-from trnscope.core.base.arrays import equals_any
+from trnscope.core.base.arrays import equals_any, is_member, sorted_unique
 from trnscope.core.base.jsondepth import decode_bounded
 from trnscope.core.base.text import plural
 from trnscope.core.base.units import fmt_time_ns, us
-from trnscope.core.model.roles import Role
+from trnscope.core.model.roles import DEVICE_ROLES, Role
+from trnscope.core.model.vocab import NONE_ID, PH_X
 
 HIDE_KINDS = {
     "python": (int(Role.PYTHON),),
@@ -142,6 +143,9 @@ class SummaryFigures(msgspec.Struct):
     step: str = ""
     neuron: NeuronOut | None = None
     merged: list[str] = []
+    # the rule Self CPU follows where the trace has Python frames (``model.op_tree``):
+    # "classic" or "python"; "" without frames, where both give the same figures
+    op_tree: str = ""
 
 
 def extras_available(analysis: Analysis) -> dict[str, bool]:
@@ -182,6 +186,7 @@ def summary_figures(
     }
     report = analysis.link_report
     return SummaryFigures(
+        op_tree=analysis.op_tree_rule,
         source=trace.source,
         label=trace.label,
         device_kind=trace.device_kind,
@@ -261,7 +266,10 @@ def merge_summary_figures(parts: list[SummaryFigures], source: str) -> SummaryFi
                 launch_times[slot][op] = launch_times[slot].get(op, 0) + ns
     first = parts[0]
     states = {name: [p.extras.get(name, "absent") for p in parts] for name in EXTRAS.values()}
+    rules = sorted({p.op_tree for p in parts if p.op_tree})
+    mixed = [f"Self CPU is summed over traces read by different op-tree rules ({' and '.join(rules)})"]
     return SummaryFigures(
+        op_tree=rules[0] if len(rules) == 1 else ("mixed" if rules else ""),
         source=source,
         label=f"{len(parts)} traces merged",
         device_kind=first.device_kind,
@@ -272,7 +280,9 @@ def merge_summary_figures(parts: list[SummaryFigures], source: str) -> SummaryFi
         ops=merge_figures([p.ops for p in parts]),
         kernels=KernelFigures(list(kernel_slots), calls, total, minimum, maximum, launch_times),
         link=LinkOut(*[sum(getattr(p.link, f) for p in parts) for f in LinkOut.__struct_fields__]),
-        warnings=[f"{p.label}: {w}" for p in parts for w in p.warnings] + _spread_note(parts),
+        warnings=[f"{p.label}: {w}" for p in parts for w in p.warnings]
+        + _spread_note(parts)
+        + (mixed if len(rules) > 1 else []),
         extras={
             name: "computed" if "computed" in found else ("not computed" if "not computed" in found else "absent")
             for name, found in states.items()
@@ -380,6 +390,7 @@ def summary_document(
         neuron=figures.neuron,
         step=figures.step,
         extras=figures.extras,
+        op_tree=figures.op_tree,
     )
 
 
@@ -412,6 +423,40 @@ def analysis_warnings(analysis: Analysis, extra: list[str] | None = None) -> lis
         *link_warnings(analysis),
         *_flops_warnings(analysis),
         *analysis.derived(("negative self warnings", None), lambda: _negative_self_warnings(analysis)),
+        *analysis.derived(("id collision warnings", None), lambda: _id_collision_warnings(analysis)),
+    ]
+
+
+def _id_collision_warnings(analysis: Analysis) -> list[str]:
+    """Where PyTorch's own table of this trace is wrong, and why ours differs from it.
+
+    ``key_averages()`` joins work to host events by one number, an op's id (the
+    trace's ``External id``) and a runtime call's CUPTI correlation alike.  A runtime
+    call of no op (no ``External id``) whose correlation equals an op's id gets that
+    op's device work as its own and takes the op's runtime calls to its thread.  Seen
+    on a gloo DDP rank on CUDA (torch 2.11): ``cudaEventRecord`` with 8.8 us of CUDA
+    time it never ran, ``aten::copy_`` with 46 us more Self CPU.  Ours joins each by
+    its own kind: said, not copied."""
+    ev = analysis.trace.events
+    names = analysis.trace.names
+    call = equals_any(ev.role, (Role.RUNTIME, Role.DRIVER)) & (ev.ph == PH_X)
+    # (an External id equal to the event's own correlation is older Kineto's mark of
+    # unlinked work, not an op's id: the linker skips it too)
+    joined = (
+        (call | equals_any(ev.role, DEVICE_ROLES)) & (ev.external_id != NONE_ID) & (ev.external_id != ev.correlation)
+    )
+    loose = np.flatnonzero(call & (ev.external_id == NONE_ID) & (ev.correlation != NONE_ID))
+    if loose.size == 0 or not joined.any():
+        return []
+    colliding = loose[is_member(sorted_unique(ev.external_id[joined]), ev.correlation[loose])]
+    if colliding.size == 0:
+        return []
+    which = sorted({names[int(i)] for i in ev.name[colliding]})
+    return [
+        f"{plural(int(colliding.size), 'runtime call')} of no op ({', '.join(which[:4])}"
+        f"{', …' if len(which) > 4 else ''}) carry a correlation id equal to an op's id: PyTorch's key_averages() "
+        "gives them that op's device time and moves the op's runtime calls off its thread, so its table differs "
+        "from this one on those rows, the op and their parents; here each is joined by its own kind"
     ]
 
 

@@ -25,6 +25,7 @@ class SourceRef(msgspec.Struct):
     kind: str = "kineto"  # "kineto" | "neuron"
     description: str = ""
     synthetic: bool = False
+    torch_version: str = ""  # the PyTorch that wrote it, where a capture's session.json says
 
 
 class ProfileRef(msgspec.Struct):
@@ -116,7 +117,11 @@ def discover(path: Path) -> ProfileRef:
     check_readable_file(path)
     if looks_like_neuron_json(path):
         return ProfileRef(str(path), "neuron", [SourceRef(path.stem, str(path), kind="neuron")])
-    return ProfileRef(str(path), "trace", [SourceRef(_label_for(path, path.parent), str(path))])
+    return ProfileRef(
+        str(path),
+        "trace",
+        [SourceRef(_label_for(path, path.parent), str(path), torch_version=_torch_version_beside(path))],
+    )
 
 
 def _discover_folder(folder: Path) -> ProfileRef:
@@ -159,7 +164,20 @@ def _discover_folder(folder: Path) -> ProfileRef:
             f"{'are' if len(passed_over) > 1 else 'is'} not one and {'were' if len(passed_over) > 1 else 'was'} "
             f"not read (empty, cut before the events, or other JSON): {names}"
         )
-    return ProfileRef(str(folder), "folder", [SourceRef(_label_for(p, folder), str(p)) for p in traces], notes=notes)
+    sources = [SourceRef(_label_for(p, folder), str(p), torch_version=_torch_version_beside(p)) for p in traces]
+    return ProfileRef(str(folder), "folder", sources, notes=notes)
+
+
+def _torch_version_beside(trace: Path) -> str:
+    """The PyTorch release a capture's ``session.json`` next to ``trace`` names (one
+    rank's folder of a job, or a variant's trace opened on its own); empty without one."""
+    manifest = trace.parent / SESSION_FILE
+    if not manifest.is_file():
+        return ""
+    try:
+        return read_manifest(trace.parent).torch_version
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return ""  # the session itself says what is wrong with it when opened as one
 
 
 def _runtime_event_files(folder: Path) -> list[Path]:
@@ -209,6 +227,7 @@ def _discover_session(folder: Path) -> ProfileRef:
                 kind=variant.trace_format,
                 description=variant.description,
                 synthetic=manifest.synthetic,
+                torch_version=manifest.torch_version,
             )
         )
     if not sources:

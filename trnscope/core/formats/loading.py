@@ -11,6 +11,7 @@ import msgspec
 from trnscope.core.formats.discovery import SourceRef, discover
 from trnscope.core.formats.options import DEFAULT, LoadOptions
 from trnscope.core.formats.source import Progress
+from trnscope.core.model import op_tree
 
 if TYPE_CHECKING:  # NumPy: loaded by the readers themselves, when they run
     from trnscope.core.model.trace import Trace
@@ -65,6 +66,7 @@ def load_source(
             )
     trace.label = source.label
     trace.synthetic = trace.synthetic or source.synthetic
+    trace.op_tree = op_tree.resolve(options.op_tree, source.torch_version)
     return trace
 
 

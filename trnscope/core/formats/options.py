@@ -15,6 +15,7 @@ class LoadOptions(msgspec.Struct, frozen=True):
     use_cache: bool = True  # read and write the caches (index, decompressed copy)
     workers: int | None = None  # decode processes (None: the CPU count)
     warmup: int = 0  # NeuronCore executions left out at the start of each kernel (--warmup)
+    op_tree: str = "auto"  # Python frames in the op tree: auto | classic | python (``model.op_tree``)
 
 
 DEFAULT = LoadOptions()

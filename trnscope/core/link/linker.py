@@ -37,6 +37,7 @@ from trnscope.core.base.arrays import (
     sorted_unique,
 )
 from trnscope.core.link.nesting import nest
+from trnscope.core.model import op_tree
 from trnscope.core.model.roles import (
     DEVICE_ROLES,
     FLOW_FWDBWD_CATEGORIES,
@@ -135,13 +136,21 @@ class LinkReport(msgspec.Struct):
 
 
 class Links(msgspec.Struct):
-    """Everything derived by linking, indexed by trace row."""
+    """Everything derived by linking, indexed by trace row.
 
-    in_tree: np.ndarray  # bool: host event that takes part in PyTorch's op tree
+    Two trees of host events, built by the same stack algorithm: the *host tree* holds
+    every host event, Python frames included, and is what the drill-down, stacks and
+    timeline walk; the *op tree* is the one ``key_averages()`` reads, which leaves the
+    frames out under the classic rule (``trnscope.core.model.op_tree``).  Where the rule
+    puts them in, or the trace has none, the two are one (the same arrays)."""
+
+    in_tree: np.ndarray  # bool: host event that takes part in the host tree
     # rows are int32 (int64 from 2**31 events on: ``_as_rows``)
-    parent: np.ndarray  # row of the CPU parent after duplicate removal, -1 for roots
-    raw_parent: np.ndarray  # parent before duplicate removal (for drill-down)
-    depth: np.ndarray  # int32 depth in the raw tree, -1 outside it
+    raw_parent: np.ndarray  # parent in the host tree (drill-down, stacks), -1 for roots
+    depth: np.ndarray  # int32 depth in the host tree, -1 outside it
+    in_op_tree: np.ndarray  # bool: host event that is a node of PyTorch's op tree
+    op_depth: np.ndarray  # int32 depth in the op tree before duplicate removal, -1 outside it
+    parent: np.ndarray  # parent in the op tree after duplicate removal, -1 for roots
     merged_into: np.ndarray  # row this event was folded into by duplicate removal, else -1
     device_op: np.ndarray  # for device rows: the launching op row, -1
     device_launch: np.ndarray  # for device rows: the runtime row that launched it, -1
@@ -331,22 +340,46 @@ def _flow_pairs(trace: Trace, categories: frozenset[str]) -> tuple[np.ndarray, n
     return match[ok], ends[ok]
 
 
-def _host_tree(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """in_tree, raw_parent, depth, parent (after folding), merged_into."""
+class _HostTrees(msgspec.Struct):
+    in_tree: np.ndarray
+    raw_parent: np.ndarray
+    depth: np.ndarray
+    in_op_tree: np.ndarray
+    op_depth: np.ndarray
+    parent: np.ndarray  # the op tree's, after duplicate removal
+    merged_into: np.ndarray
+
+
+def _host_tree(trace: Trace) -> _HostTrees:
+    """The host tree, and the op tree where the classic rule leaves Python frames out
+    of it: nested on its own, since a frame that overlaps an op partly changes what the
+    stack algorithm finds around it (skipping frames in the host tree would not do)."""
     ev = trace.events
-    n = len(ev)
     end = ev.ts + np.maximum(ev.dur, 0)
     in_tree = _host_tree_mask(trace)
-    tree_rows = np.flatnonzero(in_tree)
-    p, d = nest(ev.ts, end, ev.thread, tree_rows)
+    raw_parent, depth = _nested(trace, end, in_tree)
+    in_op_tree, op_parent, op_depth = in_tree, raw_parent, depth
+    if trace.op_tree == op_tree.CLASSIC:
+        frames = in_tree & (ev.role == int(Role.PYTHON))
+        if frames.any():
+            in_op_tree = in_tree & ~frames
+            op_parent, op_depth = _nested(trace, end, in_op_tree)
     del end
+    parent, merged_into = _remove_duplicate_nodes(trace, op_parent, in_op_tree)
+    return _HostTrees(in_tree, raw_parent, depth, in_op_tree, op_depth, parent, merged_into)
+
+
+def _nested(trace: Trace, end: np.ndarray, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Parent (-1: a root or not a member) and depth (-1: not a member) of every row."""
+    ev = trace.events
+    rows = np.flatnonzero(members)
+    p, d = nest(ev.ts, end, ev.thread, rows)
     # (allocated only now: the nesting sets the link's peak memory)
-    raw_parent = np.full(n, -1, dtype=np.int64)
-    depth = np.full(n, -1, dtype=np.int32)
-    raw_parent[tree_rows] = p
-    depth[tree_rows] = d
-    parent, merged_into = _remove_duplicate_nodes(trace, raw_parent, in_tree)
-    return in_tree, raw_parent, depth, parent, merged_into
+    parent = np.full(len(ev), -1, dtype=np.int64)
+    depth = np.full(len(ev), -1, dtype=np.int32)
+    parent[rows] = p
+    depth[rows] = d
+    return parent, depth
 
 
 _OVERLAP_MIN_EVENTS = 1_000_000
@@ -433,10 +466,11 @@ def link(trace: Trace) -> Links:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="trnscope-tree") as pool:
             tree = pool.submit(_host_tree, trace)
             found = _device_lookups(trace)
-            in_tree, raw_parent, depth, parent, merged_into = tree.result()
+            trees = tree.result()
     else:
-        in_tree, raw_parent, depth, parent, merged_into = _host_tree(trace)
+        trees = _host_tree(trace)
         found = _device_lookups(trace)
+    raw_parent = trees.raw_parent
     device_rows, launch_rows, launch_op, launch = found.device_rows, found.launch_rows, found.launch_op, found.launch
     d_ext, d_corr, by_ext = found.d_ext, found.d_corr, found.by_ext
     starts, ends = found.flow_starts, found.flow_ends
@@ -481,12 +515,16 @@ def link(trace: Trace) -> Links:
         unresolved=int((counted & has_info & (op < 0) & ~((launch >= 0) | (via_flow >= 0))).sum()),
         before_window=_before_first_op(ev, device_rows[counted & ~has_info]),
     )
+    raw_rows = _as_rows(raw_parent)
     return Links(
-        in_tree=in_tree,
-        parent=_as_rows(parent),
-        raw_parent=_as_rows(raw_parent),
-        depth=depth,
-        merged_into=_as_rows(merged_into),
+        in_tree=trees.in_tree,
+        raw_parent=raw_rows,
+        depth=trees.depth,
+        in_op_tree=trees.in_op_tree,
+        op_depth=trees.op_depth,
+        # one array where nothing folds and the op tree is the host tree (most traces)
+        parent=raw_rows if trees.parent is raw_parent else _as_rows(trees.parent),
+        merged_into=_as_rows(trees.merged_into),
         device_op=_as_rows(device_op),
         device_launch=_as_rows(device_launch),
         link_method=method,

@@ -145,6 +145,7 @@ class Trace(msgspec.Struct):
     source_index: np.ndarray | None = None  # int64: each row's position among the file's events
     buffer: Any = None  # the decompressed text when no cache file could hold it
     backend: BackendData | None = None  # what a backend adds beyond the columns (NeuronData)
+    op_tree: str = "classic"  # whether Python frames are nodes of the op tree (``op_tree.resolve``)
 
     @property
     def event_count(self) -> int:

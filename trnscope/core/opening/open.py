@@ -12,12 +12,15 @@ from trnscope.core.analysis.memory import seed_memory_records
 from trnscope.core.formats import SourceRef, load_source
 from trnscope.core.formats.options import DEFAULT, LoadOptions
 from trnscope.core.formats.source import Progress
+from trnscope.core.model import op_tree
 from trnscope.core.opening import index_cache
 
 
 def _index_key(source: SourceRef, options: LoadOptions) -> dict[str, object]:
     """What the cached index depends on."""
     key: dict[str, object] = {"skip": sorted(options.skip), "kind": source.kind}
+    # the op tree the figures are cached for (``model.op_tree``)
+    key["op_tree"] = op_tree.resolve(options.op_tree, source.torch_version)
     if options.warmup:
         key["warmup"] = options.warmup
     return key

@@ -130,7 +130,7 @@ def _run(jobs: Sequence[RankJob], executor: Executor | None) -> Iterator[tuple[i
 
 
 def rank_jobs(sources: Sequence[SourceRef], load: LoadOptions, summary: SummaryRequest | None = None) -> list[RankJob]:
-    per_rank = LoadOptions(skip=load.skip, use_cache=load.use_cache, workers=1, warmup=load.warmup)
+    per_rank = msgspec.structs.replace(load, workers=1)
     hints = rank_hints(sources)
     return [
         RankJob(source, hint, per_rank, collectives=summary is None, summary=summary)

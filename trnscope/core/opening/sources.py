@@ -155,7 +155,7 @@ def open_source(
 
 
 def _load_options(options: OpenOptions) -> LoadOptions:
-    return LoadOptions(skip=options.skip, use_cache=options.use_cache, workers=options.workers, warmup=options.warmup)
+    return LoadOptions(**{field: getattr(options, field) for field in LoadOptions.__struct_fields__})
 
 
 def fork_helpers_for(source: SourceRef, options: OpenOptions) -> bool:

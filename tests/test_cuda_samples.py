@@ -1,0 +1,113 @@
+"""The real CUDA sessions in sample_traces/ (captured by ``trnscope capture`` on an
+NVIDIA H200 with torch 2.11.0+cu130): our op table is PyTorch's own key_averages(),
+device columns included, to the nanosecond; and what it cannot be, and why."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import SAMPLES
+from trnscope.cli.main import main
+from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.parity import check_parity
+from trnscope.core.analysis.summary import analysis_warnings
+from trnscope.core.formats import discover, load_source
+from trnscope.core.formats.options import LoadOptions
+from trnscope.core.model import op_tree
+from trnscope.core.model.roles import Role
+from trnscope.core.model.session import read_manifest
+from trnscope.core.model.vocab import NONE_ID
+
+SINGLE = [
+    "cuda_rmsnorm_session",
+    "cuda_rmsnorm_large_session",
+    "cuda_attention_session",
+    "cuda_attention_large_session",
+    "cuda_train_tiny_session",
+]
+DDP = SAMPLES / "cuda_ddp_gloo_session"
+
+
+def _variants(folder: Path, options: LoadOptions | None = None):  # type: ignore[no-untyped-def]
+    manifest = read_manifest(folder)
+    ref = discover(folder)
+    for variant, source in zip(manifest.ok_variants(), ref.sources, strict=True):
+        yield variant, Analysis(load_source(source, options or LoadOptions(use_cache=False)))
+
+
+@pytest.mark.parametrize("name", SINGLE)
+def test_a_real_cuda_session_is_key_averages_to_the_nanosecond(name: str) -> None:
+    """Calls, Self CPU, CPU total, Self CUDA, CUDA total and FLOPs of every key, by op and
+    by input shape, with no key missing or extra."""
+    for variant, analysis in _variants(SAMPLES / name):
+        assert analysis.trace.device_kind == "cuda"
+        assert analysis.trace.op_tree == op_tree.CLASSIC  # torch 2.11, from session.json
+        assert any(row.is_device and row.self_device_us > 0 for row in variant.reference)
+        assert all(row.flops is not None for row in variant.reference)
+        assert not check_parity(analysis, variant.reference), variant.label
+        assert not check_parity(analysis, variant.reference_grouped_by_shape, by_shape=True), variant.label
+
+
+def test_the_python_frames_rule_of_a_newer_pytorch_would_not_give_these_figures() -> None:
+    """The rule matters on these traces: read as PyTorch 2.12+ would count them,
+    Python frames become rows and the annotations' Self CPU shrinks."""
+    variant, analysis = next(
+        _variants(SAMPLES / "cuda_rmsnorm_session", LoadOptions(use_cache=False, op_tree="python"))
+    )
+    problems = check_parity(analysis, variant.reference)
+    assert {p.field for p in problems} == {"self_cpu_us", "extra"}
+    assert {p.key for p in problems if p.field == "self_cpu_us"} == {"ProfilerStep*", "rmsnorm"}
+
+
+def test_an_annotations_device_range_is_its_own_row_not_its_host_annotations_time() -> None:
+    """PyTorch gives the host ``rmsnorm`` range no Self CUDA and, as CUDA total, only
+    the kernels launched inside it; the ``gpu_user_annotation`` is a row of its own,
+    2 ns per instance shorter than the file writes it."""
+    variant, analysis = next(_variants(SAMPLES / "cuda_rmsnorm_session"))
+    table = analysis.op_table()
+    ours = {
+        (table.name[g], bool(table.is_device[g])): (table.self_device[g], table.device_total[g])
+        for g in range(len(table))
+    }
+    kernels = sum(r.self_device_us for r in variant.reference if r.is_device and not r.is_annotation)
+    assert ours[("rmsnorm", False)] == (0, pytest.approx(kernels * 1000, abs=5))
+    ev = analysis.trace.events
+    device_ranges = ev.dur[(ev.role == 7) & (ev.name == analysis.trace.names.index("rmsnorm"))]
+    assert ours[("rmsnorm", True)][0] == int(device_ranges.sum()) - 2 * device_ranges.size
+
+
+def test_the_ddp_ranks_differ_from_key_averages_only_where_pytorch_mixes_two_ids() -> None:
+    """Two gloo ranks sharing the GPU.  PyTorch joins device work and runtime calls to
+    host events by one number, an op's id and a runtime call's CUPTI correlation
+    alike; where a runtime call of no op has an op's id as its correlation, its table
+    gives the call that op's device time and moves the op's runtime calls off its
+    thread.  Every difference is on such a call, such an op, or their parents; every
+    other row is exact, and the summary says so."""
+    for rank in ("rank0", "rank1"):
+        variant, analysis = next(_variants(DDP / rank))
+        ev, names = analysis.trace.events, analysis.trace.names
+        call = np.isin(ev.role, [int(Role.RUNTIME), int(Role.DRIVER)])
+        loose = call & (ev.external_id == NONE_ID)
+        op_ids = set(ev.external_id[call & (ev.external_id != NONE_ID)].tolist())
+        colliding = loose & np.isin(ev.correlation, list(op_ids))
+        calls = {names[i] for i in ev.name[colliding].tolist()}
+        ops = {
+            names[i] for i in ev.name[(ev.role == int(Role.OP)) & np.isin(ev.external_id, ev.correlation[colliding])]
+        }
+        assert calls and "aten::copy_" in ops, rank
+        parents = {"ProfilerStep*", "DistributedDataParallel.forward", "gloo:all_reduce"}
+        problems = check_parity(analysis, variant.reference)
+        assert problems and {p.key for p in problems} <= calls | ops | parents, rank
+        assert any("correlation id equal to an op's id" in w for w in analysis_warnings(analysis)), rank
+
+
+def test_ranks_names_the_rank_held_back_by_its_sleep(capsys) -> None:
+    assert main(["ranks", str(DDP), "--format", "json", "--workers", "1", "--no-cache"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    straggler = next(f for f in doc["findings"] if f["kind"] == "straggler")
+    assert straggler["rank"] == 1
+    assert len(doc["collectives"]) == 5
