@@ -70,3 +70,18 @@ def test_the_index_cache_keeps_each_rules_figures_apart(tmp_path: Path) -> None:
     cached = {rule: self_cpu_of_step(rule) for rule in ("classic", "python")}
     assert fresh == cached and fresh["classic"] > fresh["python"]
     assert self_cpu_of_step("auto") == fresh["classic"]
+
+
+def test_summary_and_ranks_take_the_rule_from_the_command_line(capsys) -> None:
+    import json
+
+    from trnscope.cli.main import main
+    from trnscope.core.opening.ranks import rank_jobs
+
+    session = SAMPLES / "cuda_rmsnorm_session"
+    for flag, rule in (([], "classic"), (["--op-tree", "python"], "python")):
+        assert main(["summary", str(session), "--format", "json", "--no-cache", *flag]) == 0
+        assert json.loads(capsys.readouterr().out)["op_tree"] == rule
+    jobs = rank_jobs(discover(SAMPLES / "cuda_ddp_gloo_session").sources, LoadOptions(op_tree="python"))
+    assert [job.load.op_tree for job in jobs] == ["python", "python"]
+    assert all(job.load.workers == 1 for job in jobs)

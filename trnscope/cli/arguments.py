@@ -14,6 +14,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from trnscope.core.model import op_tree
+
 PROG = "trnscope"
 
 # stands for the op table's sort keys until help is printed (``_SortKeysFormatter``)
@@ -89,6 +91,16 @@ class _SortKeysFormatter(_Formatter):
         return text
 
 
+def _add_op_tree(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--op-tree",
+        choices=op_tree.CHOICES,
+        default=op_tree.AUTO,
+        help="Python frames in PyTorch's op tree, which sets Self CPU: classic (PyTorch up to 2.11: not in it), "
+        "python (2.12+: nodes and rows); auto: the release a capture's session.json names, else classic",
+    )
+
+
 def _add_load_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--select", metavar="LABEL", help="which trace of a folder, session or multi-rank profile (label or index)"
@@ -97,13 +109,7 @@ def _add_load_options(parser: argparse.ArgumentParser) -> None:
         "--skip", action="append", default=[], metavar="CATEGORY", help="drop a category at load, e.g. --skip python"
     )
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the parsed-index cache")
-    parser.add_argument(
-        "--op-tree",
-        choices=("auto", "classic", "python"),
-        default="auto",
-        help="Python frames in PyTorch's op tree, which sets Self CPU: classic (PyTorch up to 2.11: not in it), "
-        "python (2.12+: nodes and rows); auto: the release a capture's session.json names, else classic",
-    )
+    _add_op_tree(parser)
     parser.add_argument(
         "--workers",
         type=int,
@@ -363,13 +369,7 @@ def _add_ranks_command(sub: argparse._SubParsersAction) -> None:  # type: ignore
         "--skip", action="append", default=[], metavar="CATEGORY", help="drop a category at load, e.g. --skip python"
     )
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the parsed-index cache")
-    p.add_argument(
-        "--op-tree",
-        choices=("auto", "classic", "python"),
-        default="auto",
-        help="Python frames in PyTorch's op tree, which sets Self CPU: classic (PyTorch up to 2.11: not in it), "
-        "python (2.12+: nodes and rows); auto: the release a capture's session.json names, else classic",
-    )
+    _add_op_tree(p)
     p.add_argument(
         "--warmup", type=int, default=0, metavar="N", help="leave out the first N NeuronCore executions of each kernel"
     )
