@@ -1129,3 +1129,25 @@ async def test_the_explorers_diagnosis_view_keeps_each_variants_figures_together
         assert [c.flex for c in model.columns] == [True, False, False, False]
         rows = {model.cells(i)[0]: model.cells(i)[1:] for i in range(model.size)}
         assert rows["host-bound steps"] == ["no steps"] * 3 and rows["launches"] == ["53"] * 3
+
+
+async def test_p_says_why_a_classic_trace_has_no_python_rows_and_toggles_them_under_the_other_rule() -> None:
+    """A torch 2.11 capture (classic rule): frames are no op rows, and ``p`` says so and
+    how to get them; the same trace under ``--op-tree python`` shows them and ``p``
+    hides them."""
+    session = str(SAMPLES / "cuda_rmsnorm_session")
+    app = TrnscopeApp([session])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_loaded(pilot)
+        assert not any(".py(" in name for name in table_names(app))
+        await press(pilot, "p")
+        messages = [n.message for n in app._notifications]
+        assert any("--op-tree python" in m and "no rows here" in m for m in messages), messages
+        assert not app.screen.state.hide_python
+    app = TrnscopeApp([session], op_tree="python")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_loaded(pilot)
+        assert any(".py(" in name for name in table_names(app))
+        await press(pilot, "p")
+        assert app.screen.state.hide_python
+        assert not any(".py(" in name for name in table_names(app))
