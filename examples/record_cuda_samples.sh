@@ -5,7 +5,8 @@
 #     examples/record_cuda_samples.sh OUTDIR
 #
 # Each capture has its own time limit and log (OUTDIR/NAME.log), so one that fails
-# leaves the others.  DEVICE=cpu runs the same steps without a GPU (a dry run).
+# leaves the others.  DEVICE=cpu runs the same steps without a GPU (a dry run);
+# ONLY="NAME ..." records only the sessions named (without the device prefix).
 set -u
 out=${1:?usage: record_cuda_samples.sh OUTDIR}
 py=${PYTHON:-python3}
@@ -16,6 +17,9 @@ mkdir -p "$out"
 step() {
     local name=$1 start rc
     shift
+    if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" ${name#"${device}"_} "* ]]; then
+        return
+    fi
     start=$(date +%s)
     timeout "$limit" "$@" >"$out/$name.log" 2>&1
     rc=$?
@@ -39,6 +43,11 @@ for demo in rmsnorm attention; do
 done
 step "${device}_train_tiny_session" "$py" -m trnscope capture run examples/train_tiny.py --device "$device" \
     --out "$out/${device}_train_tiny_session" -- --device "$device"
+# profile_memory=True: key_averages()' memory columns, host and device, kept to check ours
+step "${device}_train_tiny_memory_session" "$py" -m trnscope capture run examples/train_tiny.py --device "$device" \
+    --memory --out "$out/${device}_train_tiny_memory_session" -- --device "$device"
+step "${device}_rmsnorm_memory_session" "$py" -m trnscope capture --demo rmsnorm --device "$device" --memory \
+    --out "$out/${device}_rmsnorm_memory_session"
 # two ranks on gloo sharing one GPU (nccl needs a GPU per rank); rank 1 is held back
 step "${device}_ddp_gloo_session" "$py" -m torch.distributed.run --standalone --nproc-per-node 2 \
     -m trnscope capture run examples/train_ddp.py --device "$device" --out "$out/${device}_ddp_gloo_session" \

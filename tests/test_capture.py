@@ -413,3 +413,47 @@ def test_a_neuron_ddp_job_under_torchrun_writes_each_ranks_neuron_profile(tmp_pa
     assert doc["world_size"] == 2 and [r["rank"] for r in doc["ranks"]] == [0, 1]
     (late,) = [f for f in doc["findings"] if f["kind"] == "straggler"]
     assert late["rank"] == 1 and "late in 3 steps" in late["message"]
+
+
+def test_run_takes_our_options_and_flags_after_the_scripts_arguments() -> None:
+    """``capture run SCRIPT.py [ARGS...] --out DIR --memory``: ours wherever they stand
+    (--memory was passed on to the script, which refused it); after ``--`` all is the
+    script's, --memory too."""
+    import argparse
+
+    from trnscope.capture.cli import split_script_arguments
+
+    args = argparse.Namespace(out=None, steps=None, memory=False)
+    rest = split_script_arguments(["run", "train.py", "--lr", "0.1", "--memory", "--out", "d", "--steps=4"], args)
+    assert rest == ["run", "train.py", "--lr", "0.1"] and args.memory and args.out == "d" and args.steps == 4
+    args = argparse.Namespace(out=None, steps=None, memory=False)
+    assert split_script_arguments(["run", "t.py", "--out", "d", "--", "--memory"], args) == ["run", "t.py", "--memory"]
+    assert not args.memory
+
+
+@pytest.mark.slow
+def test_capture_run_with_memory_keeps_key_averages_memory_and_matches_it(tmp_path: Path) -> None:
+    out = tmp_path / "tiny"
+    script = REPO / "examples" / "train_tiny.py"
+    assert (
+        main(
+            [
+                "capture",
+                "run",
+                str(script),
+                "--iters",
+                "8",
+                "--memory",
+                "--steps",
+                "2",
+                "--warmup",
+                "1",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    (variant,) = read_manifest(out).ok_variants()
+    assert any(row.self_cpu_memory_bytes for row in variant.reference)
+    assert_session_parity(out)

@@ -28,6 +28,8 @@ SINGLE = [
     "cuda_attention_session",
     "cuda_attention_large_session",
     "cuda_train_tiny_session",
+    "cuda_rmsnorm_memory_session",  # profile_memory=True: memory columns, host and device
+    "cuda_train_tiny_memory_session",
 ]
 DDP = SAMPLES / "cuda_ddp_gloo_session"
 
@@ -41,13 +43,17 @@ def _variants(folder: Path, options: LoadOptions | None = None):  # type: ignore
 
 @pytest.mark.parametrize("name", SINGLE)
 def test_a_real_cuda_session_is_key_averages_to_the_nanosecond(name: str) -> None:
-    """Calls, Self CPU, CPU total, Self CUDA, CUDA total and FLOPs of every key, by op and
-    by input shape, with no key missing or extra."""
+    """Calls, Self CPU, CPU total, Self CUDA, CUDA total and FLOPs of every key (and the
+    four memory columns where captured with --memory), by op and by input shape, with
+    no key missing or extra."""
     for variant, analysis in _variants(SAMPLES / name):
         assert analysis.trace.device_kind == "cuda"
         assert analysis.trace.op_tree == op_tree.CLASSIC  # torch 2.11, from session.json
         assert any(row.is_device and row.self_device_us > 0 for row in variant.reference)
         assert all(row.flops is not None for row in variant.reference)
+        if "memory" in name:
+            assert all(row.cpu_memory_bytes is not None for row in variant.reference)
+            assert any(row.self_device_memory_bytes for row in variant.reference)
         assert not check_parity(analysis, variant.reference), variant.label
         assert not check_parity(analysis, variant.reference_grouped_by_shape, by_shape=True), variant.label
 

@@ -29,6 +29,7 @@ _OWN_OPTIONS = {
     "--size": "size",
     "--iterations": "iterations",
 }
+_OWN_FLAGS = {"--memory": "memory"}
 
 
 def split_script_arguments(rest: list[str], args: argparse.Namespace) -> list[str]:
@@ -41,6 +42,10 @@ def split_script_arguments(rest: list[str], args: argparse.Namespace) -> list[st
         if item == "--":
             kept.extend(rest[index + 1 :])
             break
+        if item in _OWN_FLAGS:
+            setattr(args, _OWN_FLAGS[item], True)
+            index += 1
+            continue
         name, _, inline = item.partition("=")
         if name in _OWN_OPTIONS and (inline or index + 1 < len(rest)):
             value = inline or rest[index + 1]

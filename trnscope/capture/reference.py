@@ -11,6 +11,7 @@ _DEVICE_TYPES = ("CUDA", "PrivateUse1", "MTIA", "XPU", "HPU")
 
 def reference_rows(prof: Any, group_by_input_shape: bool = False) -> list[ReferenceRow]:
     with_flops = bool(getattr(prof, "with_flops", False))
+    with_memory = bool(getattr(prof, "profile_memory", False))
     rows = []
     for event in prof.key_averages(group_by_input_shape=group_by_input_shape):
         device_type = str(getattr(event, "device_type", "")).split(".")[-1]
@@ -26,6 +27,26 @@ def reference_rows(prof: Any, group_by_input_shape: bool = False) -> list[Refere
                 is_annotation=bool(getattr(event, "is_user_annotation", False)),
                 is_device=device_type in _DEVICE_TYPES,
                 flops=int(getattr(event, "flops", 0) or 0) if with_flops else None,
+                **(_memory(event) if with_memory else {}),
             )
         )
     return rows
+
+
+def _memory(event: Any) -> dict[str, int]:
+    """The memory columns of one ``key_averages()`` row (``device_memory_usage`` was
+    ``cuda_memory_usage`` before torch 2.4's rename)."""
+
+    def read(*names: str) -> int:
+        for name in names:
+            value = getattr(event, name, None)
+            if value is not None:
+                return int(value)
+        return 0
+
+    return {
+        "cpu_memory_bytes": read("cpu_memory_usage"),
+        "self_cpu_memory_bytes": read("self_cpu_memory_usage"),
+        "device_memory_bytes": read("device_memory_usage", "cuda_memory_usage"),
+        "self_device_memory_bytes": read("self_device_memory_usage", "self_cuda_memory_usage"),
+    }

@@ -25,6 +25,15 @@ class Mismatch(msgspec.Struct):
         return f"{self.key}: {self.field} ours={self.ours:g} pytorch={self.theirs:g}"
 
 
+# reference field → the MemoryFigures column it is checked against
+_MEMORY_FIELDS = (
+    ("cpu_memory_bytes", "cpu"),
+    ("self_cpu_memory_bytes", "self_cpu"),
+    ("device_memory_bytes", "device"),
+    ("self_device_memory_bytes", "self_device"),
+)
+
+
 def _close(ours: float, theirs: float) -> bool:
     return abs(ours - theirs) <= max(TOLERANCE_US, TOLERANCE_REL * abs(theirs))
 
@@ -42,6 +51,11 @@ def check_parity(
         from trnscope.core.analysis.flops import flops_columns
 
         flops = flops_columns(analysis, table)
+    memory = None
+    if any(row.cpu_memory_bytes is not None for row in reference):
+        from trnscope.core.analysis.memory import memory_columns
+
+        memory = memory_columns(analysis, table)
     ours: dict[tuple[str, str, bool, bool], int] = {}
     for group in range(len(table)):
         key = (
@@ -71,6 +85,10 @@ def check_parity(
             ]
         if row.flops is not None:  # captured with with_flops=True: counts are exact integers
             checks.append(("flops", float(flops.flops[group]) if flops is not None else 0.0, float(row.flops), True))
+        if row.cpu_memory_bytes is not None:  # captured with profile_memory=True: whole bytes
+            for field, column in _MEMORY_FIELDS:
+                mine = float(getattr(memory, column)[group]) if memory is not None else 0.0
+                checks.append((field, mine, float(getattr(row, field) or 0), True))
         for field, mine, theirs, exact in checks:
             if (mine != theirs) if exact else not _close(mine, theirs):
                 problems.append(Mismatch(label, field, mine, theirs))

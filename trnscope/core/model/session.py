@@ -26,6 +26,11 @@ class ReferenceRow(msgspec.Struct, omit_defaults=True):
     is_annotation: bool = False
     is_device: bool = False
     flops: int | None = None  # key_averages' flops, when captured with with_flops=True
+    # key_averages' memory (bytes allocated minus freed), when captured with profile_memory=True
+    cpu_memory_bytes: int | None = None
+    self_cpu_memory_bytes: int | None = None
+    device_memory_bytes: int | None = None
+    self_device_memory_bytes: int | None = None
 
 
 class VariantRecord(msgspec.Struct, omit_defaults=True):
