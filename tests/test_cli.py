@@ -732,7 +732,7 @@ def test_compare_device_work_per_region_never_cuts_a_time(width: int, monkeypatc
     if width >= 100:  # room for both variants' kernels
         assert all("kernel" in line[a_at:b_at] and "kernel" in line[b_at:] for line in rows[:3]), rows[:3]
     if width >= 140:  # a long region name gives up cells to the kernels behind it (NAME_COMFORT)
-        assert a_at == 34 and "1 kernel: ncclKernel_AllRedu" in rows[2], rows[2]
+        assert a_at == 34 and any("1 kernel: ncclKernel_AllRedu" in row for row in rows[:5]), rows[:5]
 
 
 @requires_corpus

@@ -117,3 +117,18 @@ def test_ranks_names_the_rank_held_back_by_its_sleep(capsys) -> None:
     straggler = next(f for f in doc["findings"] if f["kind"] == "straggler")
     assert straggler["rank"] == 1
     assert len(doc["collectives"]) == 5
+
+
+def test_a_compiled_variants_region_has_its_dispatch_and_kernels() -> None:
+    """torch.compile's Triton kernels are launched through a Python launcher frame and
+    inside the graph's own region: the user's region still gets their dispatch (op →
+    its launch, past the frame) and names them, as it counts their device time."""
+    from trnscope.core.analysis.compare import compare
+
+    analyses = [analysis for _, analysis in _variants(SAMPLES / "cuda_rmsnorm_large_session")]
+    comparison = compare(analyses, ["eager", "compiled", "fused"], [])
+    (region,) = [row for row in comparison.regions if row.key == "rmsnorm"]
+    compiled = region.values[1]
+    assert compiled is not None and compiled.device_total_ns > 0 and compiled.dispatch_ns > 0
+    (work,) = [row for row in comparison.kernels if row.key == "rmsnorm"]
+    assert "triton_red_fused" in (work.detail[1] if work.detail else "")

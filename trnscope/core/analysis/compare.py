@@ -18,6 +18,7 @@ from trnscope.core.analysis.compare_model import CompareRow, Comparison, Figures
 from trnscope.core.analysis.distribution import RatioInterval, bootstrap_ratio
 from trnscope.core.analysis.kernel_compare import compare_kernel_runs, is_kernel_benchmark
 from trnscope.core.base.arrays import equals_any, sorted_unique
+from trnscope.core.link.linker import enclosing_op
 from trnscope.core.model.roles import Role, is_profiler_step
 
 __all__ = ["METRICS", "CompareRow", "Comparison", "Figures", "VariantDiagnosis", "compare", "with_metric"]
@@ -39,8 +40,11 @@ def dispatch_per_row(analysis: Analysis) -> np.ndarray:
     ev = analysis.trace.events
     parent = analysis.links.raw_parent
     runtime = np.flatnonzero(equals_any(ev.role, (Role.RUNTIME, Role.DRIVER)) & (parent >= 0))
-    owner = parent[runtime]
-    own = ev.role[owner] == int(Role.OP)  # a step's synchronize is not a dispatch
+    # the op around the call, past any Python frames between them (a Triton kernel's
+    # launcher: op → "<string>(1): launcher" → cuLaunchKernel), as the drill-down finds it
+    owner = enclosing_op(parent, ev.role, runtime)
+    own = owner >= 0
+    own[own] = ev.role[owner[own]] == int(Role.OP)  # a step's synchronize is not a dispatch
     runtime, owner = runtime[own], owner[own]
     first = np.full(len(ev), np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(first, owner, ev.ts[runtime])
@@ -88,6 +92,20 @@ def _nearest_annotation(analysis: Analysis) -> np.ndarray:
     return result
 
 
+def _subtree_sums(analysis: Analysis, values: np.ndarray) -> np.ndarray:
+    """Per row, ``values`` summed over it and everything under it in the host tree."""
+    parent = analysis.links.raw_parent
+    total = values.astype(np.int64, copy=True)
+    rows = np.flatnonzero(analysis.links.in_tree & (parent >= 0))
+    order = rows[np.argsort(-analysis.links.depth[rows].astype(np.int64), kind="stable")]
+    if order.size:
+        levels = analysis.links.depth[order]
+        for level_rows in np.split(order, np.flatnonzero(np.diff(levels)) + 1):
+            carrying = level_rows[total[level_rows] != 0]
+            np.add.at(total, parent[carrying], total[carrying])
+    return total
+
+
 def _regions(
     analysis: Analysis,
     dispatch: np.ndarray,
@@ -101,28 +119,37 @@ def _regions(
     step = np.array([is_profiler_step(n) for n in trace.names] or [False], dtype=bool)
     annotation_rows = np.flatnonzero((ev.role == int(Role.ANNOTATION)) & ~step[ev.name] & links.in_tree)
     figures: dict[str, Figures] = {}
-    op_rows = np.flatnonzero((ev.role == int(Role.OP)) & links.in_tree & (dispatch > 0))
-    for r in op_rows.tolist():
-        region = int(region_of[r])
-        if region >= 0:
-            f = figures.setdefault(trace.names[int(ev.name[region])], Figures())
-            f.dispatch_ns += int(dispatch[r])
+    # a region's dispatch, like its device total, is that of everything inside it: a
+    # compiled graph's launches sit in its own region, inside the user's
+    inside = _subtree_sums(analysis, np.where((ev.role == int(Role.OP)) & links.in_tree, dispatch, 0))
     for r in annotation_rows.tolist():
         f = figures.setdefault(trace.names[int(ev.name[r])], Figures())
         f.calls += 1
         f.cpu_total_ns += max(int(ev.dur[r]), 0)
         f.self_cpu_ns += int(analysis.times.self_cpu[r])
         f.device_total_ns += int(analysis.times.device_total[r])
+        f.dispatch_ns += int(inside[r])
     kernels: dict[str, dict[str, int]] = {}
     launches: dict[str, int] = {}
+
+    def charge(rows: np.ndarray, regions: np.ndarray) -> None:
+        for d, region in zip(rows.tolist(), regions.tolist(), strict=True):
+            name = trace.names[int(ev.name[region])] if region >= 0 else "(outside any region)"
+            per = kernels.setdefault(name, {})
+            kname = trace.names[int(ev.name[d])]
+            per[kname] = per.get(kname, 0) + max(int(ev.dur[d]), 0)
+            launches[name] = launches.get(name, 0) + 1
+
     device = np.flatnonzero(equals_any(ev.role, (Role.KERNEL, Role.MEMORY)) & (links.device_op >= 0))
-    for d in device.tolist():
-        region = int(region_of[int(links.device_op[d])])
-        name = trace.names[int(ev.name[region])] if region >= 0 else "(outside any region)"
-        per = kernels.setdefault(name, {})
-        kname = trace.names[int(ev.name[d])]
-        per[kname] = per.get(kname, 0) + max(int(ev.dur[d]), 0)
-        launches[name] = launches.get(name, 0) + 1
+    region = region_of[links.device_op[device]]
+    charge(device[region < 0], region[region < 0])
+    # every region around the launching op, as the region's device total counts it (a
+    # compiled graph's kernels belong to its own region and to the user's around it)
+    while (region >= 0).any():
+        device, region = device[region >= 0], region[region >= 0]
+        charge(device, region)
+        above = links.raw_parent[region]
+        region = np.where(above >= 0, region_of[np.maximum(above, 0)], -1)
     names = {region: sorted(per, key=lambda k: -per[k]) for region, per in kernels.items()}
     return figures, names, kernels, launches
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import msgspec
 
 from trnscope.core.analysis.analysis import Analysis
+from trnscope.core.analysis.opfigures import FlopFigures, MemoryFigures
+from trnscope.core.analysis.optable import OpTable
 from trnscope.core.model.session import ReferenceRow
 
 TOLERANCE_REL = 1e-9  # float summation in key_averages()
@@ -38,24 +40,59 @@ def _close(ours: float, theirs: float) -> bool:
     return abs(ours - theirs) <= max(TOLERANCE_US, TOLERANCE_REL * abs(theirs))
 
 
+class _Ours(msgspec.Struct):
+    """Our figures per op-table group, with the optional columns the reference asks for."""
+
+    table: OpTable
+    flops: FlopFigures | None
+    memory: MemoryFigures | None
+
+    def checks(self, group: int, row: ReferenceRow, device: bool) -> list[tuple[str, float, float, bool]]:
+        """(field, ours, PyTorch's, exact) of every figure ``row`` has."""
+        table = self.table
+        checks = [
+            ("calls", float(table.calls[group]), float(row.calls), True),
+            ("self_cpu_us", table.self_cpu[group] / 1e3, row.self_cpu_us, False),
+            ("cpu_total_us", table.cpu_total[group] / 1e3, row.cpu_total_us, False),
+        ]
+        if device:
+            checks += [
+                ("self_device_us", table.self_device[group] / 1e3, row.self_device_us, False),
+                ("device_total_us", table.device_total[group] / 1e3, row.device_total_us, False),
+            ]
+        if row.flops is not None:  # captured with with_flops=True: counts are exact integers
+            mine = float(self.flops.flops[group]) if self.flops is not None else 0.0
+            checks.append(("flops", mine, float(row.flops), True))
+        if row.cpu_memory_bytes is not None:  # captured with profile_memory=True: whole bytes
+            for field, column in _MEMORY_FIELDS:
+                mine = float(getattr(self.memory, column)[group]) if self.memory is not None else 0.0
+                checks.append((field, mine, float(getattr(row, field) or 0), True))
+        return checks
+
+
+def _ours(analysis: Analysis, reference: list[ReferenceRow], by_shape: bool) -> _Ours:
+    table = analysis.op_table("shape" if by_shape else "op")
+    flops = memory = None
+    if any(row.flops is not None for row in reference):
+        from trnscope.core.analysis.flops import flops_columns
+
+        flops = flops_columns(analysis, table)
+    if any(row.cpu_memory_bytes is not None for row in reference):
+        from trnscope.core.analysis.memory import memory_columns
+
+        memory = memory_columns(analysis, table)
+    return _Ours(table, flops, memory)
+
+
 def check_parity(
     analysis: Analysis, reference: list[ReferenceRow], by_shape: bool = False, device: bool = True
 ) -> list[Mismatch]:
     """Every reference key must exist with equal calls and Self CPU / CPU total (and,
     with ``device``, Self device / device total) to the nanosecond (1.5 ns, plus float
-    summation error), and equal FLOPs where the reference has them; and we must have
-    no key PyTorch lacks."""
-    table = analysis.op_table("shape" if by_shape else "op")
-    flops = None
-    if any(row.flops is not None for row in reference):
-        from trnscope.core.analysis.flops import flops_columns
-
-        flops = flops_columns(analysis, table)
-    memory = None
-    if any(row.cpu_memory_bytes is not None for row in reference):
-        from trnscope.core.analysis.memory import memory_columns
-
-        memory = memory_columns(analysis, table)
+    summation error), and equal FLOPs and memory where the reference has them; and we
+    must have no key PyTorch lacks."""
+    figures = _ours(analysis, reference, by_shape)
+    table = figures.table
     ours: dict[tuple[str, str, bool, bool], int] = {}
     for group in range(len(table)):
         key = (
@@ -72,24 +109,7 @@ def check_parity(
         if key not in ours:
             problems.append(Mismatch(label, "missing", 0, row.calls))
             continue
-        group = ours.pop(key)
-        checks = [
-            ("calls", float(table.calls[group]), float(row.calls), True),
-            ("self_cpu_us", table.self_cpu[group] / 1e3, row.self_cpu_us, False),
-            ("cpu_total_us", table.cpu_total[group] / 1e3, row.cpu_total_us, False),
-        ]
-        if device:
-            checks += [
-                ("self_device_us", table.self_device[group] / 1e3, row.self_device_us, False),
-                ("device_total_us", table.device_total[group] / 1e3, row.device_total_us, False),
-            ]
-        if row.flops is not None:  # captured with with_flops=True: counts are exact integers
-            checks.append(("flops", float(flops.flops[group]) if flops is not None else 0.0, float(row.flops), True))
-        if row.cpu_memory_bytes is not None:  # captured with profile_memory=True: whole bytes
-            for field, column in _MEMORY_FIELDS:
-                mine = float(getattr(memory, column)[group]) if memory is not None else 0.0
-                checks.append((field, mine, float(getattr(row, field) or 0), True))
-        for field, mine, theirs, exact in checks:
+        for field, mine, theirs, exact in figures.checks(ours.pop(key), row, device):
             if (mine != theirs) if exact else not _close(mine, theirs):
                 problems.append(Mismatch(label, field, mine, theirs))
     for key, group in ours.items():
