@@ -116,6 +116,7 @@ def test_ranks_names_the_rank_held_back_by_its_sleep(capsys) -> None:
     doc = json.loads(capsys.readouterr().out)
     straggler = next(f for f in doc["findings"] if f["kind"] == "straggler")
     assert straggler["rank"] == 1
+    assert straggler["late_steps"] == [4, 5, 6, 7, 8]  # it slept before every backward pass
     assert len(doc["collectives"]) == 5
 
 
@@ -132,3 +133,25 @@ def test_a_compiled_variants_region_has_its_dispatch_and_kernels() -> None:
     assert compiled is not None and compiled.device_total_ns > 0 and compiled.dispatch_ns > 0
     (work,) = [row for row in comparison.kernels if row.key == "rmsnorm"]
     assert "triton_red_fused" in (work.detail[1] if work.detail else "")
+
+
+def test_the_wait_table_marks_every_step_the_straggler_held_back(capsys, monkeypatch) -> None:
+    """▲ in each step its finding counts, not only the worst (rank 1 was last at all
+    five all-reduces; one ▲ read as if the other four were fine)."""
+    from trnscope.core.analysis.rank_view import heat_map
+
+    monkeypatch.setenv("COLUMNS", "160")  # room for all five steps
+    assert main(["ranks", str(DDP), "--workers", "1", "--no-cache"]) == 0
+    table = capsys.readouterr().out.split("wait in collectives per rank and step")[1].split("last at:")[0]
+    lines = table.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:1] == ["rank"])
+    rank1 = next(line for line in lines[header + 1 :] if line.split()[:1] == ["1"])
+    assert rank1.count("▲") == 5, table
+    assert main(["ranks", str(DDP), "--format", "json", "--workers", "1", "--no-cache"]) == 0
+    import msgspec
+
+    from trnscope.core.analysis.contracts import RanksOut
+
+    doc = msgspec.json.decode(capsys.readouterr().out, type=RanksOut)
+    rows, _ = heat_map(doc, 40)
+    assert next(r for r in rows if r.rank == 1).cells == "▲▲▲▲▲"

@@ -291,7 +291,7 @@ def test_cli_json_contract_and_a_bad_rank(tmp_path: Path, capsys: pytest.Capture
             "latency_us", "last_rank", "lateness_us", "algo_bw_gbps", "bus_bw_gbps"} <= set(doc["collectives"][0])  # fmt: skip
     assert set(doc["findings"][0]) == {
         *("kind", "severity", "message", "rank", "step", "collective", "evidence_us"),
-        *("onward_collectives", "onward_us"),
+        *("onward_collectives", "onward_us", "late_steps"),
     }
     assert doc["findings"][0]["rank"] == 3
     assert main(["ranks", str(tmp_path / "nothing-here")]) == 2

@@ -16,7 +16,7 @@ from trnscope.cli.text_table import NumberColumn, plain_table
 from trnscope.cli.textout import write_json
 from trnscope.cli.width import output_width
 from trnscope.core.analysis.contracts import RankOut, RanksOut
-from trnscope.core.analysis.rank_view import no_findings_text, what_was_read
+from trnscope.core.analysis.rank_view import held_back, no_findings_text, what_was_read
 from trnscope.core.base.errors import TrnscopeError
 from trnscope.core.base.text import plural, safe_text, shorten, wrap_words
 from trnscope.core.base.units import fmt_rate, fmt_size, fmt_time_ns
@@ -119,7 +119,7 @@ def _step_columns(doc: RanksOut, width: int) -> tuple[list[int], int]:
 
 def _rank_lines(doc: RanksOut, width: int) -> list[str]:
     steps, hidden = _step_columns(doc, width)
-    late = {(f.rank, f.step) for f in doc.findings if f.kind == "straggler"}
+    late = held_back(doc)
     lines = wrap_words(f"wait in collectives per rank and step ({STRAGGLER_MARK}: held the others back)", width, "")
     header = f"{'rank':>5} " + "".join(f"{('step ' + str(n)) if n >= 0 else 'trace':>11}" for n in steps)
     lines.append(header + f"{'total':>12}{'last at':>8}")

@@ -542,6 +542,8 @@ class RankFindingOut(msgspec.Struct):
     # it kept waiting (``ranks._carried``): the collectives and the others' wait there
     onward_collectives: int = 0
     onward_us: float = 0.0
+    # straggler: every step it held the others back in (``step`` is the worst), in order
+    late_steps: list[int] = []
 
 
 class RanksOut(msgspec.Struct):

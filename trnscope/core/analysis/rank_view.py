@@ -59,7 +59,7 @@ def heat_map(doc: RanksOut, columns: int) -> tuple[list[HeatRow], list[list[int]
     a step where everyone waited stands out and the one rank that did not — the one
     they waited for — is marked ▲ (a straggler finding)."""
     bins = heat_steps(doc, columns)
-    late = {(f.rank, f.step) for f in doc.findings if f.kind == "straggler"}
+    late = held_back(doc)
     wait = {(r.rank, s.step): s.wait_us for r in doc.ranks for s in r.steps}
     top = max(wait.values(), default=0.0)
     rows = []
@@ -75,6 +75,12 @@ def heat_map(doc: RanksOut, columns: int) -> tuple[list[HeatRow], list[list[int]
             cells.append(LEVELS[_level(max(values), top)] if values else " ")
         rows.append(HeatRow(r.rank, "".join(cells), late_at))
     return rows, bins
+
+
+def held_back(doc: RanksOut) -> set[tuple[int, int]]:
+    """(rank, step) for every step a straggler finding's rank held the others back in:
+    its worst and the others it counts ("late in N steps")."""
+    return {(f.rank, step) for f in doc.findings if f.kind == "straggler" for step in (f.late_steps or [f.step])}
 
 
 def _level(value: float, top: float) -> int:

@@ -673,6 +673,7 @@ def _stragglers(
                 evidence_us=us(total),
                 onward_collectives=held,
                 onward_us=us(waited),
+                late_steps=sorted(item[1] for item in steps),
             )
         )
     out.sort(key=lambda finding: -finding.evidence_us)
