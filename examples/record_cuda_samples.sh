@@ -48,6 +48,12 @@ step "${device}_train_tiny_memory_session" "$py" -m trnscope capture run example
     --memory --out "$out/${device}_train_tiny_memory_session" -- --device "$device"
 step "${device}_rmsnorm_memory_session" "$py" -m trnscope capture --demo rmsnorm --device "$device" --memory \
     --out "$out/${device}_rmsnorm_memory_session"
+# CUDA graphs: replayed by hand, by torch.compile(mode="reduce-overhead"), and eager beside them
+for mode in graph reduce-overhead eager; do
+    case $mode in graph) name=graph_replay ;; reduce-overhead) name=graph_compiled ;; *) name=graph_eager ;; esac
+    step "${device}_${name}_session" "$py" -m trnscope capture run examples/infer_cuda_graph.py \
+        --device "$device" --out "$out/${device}_${name}_session" -- --mode "$mode"
+done
 # two ranks on gloo sharing one GPU (nccl needs a GPU per rank); rank 1 is held back
 step "${device}_ddp_gloo_session" "$py" -m torch.distributed.run --standalone --nproc-per-node 2 \
     -m trnscope capture run examples/train_ddp.py --device "$device" --out "$out/${device}_ddp_gloo_session" \

@@ -30,6 +30,9 @@ SINGLE = [
     "cuda_train_tiny_session",
     "cuda_rmsnorm_memory_session",  # profile_memory=True: memory columns, host and device
     "cuda_train_tiny_memory_session",
+    "cuda_graph_replay_session",  # a torch.cuda.CUDAGraph replayed by hand
+    "cuda_graph_compiled_session",  # torch.compile(mode="reduce-overhead")
+    "cuda_graph_eager_session",
 ]
 DDP = SAMPLES / "cuda_ddp_gloo_session"
 
@@ -155,3 +158,27 @@ def test_the_wait_table_marks_every_step_the_straggler_held_back(capsys, monkeyp
     doc = msgspec.json.decode(capsys.readouterr().out, type=RanksOut)
     rows, _ = heat_map(doc, 40)
     assert next(r for r in rows if r.rank == 1).cells == "▲▲▲▲▲"
+
+
+def test_a_replayed_cuda_graph_is_linked_to_the_range_around_it_but_not_charged_to_it() -> None:
+    """``graph.replay()`` launches the graph with a ``cudaGraphLaunch`` that carries no
+    op id (it runs in no aten op, only inside ``ProfilerStep#N``), and its kernels carry
+    none either.  PyTorch charges them to no op: ProfilerStep*'s CUDA total is the
+    other kernels'.  The drill-down and the kernel table still say where they came from."""
+    from trnscope.core.link.linker import LinkMethod
+
+    variant, analysis = next(_variants(SAMPLES / "cuda_graph_replay_session"))
+    ev, links = analysis.trace.events, analysis.links
+    graph = links.link_method == int(LinkMethod.ENCLOSING_OP)
+    assert analysis.link_report.by_enclosing_op == int(graph.sum()) > 0
+    launches = {analysis.trace.names[i] for i in ev.name[links.device_launch[graph]].tolist()}
+    assert launches == {"cudaGraphLaunch"}
+    kernels = analysis.kernel_table()
+    assert kernels.top_op[kernels.name.index(analysis.trace.names[int(ev.name[np.flatnonzero(graph)[0]])])] == (
+        "ProfilerStep*"
+    )
+    step = next(r for r in variant.reference if r.name == "ProfilerStep*" and not r.is_device)
+    table = analysis.op_table()
+    group = next(g for g in range(len(table)) if table.name[g] == "ProfilerStep*" and not table.is_device[g])
+    assert table.device_total[group] / 1e3 == pytest.approx(step.device_total_us, abs=0.002)
+    assert int(ev.dur[graph].sum()) > table.device_total[group]  # the graph's work is most of the step's

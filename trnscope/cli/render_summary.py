@@ -240,6 +240,11 @@ def render_table(summary: SummaryOut, width: int | None = None, which: str = "bo
             (link.unresolved, "with links that lead nowhere"),
         ]
         rest = "; ".join(f"{count:,} {why}" for count, why in reasons if count)
+        if link.by_enclosing_op:
+            rest = (rest + "; " if rest else "") + (
+                f"{link.by_enclosing_op:,} only to the op around a launch of no op id (a CUDA graph's replay): "
+                "not in the op table's device figures, as in key_averages()"
+            )
         console.print(
             f"Linked {link.linked:,} of {link.device_events:,} device events to ops "
             f"(coverage {fmt_share(summary.link_coverage, 1.0, 2)}){'; ' + rest if rest else ''}"

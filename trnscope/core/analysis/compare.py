@@ -122,12 +122,19 @@ def _regions(
     # a region's dispatch, like its device total, is that of everything inside it: a
     # compiled graph's launches sit in its own region, inside the user's
     inside = _subtree_sums(analysis, np.where((ev.role == int(Role.OP)) & links.in_tree, dispatch, 0))
+    # and its device work is what the ops inside it launched, by every link the
+    # drill-down follows: a CUDA graph replayed inside it too, which key_averages()
+    # (the ops view) charges to no op
+    work = np.flatnonzero(equals_any(ev.role, (Role.KERNEL, Role.MEMORY)) & (links.device_op >= 0))
+    launched = np.zeros(len(ev), dtype=np.int64)
+    np.add.at(launched, links.device_op[work], np.maximum(ev.dur[work], 0))
+    device_inside = _subtree_sums(analysis, launched)
     for r in annotation_rows.tolist():
         f = figures.setdefault(trace.names[int(ev.name[r])], Figures())
         f.calls += 1
         f.cpu_total_ns += max(int(ev.dur[r]), 0)
         f.self_cpu_ns += int(analysis.times.self_cpu[r])
-        f.device_total_ns += int(analysis.times.device_total[r])
+        f.device_total_ns += int(device_inside[r])
         f.dispatch_ns += int(inside[r])
     kernels: dict[str, dict[str, int]] = {}
     launches: dict[str, int] = {}

@@ -88,6 +88,9 @@ class LinkOut(msgspec.Struct):
     outside_ops: int
     unresolved: int
     before_window: int = 0  # of the unlinkable: those that start before the first profiled op
+    # of the linked: by a runtime call of no op id, to the op around it (the kernel table
+    # and drill-down count them; key_averages()' figures, so the op table, do not)
+    by_enclosing_op: int = 0
 
 
 class NeuronOpOut(msgspec.Struct):

@@ -20,7 +20,7 @@ from trnscope.core.analysis.distribution import Spread, group_spread
 from trnscope.core.analysis.row_labels import distinct_names
 from trnscope.core.base.arrays import equals_any, group_order, row_dtype, unique_inverse
 from trnscope.core.base.jsondepth import decode_bounded
-from trnscope.core.link.linker import MEMORY_EVENT_NAMES, Links
+from trnscope.core.link.linker import MEMORY_EVENT_NAMES, LinkMethod, Links
 from trnscope.core.model.roles import Role, group_name
 from trnscope.core.model.trace import Trace
 from trnscope.core.model.vocab import PH_INSTANT, PH_X
@@ -161,8 +161,10 @@ def event_times(trace: Trace, links: Links) -> EventTimes:
     # PyTorch appends kernels and memory operations to the op that launched them; an
     # annotation's range on the device (gpu_user_annotation) is a row of its own and
     # adds nothing to its host annotation (seen in torch 2.11's key_averages on CUDA)
+    # (nor is work whose op is only the one around a launch of no op id: ENCLOSING_OP)
     owner = np.where(
-        ev.role[device_rows] == int(Role.DEVICE_ANNOTATION),
+        (ev.role[device_rows] == int(Role.DEVICE_ANNOTATION))
+        | (links.link_method[device_rows] == int(LinkMethod.ENCLOSING_OP)),
         -1,
         _owner_after_folding(links, links.device_op[device_rows]),
     )
@@ -617,19 +619,18 @@ def build_kernel_table(trace: Trace, links: Links, rows_mask: np.ndarray | None 
     pair_time = np.bincount(pair_inverse, weights=dur.astype(np.float64))
     pair_kernel = uniq_pairs // (len(trace.names) + 1)
     pair_op = uniq_pairs % (len(trace.names) + 1) - 1
-    best = np.full(groups, -1, dtype=np.int64)
-    best_time = np.full(groups, -1.0)
     launch_times: list[dict[str, int]] = [{} for _ in range(groups)]
     for k, op, t in zip(pair_kernel.tolist(), pair_op.tolist(), pair_time.tolist()):
         if op < 0:
             unattributed[k] += round(t)
             continue
-        launch_times[k][trace.names[op]] = launch_times[k].get(trace.names[op], 0) + round(t)
-        if t > best_time[k]:
-            best_time[k], best[k] = t, op
+        # by the op table's name (ProfilerStep#4 … #8 are one ProfilerStep*)
+        name = group_name(trace.names[op])
+        launch_times[k][name] = launch_times[k].get(name, 0) + round(t)
     for k in range(groups):
-        top_op.append(trace.names[int(best[k])] if best[k] >= 0 else "")
-        share[k] = best_time[k] / total[k] if best[k] >= 0 and total[k] > 0 else 0.0
+        top = max(launch_times[k].items(), key=lambda item: item[1], default=("", 0))
+        top_op.append(top[0])
+        share[k] = top[1] / total[k] if top[0] and total[k] > 0 else 0.0
     return KernelTable(
         spread=group_spread(dur, inverse, groups),
         name=[trace.names[int(i)] for i in names],

@@ -217,6 +217,7 @@ def summary_figures(
             report.outside_ops,
             report.unresolved,
             report.before_window,
+            report.by_enclosing_op,
         ),
         warnings=analysis_warnings(analysis, extra_warnings),
         extras=state,

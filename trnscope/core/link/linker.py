@@ -16,6 +16,14 @@ B. ``correlation`` → the runtime call with the same correlation → its
 C. flow events (``ac2g``, ``async_cpu_to_gpu``, ``async``) from a runtime call to the
    device event, then B's last step.
 
+Where B or C reach a runtime call with no ``External id`` inside no aten op, only a
+``record_function`` range (a CUDA graph's replay in ``ProfilerStep#N``), the op is only
+the range around the call
+(``LinkMethod.ENCLOSING_OP``): the drill-down and the kernel table follow it, while
+the op table, which is ``key_averages()``, leaves that work out as PyTorch does
+(seen on an H200 with torch 2.11: a replayed graph's kernels add nothing to
+``ProfilerStep*``).
+
 Device events that carry none of this (work launched before the capture window)
 are counted as unlinkable, never guessed.
 """
@@ -75,6 +83,10 @@ class LinkMethod(IntEnum):
     NEURON_FLOW = 5  # system-profile flow_id shared with a framework event
     NEURON_TIME = 6  # the request ran on an op's thread inside the op
     NEURON_TRACE = 7  # the device activity is in trace.json itself (correlate_device_time)
+    # correlation or flow to a runtime call that carries no External id: its op is the
+    # op or annotation around the call (a CUDA graph's replay).  PyTorch links no such
+    # work to any op, so key_averages() figures leave it out (``optable.event_times``)
+    ENCLOSING_OP = 8
 
     @property
     def label(self) -> str:
@@ -90,6 +102,7 @@ _METHOD_LABELS = {
     LinkMethod.NEURON_FLOW: "flow_id",
     LinkMethod.NEURON_TIME: "time",
     LinkMethod.NEURON_TRACE: "trace.json device activity",
+    LinkMethod.ENCLOSING_OP: "enclosing op",
 }
 
 
@@ -111,6 +124,7 @@ class LinkReport(msgspec.Struct):
     by_external_id: int = 0
     by_correlation: int = 0
     by_flow: int = 0
+    by_enclosing_op: int = 0  # launched by a runtime call of no op id: charged to the op around it
     unlinkable: int = 0  # no External id, runtime call or flow: launched before the window
     outside_ops: int = 0  # launched by a runtime call that no profiled op encloses
     unresolved: int = 0  # carried an op link that points at nothing in the trace
@@ -471,17 +485,12 @@ def link(trace: Trace) -> Links:
         trees = _host_tree(trace)
         found = _device_lookups(trace)
     raw_parent = trees.raw_parent
-    device_rows, launch_rows, launch_op, launch = found.device_rows, found.launch_rows, found.launch_op, found.launch
-    d_ext, d_corr, by_ext = found.d_ext, found.d_corr, found.by_ext
+    device_rows, launch_rows, launch, by_ext = found.device_rows, found.launch_rows, found.launch, found.by_ext
     starts, ends = found.flow_starts, found.flow_ends
 
     device_op, device_launch, method = found.device_op, found.device_launch, found.method
     via_flow = np.full(device_rows.size, -1, dtype=np.int64)
-    unresolved = launch_op < 0
-    if unresolved.any():
-        launch_op[unresolved] = enclosing_op(raw_parent, ev.role, launch_rows[unresolved])
-    launch_op_full = np.full(n, -1, dtype=np.int64)
-    launch_op_full[launch_rows] = launch_op
+    launch_op_full, enclosed = _ops_of_launches(trace, found, raw_parent)
     if starts.size:
         s_bound = _bind_points(trace, starts, _point_index(trace, launch_rows), raw_parent)
         e_bound = _bind_points(trace, ends, _point_index(trace, device_rows), None)
@@ -493,28 +502,22 @@ def link(trace: Trace) -> Links:
     by_flow = np.where(via_flow >= 0, launch_op_full[np.maximum(via_flow, 0)], -1)
 
     op = np.where(by_ext >= 0, by_ext, np.where(by_corr >= 0, by_corr, by_flow))
+    route = np.where(by_corr >= 0, launch, via_flow)
+    by_time = (by_ext < 0) & (op >= 0) & enclosed[np.maximum(route, 0)]
     chosen = np.where(
         by_ext >= 0,
         LinkMethod.EXTERNAL_ID,
-        np.where(by_corr >= 0, LinkMethod.CORRELATION, np.where(by_flow >= 0, LinkMethod.FLOW, LinkMethod.NONE)),
+        np.where(
+            by_time,
+            LinkMethod.ENCLOSING_OP,
+            np.where(by_corr >= 0, LinkMethod.CORRELATION, np.where(by_flow >= 0, LinkMethod.FLOW, LinkMethod.NONE)),
+        ),
     )
     device_op[device_rows] = op
     device_launch[device_rows] = np.where(launch >= 0, launch, via_flow)
     method[device_rows] = chosen
 
-    counted = equals_any(ev.role[device_rows], (Role.KERNEL, Role.MEMORY))
-    has_info = (d_ext != NONE_ID) & (d_ext != d_corr) | (launch >= 0) | (via_flow >= 0)
-    report = LinkReport(
-        device_events=int(counted.sum()),
-        linked=int((counted & (op >= 0)).sum()),
-        by_external_id=int((counted & (chosen == LinkMethod.EXTERNAL_ID)).sum()),
-        by_correlation=int((counted & (chosen == LinkMethod.CORRELATION)).sum()),
-        by_flow=int((counted & (chosen == LinkMethod.FLOW)).sum()),
-        unlinkable=int((counted & ~has_info).sum()),
-        outside_ops=int((counted & (op < 0) & (by_ext < 0) & ((launch >= 0) | (via_flow >= 0))).sum()),
-        unresolved=int((counted & has_info & (op < 0) & ~((launch >= 0) | (via_flow >= 0))).sum()),
-        before_window=_before_first_op(ev, device_rows[counted & ~has_info]),
-    )
+    report = _link_report(ev, found, op, chosen, launch, via_flow)
     raw_rows = _as_rows(raw_parent)
     return Links(
         in_tree=trees.in_tree,
@@ -529,6 +532,55 @@ def link(trace: Trace) -> Links:
         device_launch=_as_rows(device_launch),
         link_method=method,
         report=report,
+    )
+
+
+def _ops_of_launches(trace: Trace, found: _DeviceLookups, raw_parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: the op of each runtime/driver call (by its External id, else the op
+    or range around it; -1), and whether that is only a range around a call of no op id.
+
+    Such a call runs in no aten op (a CUDA graph replayed in ProfilerStep#N): PyTorch
+    pushes an op id for ops, not for ranges, and links its work nowhere.  A missing id
+    inside an aten op, or an older writer's External id equal to the correlation, hides
+    a link PyTorch had in memory: the op around the call is that link."""
+    ev = trace.events
+    n = len(ev)
+    launch_rows, launch_op = found.launch_rows, found.launch_op
+    unresolved = launch_op < 0
+    enclosed = np.zeros(n, dtype=bool)
+    if unresolved.any():
+        launch_op[unresolved] = enclosing_op(raw_parent, ev.role, launch_rows[unresolved])
+        in_range = unresolved & (launch_op >= 0)
+        in_range[in_range] = ev.role[launch_op[in_range]] == int(Role.ANNOTATION)
+        enclosed[launch_rows[in_range & (ev.external_id[launch_rows] == NONE_ID)]] = True
+    launch_op_full = np.full(n, -1, dtype=np.int64)
+    launch_op_full[launch_rows] = launch_op
+    return launch_op_full, enclosed
+
+
+def _link_report(
+    ev: EventColumns,
+    found: _DeviceLookups,
+    op: np.ndarray,
+    chosen: np.ndarray,
+    launch: np.ndarray,
+    via_flow: np.ndarray,
+) -> LinkReport:
+    """How the device events were linked, counted over kernels and memory operations."""
+    device_rows, d_ext, d_corr, by_ext = found.device_rows, found.d_ext, found.d_corr, found.by_ext
+    counted = equals_any(ev.role[device_rows], (Role.KERNEL, Role.MEMORY))
+    has_info = (d_ext != NONE_ID) & (d_ext != d_corr) | (launch >= 0) | (via_flow >= 0)
+    return LinkReport(
+        device_events=int(counted.sum()),
+        linked=int((counted & (op >= 0)).sum()),
+        by_external_id=int((counted & (chosen == LinkMethod.EXTERNAL_ID)).sum()),
+        by_correlation=int((counted & (chosen == LinkMethod.CORRELATION)).sum()),
+        by_flow=int((counted & (chosen == LinkMethod.FLOW)).sum()),
+        by_enclosing_op=int((counted & (chosen == LinkMethod.ENCLOSING_OP)).sum()),
+        unlinkable=int((counted & ~has_info).sum()),
+        outside_ops=int((counted & (op < 0) & (by_ext < 0) & ((launch >= 0) | (via_flow >= 0))).sum()),
+        unresolved=int((counted & has_info & (op < 0) & ~((launch >= 0) | (via_flow >= 0))).sum()),
+        before_window=_before_first_op(ev, device_rows[counted & ~has_info]),
     )
 
 

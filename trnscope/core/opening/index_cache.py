@@ -30,7 +30,7 @@ from trnscope.core.link.linker import LinkReport, Links, forward_links
 from trnscope.core.model.trace import EventColumns, Trace
 
 MAGIC = b"TRNSCOPE-INDEX\x00\x02"
-FORMAT_VERSION = 14  # 14: the op tree apart from the host tree (in_op_tree, op_depth); 13: a process label equal to its name is not repeated; 12: repeated metadata folded across chunks too; 11: repeated metadata events are no rows; 10: LinkReport.before_window; 9: the [memory] records' bytes and FLOPs per row
+FORMAT_VERSION = 15  # 15: LinkMethod.ENCLOSING_OP, LinkReport.by_enclosing_op; 14: the op tree apart from the host tree (in_op_tree, op_depth); 13: a process label equal to its name is not repeated; 12: repeated metadata folded across chunks too; 11: repeated metadata events are no rows; 10: LinkReport.before_window; 9: the [memory] records' bytes and FLOPs per row
 _ALIGN = 64
 _LINK_ARRAYS = (
     "in_tree",
