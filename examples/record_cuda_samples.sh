@@ -48,6 +48,11 @@ step "${device}_train_tiny_memory_session" "$py" -m trnscope capture run example
     --memory --out "$out/${device}_train_tiny_memory_session" -- --device "$device"
 step "${device}_rmsnorm_memory_session" "$py" -m trnscope capture --demo rmsnorm --device "$device" --memory \
     --out "$out/${device}_rmsnorm_memory_session"
+# a small Transformer LM trained with AdamW (autograd's own thread, fused optimizer)
+step "${device}_transformer_session" "$py" -m trnscope capture run examples/train_transformer.py --device "$device" \
+    --out "$out/${device}_transformer_session" -- --device "$device"
+step "${device}_transformer_memory_session" "$py" -m trnscope capture run examples/train_transformer.py \
+    --device "$device" --memory --out "$out/${device}_transformer_memory_session" -- --device "$device"
 # CUDA graphs: replayed by hand, by torch.compile(mode="reduce-overhead"), and eager beside them
 for mode in graph reduce-overhead eager; do
     case $mode in graph) name=graph_replay ;; reduce-overhead) name=graph_compiled ;; *) name=graph_eager ;; esac

@@ -30,6 +30,7 @@ SINGLE = [
     "cuda_train_tiny_session",
     "cuda_rmsnorm_memory_session",  # profile_memory=True: memory columns, host and device
     "cuda_train_tiny_memory_session",
+    "cuda_transformer_memory_session",  # a Transformer LM's AdamW training steps, memory too
     "cuda_graph_replay_session",  # a torch.cuda.CUDAGraph replayed by hand
     "cuda_graph_compiled_session",  # torch.compile(mode="reduce-overhead")
     "cuda_graph_eager_session",
