@@ -174,10 +174,14 @@ def _torch_version_beside(trace: Path) -> str:
     manifest = trace.parent / SESSION_FILE
     if not manifest.is_file():
         return ""
-    try:
-        return read_manifest(trace.parent).torch_version
+    try:  # (one field: the rest, key_averages() rows included, is skipped unbuilt)
+        return msgspec.json.decode(manifest.read_bytes(), type=_TorchVersion).torch_version
     except (OSError, msgspec.DecodeError, msgspec.ValidationError):
         return ""  # the session itself says what is wrong with it when opened as one
+
+
+class _TorchVersion(msgspec.Struct):
+    torch_version: str = ""
 
 
 def _runtime_event_files(folder: Path) -> list[Path]:
