@@ -183,3 +183,22 @@ def test_a_replayed_cuda_graph_is_linked_to_the_range_around_it_but_not_charged_
     group = next(g for g in range(len(table)) if table.name[g] == "ProfilerStep*" and not table.is_device[g])
     assert table.device_total[group] / 1e3 == pytest.approx(step.device_total_us, abs=0.002)
     assert int(ev.dur[graph].sum()) > table.device_total[group]  # the graph's work is most of the step's
+
+
+def test_the_hand_written_triton_kernel_counts_for_its_range_in_compare() -> None:
+    """The fused RMSNorm variant on CUDA is a Triton kernel launched from Python inside
+    the ``rmsnorm`` range, in no aten op: key_averages() (the op table) charges it to no
+    op, while compare gives the range its time in both its views."""
+    from trnscope.core.analysis.compare import compare
+    from trnscope.core.link.linker import LinkMethod
+
+    variants = list(_variants(SAMPLES / "cuda_rmsnorm_large_session"))
+    assert variants[2][0].description.startswith("Triton kernel")
+    fused = variants[2][1]
+    kernel = fused.trace.names.index("_rms_norm_rows")
+    rows = np.flatnonzero(fused.trace.events.name == kernel)
+    assert rows.size == 5 and (fused.links.link_method[rows] == int(LinkMethod.ENCLOSING_OP)).all()
+    comparison = compare([a for _, a in variants], ["eager", "compiled", "fused"], [])
+    (region,) = [row for row in comparison.regions if row.key == "rmsnorm"]
+    (op,) = [row for row in comparison.rows if row.key == "rmsnorm" and row.kind == "annotation"]
+    assert region.values[2].device_total_ns == op.values[2].device_total_ns == int(fused.trace.events.dur[rows].sum())

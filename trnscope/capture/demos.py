@@ -2,8 +2,9 @@
 
 * ``eager``    — composed aten ops, as a user would first write it;
 * ``compiled`` — the same function under ``torch.compile``;
-* ``fused``    — an NKI kernel on Trainium when ``neuronxcc.nki`` is importable,
-  otherwise the best fused path PyTorch has on that device (a single fused aten op).
+* ``fused``    — a hand-written kernel where one can run: an NKI kernel on Trainium
+  (``neuronxcc.nki`` importable), a Triton kernel on CUDA (``triton`` importable), for
+  RMSNorm; otherwise the best fused path PyTorch has on that device (one fused aten op).
 
 Each result is checked against ``eager`` before it is profiled (``recorder.compare``).
 """
@@ -33,6 +34,10 @@ class Demo(msgspec.Struct):
     inputs: tuple[Any, ...]
     rtol: float = 1e-3
     atol: float = 1e-4
+
+
+def _triton_available() -> bool:
+    return importlib.util.find_spec("triton") is not None
 
 
 def _nki_available() -> bool:
@@ -77,6 +82,10 @@ def build_demo(name: str, device: str, size: str = "small") -> Demo:
             from trnscope.capture.nki_kernels import nki_rms_norm
 
             fused, fused_note = nki_rms_norm, "NKI kernel (capture/nki_kernels.py)"
+        elif device.startswith("cuda") and _triton_available():
+            from trnscope.capture.triton_kernels import triton_rms_norm
+
+            fused, fused_note = triton_rms_norm, "Triton kernel (capture/triton_kernels.py)"
         else:
 
             def fused(x: Any, weight: Any) -> Any:

@@ -242,8 +242,8 @@ def render_table(summary: SummaryOut, width: int | None = None, which: str = "bo
         rest = "; ".join(f"{count:,} {why}" for count, why in reasons if count)
         if link.by_enclosing_op:
             rest = (rest + "; " if rest else "") + (
-                f"{link.by_enclosing_op:,} only to the op around a launch of no op id (a CUDA graph's replay): "
-                "not in the op table's device figures, as in key_averages()"
+                f"{link.by_enclosing_op:,} only to the range around a launch outside any aten op (a CUDA graph's "
+                "replay, a Triton kernel called directly): not in the op table's device figures, as in key_averages()"
             )
         console.print(
             f"Linked {link.linked:,} of {link.device_events:,} device events to ops "

@@ -55,7 +55,13 @@ def dispatch_per_row(analysis: Analysis) -> np.ndarray:
 
 
 def _op_rows(analysis: Analysis, dispatch: np.ndarray) -> dict[tuple[str, str], Figures]:
+    """The op table's figures per (name, kind), except a range's device total: what was
+    launched inside it by every link (``launched_inside``), as in the regions view.  A
+    kernel launched outside any aten op (a hand-written Triton kernel, a replayed CUDA
+    graph) is no op's in ``key_averages()``, and the range around it read 0 while the
+    regions view gave it the kernel's time."""
     table = analysis.op_table()
+    inside = launched_inside(analysis)
     out: dict[tuple[str, str], Figures] = {}
     for g in range(len(table)):
         kind = table.kind(g)
@@ -65,10 +71,28 @@ def _op_rows(analysis: Analysis, dispatch: np.ndarray) -> dict[tuple[str, str], 
         figures.self_cpu_ns += int(table.self_cpu[g])
         figures.cpu_total_ns += int(table.cpu_total[g])
         figures.self_device_ns += int(table.self_device[g])
-        figures.device_total_ns += int(table.device_total[g])
+        if kind == "annotation":
+            figures.device_total_ns += int(inside[table.instances(g)].sum())
+        else:
+            figures.device_total_ns += int(table.device_total[g])
         if not table.is_device[g]:
             figures.dispatch_ns += int(dispatch[table.instances(g)].sum())
     return out
+
+
+def launched_inside(analysis: Analysis) -> np.ndarray:
+    """Per row, the device time (kernels and memory operations) launched inside it in
+    the host tree, by every link the drill-down follows (made once per trace)."""
+
+    def build() -> np.ndarray:
+        ev = analysis.trace.events
+        links = analysis.links
+        work = np.flatnonzero(equals_any(ev.role, (Role.KERNEL, Role.MEMORY)) & (links.device_op >= 0))
+        launched = np.zeros(len(ev), dtype=np.int64)
+        np.add.at(launched, links.device_op[work], np.maximum(ev.dur[work], 0))
+        return _subtree_sums(analysis, launched)
+
+    return analysis.derived(("device time launched inside", None), build)
 
 
 def _nearest_annotation(analysis: Analysis) -> np.ndarray:
@@ -122,13 +146,9 @@ def _regions(
     # a region's dispatch, like its device total, is that of everything inside it: a
     # compiled graph's launches sit in its own region, inside the user's
     inside = _subtree_sums(analysis, np.where((ev.role == int(Role.OP)) & links.in_tree, dispatch, 0))
-    # and its device work is what the ops inside it launched, by every link the
-    # drill-down follows: a CUDA graph replayed inside it too, which key_averages()
-    # (the ops view) charges to no op
-    work = np.flatnonzero(equals_any(ev.role, (Role.KERNEL, Role.MEMORY)) & (links.device_op >= 0))
-    launched = np.zeros(len(ev), dtype=np.int64)
-    np.add.at(launched, links.device_op[work], np.maximum(ev.dur[work], 0))
-    device_inside = _subtree_sums(analysis, launched)
+    # and its device work is what was launched inside it, by every link the drill-down
+    # follows: a CUDA graph replayed inside it too, which key_averages() charges to no op
+    device_inside = launched_inside(analysis)
     for r in annotation_rows.tolist():
         f = figures.setdefault(trace.names[int(ev.name[r])], Figures())
         f.calls += 1
