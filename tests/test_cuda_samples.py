@@ -185,6 +185,14 @@ def test_a_replayed_cuda_graph_is_linked_to_the_range_around_it_but_not_charged_
     assert int(ev.dur[graph].sum()) > table.device_total[group]  # the graph's work is most of the step's
 
 
+def test_the_summary_says_which_work_no_op_is_charged_for(capsys, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "400")  # one line
+    assert main(["summary", str(SAMPLES / "cuda_graph_replay_session"), "--no-cache", "--limit", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "; 70 only to the range around a launch outside any aten op" in out
+    assert "not in the op table's device figures, as in key_averages()" in out
+
+
 def test_the_hand_written_triton_kernel_counts_for_its_range_in_compare() -> None:
     """The fused RMSNorm variant on CUDA is a Triton kernel launched from Python inside
     the ``rmsnorm`` range, in no aten op: key_averages() (the op table) charges it to no
