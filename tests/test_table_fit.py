@@ -746,3 +746,58 @@ def test_names_alike_in_a_narrow_column_are_told_apart_by_moving_the_cut() -> No
         moved = [shown[i] for i in forms]
         assert len(set(moved)) == len(moved) and not set(moved) & {s for k, s in enumerate(shown) if k not in forms}
     assert told > 500  # (the cut moved often enough to be tested)
+
+
+def test_a_column_marked_drop_first_goes_before_the_names_narrow() -> None:
+    """A comparison's ratio columns follow from the figures beside them: at 80 columns
+    they go before the names give up their own width; the rest of the layout is as
+    before."""
+    name = Column("name", "Name", 24, "left", flex=True)
+    figures = [Column(f"v{i}", f"V{i}", 9) for i in range(3)]
+    deltas = [Column(f"d{i}", f"D{i}", 9) for i in (1, 2)]
+    ratios = [Column(f"r{i}", f"R{i}", 8, drop_first=True) for i in (1, 2)]
+    columns = [name, *figures, deltas[0], ratios[0], deltas[1], ratios[1]]
+
+    def titles(kept: list[int]) -> list[str]:
+        return [columns[k].title for k in kept]
+
+    kept, widths = fit_columns(columns, 79)
+    assert titles(kept) == ["Name", "V0", "V1", "V2", "D1", "D2"] and widths[0] == 28
+    kept, widths = fit_columns(columns, 88)  # one ratio fits beside 24 cells of names: the last goes
+    assert titles(kept) == ["Name", "V0", "V1", "V2", "D1", "R1", "D2"] and widths[0] == 28
+    kept, widths = fit_columns(columns, 99)
+    assert titles(kept) == [c.title for c in columns] and widths[0] == 30
+    # no ratio left to give: the names share down to the floor before a figure goes
+    kept, widths = fit_columns(columns, 50)
+    assert titles(kept) == ["Name", "V0", "V1", "V2"] and widths[0] >= FLEX_FLOOR
+    assert sum(w + 1 for w in widths) <= 50
+
+
+async def test_three_variants_at_80_columns_keep_readable_distinct_names() -> None:
+    """Three variants at 80×24: with every column the names had 10 cells, and two
+    different rows read "## Cal…on)".  The ratio columns now go first (the info line
+    says so, as ``trnscope compare`` leaves its × columns out first), the names keep 28
+    cells and no two read alike; at 120 columns every column is back and nothing is
+    said to be left out."""
+    app = TrnscopeApp([str(SAMPLES / "cuda_attention_large_session")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_comparison(pilot)
+        while screen.view != "ops":
+            await press(pilot, "v")
+        view = screen.query_one(VirtualTable)
+        assert view.hidden_columns == ["B÷A", "C÷A"]
+        info = str(screen.query_one("#compare-info").render())
+        assert "B÷A, C÷A left out at this width" in info
+        lines = await _visible_lines(view)
+        assert lines[0].split()[-2:] == ["ΔB", "ΔC"]
+        shown = ["".join(s.text for s in view.render_line(y))[:28].rstrip() for y in range(1, view.size.height)]
+        shown = [line for line in shown if line]
+        assert len(set(shown)) == len(shown), shown
+        assert any(line.startswith("aten::_efficient_") for line in shown), shown
+        # the row under the cursor is named in the detail as the table names it
+        detail = screen.query_one("#compare-detail")._shown.plain.split("\n")[0]
+        assert detail == "attention (device annotation)", detail
+        await pilot.resize_terminal(120, 30)
+        await settle(pilot)
+        assert view.hidden_columns == []
+        assert "left out" not in str(screen.query_one("#compare-info").render())

@@ -454,10 +454,22 @@ _WIDE_CHAIN = 120  # the chain table's width (scroll bar included) from which it
 VARIANT_LETTERS = "ABC"
 
 
-def compare_model(comparison: Comparison, rows: list[CompareRow], width: int) -> TableModel:  # noqa: C901 - one cell per column of the compare table
+def compare_row_names(rows: list[CompareRow]) -> list[str]:
+    """Per row of a comparison's view, its name, with its kind where another row of the
+    view shares the name (below 110 columns no kind column tells twins apart)."""
+    return distinct_names([(row.key,) for row in rows], [row.kind for row in rows])
+
+
+def compare_model(  # noqa: C901 - one cell per column of the compare table
+    comparison: Comparison, rows: list[CompareRow], width: int, names: list[str] | None = None
+) -> TableModel:
+    """``names``: ``compare_row_names(rows)``, where the caller has them already."""
     labels = comparison.labels
     value_width = 9
-    columns = [Column("name", "Name", 14, "left", flex=True)]
+    # the name keeps 24 cells while a difference column can go instead (at 80 columns,
+    # three variants: "aten::_efficient_attention_forward" reads "aten::_…forward" in 14
+    # and the twins "X (annotation)" and "X (device annotation)" could not be told)
+    columns = [Column("name", "Name", 24, "left", flex=True)]
     if width >= 110:
         columns.append(Column("kind", "kind", 10, "left"))
     # Short distinct headers (A, B, C); the title line is the legend (A:eager …), so two
@@ -466,10 +478,12 @@ def compare_model(comparison: Comparison, rows: list[CompareRow], width: int) ->
         columns.append(Column(f"v{i}", VARIANT_LETTERS[i], value_width))
     for i in range(1, len(labels)):
         columns.append(Column(f"d{i}", f"Δ{VARIANT_LETTERS[i]}", value_width))
-        columns.append(Column(f"r{i}", f"{VARIANT_LETTERS[i]}÷A", RATIO_WIDTH))
+        # each ratio follows from its variant's figure and A's: left out first when
+        # narrow, as ``trnscope compare`` leaves out its × columns first
+        columns.append(Column(f"r{i}", f"{VARIANT_LETTERS[i]}÷A", RATIO_WIDTH, drop_first=True))
     metric = comparison.primary
-    # below 110 columns there is no kind column: twins differ by their names
-    names = distinct_names([(row.key,) for row in rows], [row.kind for row in rows])
+    if names is None:
+        names = compare_row_names(rows)
 
     def number(value: int, width: int) -> str:
         return fit_count(value, width) if metric == "calls" else fit_time_short(value, width)

@@ -18,11 +18,11 @@ from trnscope.core.base.units import fmt_time_short
 from trnscope.tui.filterbox import FilterScreen
 from trnscope.tui.keyhints import KeyHints
 from trnscope.tui.messages import ShowDrill, ShowOps
-from trnscope.tui.models import VARIANT_LETTERS, compare_model, kernel_runs_model
+from trnscope.tui.models import VARIANT_LETTERS, compare_model, compare_row_names, kernel_runs_model
 from trnscope.tui.panes import pane
 from trnscope.tui.status import fit_line
 from trnscope.tui.textpanel import TextPanel
-from trnscope.tui.vtable import Column, TableModel, VirtualTable
+from trnscope.tui.vtable import Column, TableModel, VirtualTable, lay_out, left_out_titles, table_width_of
 
 VIEWS = ("regions", "ops", "kernels", "diagnosis")
 KERNEL_RUNS = "kernel runs"
@@ -95,6 +95,8 @@ class CompareScreen(FilterScreen):
             for value in row.values
         )
         self.shown_rows: list[CompareRow] = []
+        self._info = ""  # the view's part of the line over the table
+        self._row_names: list[str] = []  # per shown row: its name, with its kind where another row shares it
 
     def compose(self) -> ComposeResult:
         yield TextPanel(id="compare-title")
@@ -147,25 +149,22 @@ class CompareScreen(FilterScreen):
         here = self._cursor_key()
         self._shown_view = self.view
         self.shown_rows = self._select_rows()
+        self._row_names = compare_row_names(self.shown_rows)
         info = f"{self.view}: {VIEW_TITLES[self.view]}"
         if self.filter_text:
             info = f"filter /{safe_text(self.filter_text)}/ · " + info
         if not self.shown_rows and self.view not in ("diagnosis", KERNEL_RUNS):
             info = ("no rows match (esc clears) · " if self.filter_text else "no rows in this view · ") + info
-        notes = len(self.comparison.notes)
-        said = f" · w: {notes} note{'s' if notes > 1 else ''}" if notes else ""
-        self.query_one("#compare-info", Static).update(
-            Text(f"{info} · v view · m metric · enter drills into {VARIANT_LETTERS[self.side]}{said}", style="dim")
-        )
+        self._info = info
         view = self.query_one(VirtualTable)
         detail = self.query_one("#compare-detail", Static)
         if self.view == KERNEL_RUNS:
             model, self.kernel_rows = kernel_runs_model(self.comparison)
-            view.set_model(model)
+            self._set_model(model)
             self._kernel_detail(0)
             return
         if self.view == "diagnosis":
-            view.set_model(self._diagnosis_model())
+            self._set_model(self._diagnosis_model())
             detail.update(
                 Text("per variant: trnscope diagnose's figures (d on a variant's op table shows all)", style="dim")
             )
@@ -181,9 +180,39 @@ class CompareScreen(FilterScreen):
         # the row under the cursor stays under it when the same view is shown again (a
         # resize, another metric, variant or filter), by its key: it went back to the top
         keep = next((i for i, row in enumerate(self.shown_rows) if (self.view, row.key) == here), None)
-        view.set_model(compare_model(self.comparison, self.shown_rows, view.size.width or self.app.size.width), keep)
+        model = compare_model(self.comparison, self.shown_rows, view.size.width or self.app.size.width, self._row_names)
+        self._set_model(model, keep)
         if self.shown_rows:  # the cursor row's figures with the table, in its frame (not on its cursor message)
             self._row_detail(view.current_index)
+
+    def _set_model(self, model: TableModel, keep: int | None = None) -> None:
+        """The table shows ``model``, laid out here so that the line over it names the
+        columns left out in the same frame (not in a second one, on the table's message)."""
+        view = self.query_one(VirtualTable)
+        model.layout = lay_out(model, table_width_of(view.size.width or self.app.size.width))
+        self._show_info(left_out_titles(model.columns, model.layout))
+        view.set_model(model, keep)
+
+    def _show_info(self, hidden: list[str] | None = None) -> None:
+        """The line over the table: the view, its keys, the notes, and the columns the
+        table's width left out (``hidden``; figures are never cut: a column goes whole,
+        and says so)."""
+        notes = len(self.comparison.notes)
+        said = f" · w: {notes} note{'s' if notes > 1 else ''}" if notes else ""
+        if hidden is None:
+            hidden = self.query_one(VirtualTable).hidden_columns
+        left_out = f" · {', '.join(safe_text(title) for title in hidden)} left out at this width" if hidden else ""
+        self.query_one("#compare-info", Static).update(
+            Text(
+                f"{self._info}{left_out} · v view · m metric · enter drills into {VARIANT_LETTERS[self.side]}{said}",
+                style="dim",
+            )
+        )
+
+    def on_virtual_table_columns_hidden(self, message: VirtualTable.ColumnsHidden) -> None:
+        message.prevent_default()  # the info line says it: not the base pane's notification too
+        if self.is_mounted:
+            self._show_info()
 
     def _cursor_key(self) -> tuple[str, str] | None:
         """(view, key) of the row under the cursor, when the table shows a view's rows."""
@@ -265,7 +294,8 @@ class CompareScreen(FilterScreen):
             width = self._detail_width()
             # one line per variant, so that every variant's figures fit the panel: the
             # names (the variant's, its top kernel's) give up their middle
-            lines = [fit_line([(safe_text(row.key), "bold", True)], width)]
+            # the row's name as the table tells it from its twins ("X (device annotation)")
+            lines = [fit_line([(safe_text(self._row_names[index]), "bold", True)], width)]
             details = row.detail or [""] * len(self.labels)
             variants: list[list[tuple[str, str, bool]]] = []
             for letter, label, value, detail in zip(VARIANT_LETTERS, self.labels, row.values, details):

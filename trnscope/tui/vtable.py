@@ -39,16 +39,20 @@ def fit_columns(columns: Sequence[Column], width: int) -> tuple[list[int], list[
     (its figures are formatted to fit it); flex columns share what is left, each at
     least its own width while they can, down to ``FLEX_FLOOR``.  When even that does
     not fit, the last columns are left out (models order their columns by importance),
-    never the first."""
+    never the first.  A column marked ``drop_first`` (a figure that others imply) goes,
+    the last such first, before a flex column gives up any of its own width."""
     kept = [k for k, column in enumerate(columns) if width >= column.shown_from]
     while True:
-        widths = _flex_widths(columns, kept, width)
+        optional = [k for k in kept if columns[k].drop_first]
+        widths = _flex_widths(columns, kept, width, shrink=not optional)
         if widths is not None or len(kept) == 1:
             return kept, widths if widths is not None else [columns[kept[0]].width]
-        kept.pop()
+        kept.remove(optional[-1] if optional else kept[-1])
 
 
-def _flex_widths(columns: Sequence[Column], kept: list[int], width: int) -> list[int] | None:
+def _flex_widths(columns: Sequence[Column], kept: list[int], width: int, shrink: bool = True) -> list[int] | None:
+    """Each kept column's width, or None when they do not fit: flex columns at their
+    own width at least, or (``shrink``) down to ``FLEX_FLOOR``."""
     fixed = sum(columns[k].width + 1 for k in kept if not columns[k].flex)
     flex = [k for k in kept if columns[k].flex]
     spare = width - fixed
@@ -57,6 +61,8 @@ def _flex_widths(columns: Sequence[Column], kept: list[int], width: int) -> list
     share = spare // len(flex) - 1
     wanted = {k: max(columns[k].width, share) for k in flex}
     if sum(wanted.values()) + len(flex) > spare:  # their own widths do not all fit: share down to the floor
+        if not shrink:
+            return None
         room = spare - len(flex)
         wanted = {k: min(columns[k].width, FLEX_FLOOR) for k in flex}
         if sum(wanted.values()) > room:
@@ -83,6 +89,9 @@ class Column:
     # context that would only take room from the names in a narrower table (not "left
     # out for want of width": it is not in a narrow table's design)
     shown_from: int = 0
+    # left out before a flex column narrows below its own width (``fit_columns``): a
+    # figure the others imply, such as a comparison's ratio beside its difference
+    drop_first: bool = False
 
 
 def elide_middle(text: Text, width: int) -> Text:
@@ -164,6 +173,17 @@ def lay_out(model: TableModel, table_width: int) -> ColumnLayout:
                 found = distinct_elisions(_sanitised([text_of(i) for i in range(model.size)]), width)
                 distinct.update({(column.key, i): text for i, text in found.items()})
     return ColumnLayout(table_width, shown, widths, distinct)
+
+
+def left_out_titles(columns: Sequence[Column], layout: ColumnLayout) -> list[str]:
+    """The titles of the columns ``layout`` leaves out for want of width (not those
+    that are no part of a table this narrow: ``Column.shown_from``)."""
+    shown = set(layout.shown)
+    return [
+        column.title
+        for k, column in enumerate(columns)
+        if k not in shown and layout.table_width >= column.shown_from
+    ]
 
 
 def _sanitised(texts: list[str]) -> list[str]:
@@ -333,11 +353,7 @@ class VirtualTable(ScrollView, can_focus=True):
             else lay_out(self.model, self.table_width)
         )
         self._shown, self._widths, self._distinct = layout.shown, layout.widths, layout.distinct
-        hidden = [
-            column.title
-            for k, column in enumerate(columns)
-            if k not in self._shown and self.table_width >= column.shown_from
-        ]
+        hidden = left_out_titles(columns, layout)
         if hidden != self.hidden_columns:
             self.hidden_columns = hidden
             if self.size.width:  # (not before the first layout gives it a width)
