@@ -308,3 +308,58 @@ def test_diagnose_text_caps_a_huge_op_name(tmp_path: Path, capsys) -> None:
     assert len(out) < 20_000 and "characters)…" in out
     assert main(["diagnose", str(path), "--no-cache", "--format", "json"]) == 0
     assert name in capsys.readouterr().out  # JSON keeps it whole
+
+
+def _trace_with_a_frame(folder: Path) -> Path:
+    """A trace whose Self CPU depends on the op-tree rule: an op under a Python frame
+    under a range (classic: the range's self time includes the frame's; python: not)."""
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": "step", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+        {"ph": "X", "cat": "python_function", "name": "f.py(1): f", "pid": 1, "tid": 1, "ts": 10, "dur": 80},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 20, "dur": 10},
+    ]
+    folder.mkdir(exist_ok=True)
+    trace = folder / "t.json"
+    trace.write_text(json.dumps({"traceEvents": events}))
+    return trace
+
+
+@pytest.mark.parametrize(
+    ("manifest", "rule"),
+    [
+        (b'{"torch_version": "2.13.0+cpu"}', "python"),
+        (b'{"torch_version": "2.11.0+cu130"}', "classic"),
+        (b'{"torch_version": 213}', "classic"),  # not text: as if unnamed
+        (b'{"torch_version": "99999999999999999999999.1"}', "python"),
+        (b'{"torch_version": "\\u001b[2Jrelease"}', "classic"),
+        (b"[" * 100_000, "classic"),
+        (b"\xff\xfe not json", "classic"),
+        (b"", "classic"),
+    ],
+)
+def test_a_session_json_beside_a_trace_sets_the_rule_or_nothing(
+    tmp_path: Path, capsys, manifest: bytes, rule: str
+) -> None:
+    """The PyTorch release in a ``session.json`` beside a trace picks the op-tree rule;
+    a manifest that is not one of ours (another type, deep, not UTF-8, empty) leaves the
+    default, and the trace opens all the same."""
+    trace = _trace_with_a_frame(tmp_path / "run")
+    (tmp_path / "run" / "session.json").write_bytes(manifest)
+    assert main(["summary", str(trace), "--format", "json", "--no-cache"]) == 0
+    assert json.loads(capsys.readouterr().out)["op_tree"] == rule
+
+
+def test_a_huge_session_json_is_not_read(tmp_path: Path, capsys, monkeypatch) -> None:
+    """A ``session.json`` past the manifest limit is never read whole: beside a trace it
+    is passed over (the trace opens under the default rule); as a session's manifest it
+    is one line and exit 2."""
+    from trnscope.core.model import session
+
+    monkeypatch.setattr(session, "MAX_MANIFEST_BYTES", 1000)
+    trace = _trace_with_a_frame(tmp_path / "run")
+    (tmp_path / "run" / "session.json").write_bytes(b'{"torch_version": "2.13.0", "notes": "' + b"x" * 2000 + b'"}')
+    assert main(["summary", str(trace), "--format", "json", "--no-cache"]) == 0
+    assert json.loads(capsys.readouterr().out)["op_tree"] == "classic"
+    assert main(["summary", str(tmp_path / "run"), "--no-cache"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "session.json" in err[0] and "more than any capture writes" in err[0], err

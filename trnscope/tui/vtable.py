@@ -180,9 +180,7 @@ def left_out_titles(columns: Sequence[Column], layout: ColumnLayout) -> list[str
     that are no part of a table this narrow: ``Column.shown_from``)."""
     shown = set(layout.shown)
     return [
-        column.title
-        for k, column in enumerate(columns)
-        if k not in shown and layout.table_width >= column.shown_from
+        column.title for k, column in enumerate(columns) if k not in shown and layout.table_width >= column.shown_from
     ]
 
 

@@ -11,7 +11,7 @@ from trnscope.core.base.errors import InputError
 from trnscope.core.base.text import natural_key, numbers_in
 from trnscope.core.formats.sniff import head_bytes, looks_like_kineto, looks_like_neuron_json, looks_like_runtime_events
 from trnscope.core.formats.source import check_readable_file
-from trnscope.core.model.session import SESSION_FILE, SessionManifest, read_manifest
+from trnscope.core.model.session import SESSION_FILE, ManifestTooLarge, SessionManifest, manifest_bytes, read_manifest
 
 _TRACE_SUFFIXES = (".json", ".json.gz", ".json.tmp")
 _MAX_DEPTH = 4
@@ -175,8 +175,8 @@ def _torch_version_beside(trace: Path) -> str:
     if not manifest.is_file():
         return ""
     try:  # (one field: the rest, key_averages() rows included, is skipped unbuilt)
-        return msgspec.json.decode(manifest.read_bytes(), type=_TorchVersion).torch_version
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return msgspec.json.decode(manifest_bytes(manifest), type=_TorchVersion).torch_version
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError, ManifestTooLarge):
         return ""  # the session itself says what is wrong with it when opened as one
 
 
@@ -216,7 +216,7 @@ def _marked_synthetic(path: Path) -> bool:
 def _discover_session(folder: Path) -> ProfileRef:
     try:
         manifest = read_manifest(folder)
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError) as error:
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError, ManifestTooLarge) as error:
         raise InputError(f"{folder / SESSION_FILE}: unreadable session manifest ({error})") from None
     sources: list[SourceRef] = []
     notes: list[str] = []

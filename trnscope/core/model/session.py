@@ -72,8 +72,27 @@ class SessionManifest(msgspec.Struct, omit_defaults=True):
         return [v for v in self.variants if v.status == "ok"]
 
 
+# A capture's manifest holds its key_averages() rows: a few MB for a large model.  A
+# larger file is no manifest of ours, and read whole it could take all memory.
+MAX_MANIFEST_BYTES = 256 << 20
+
+
+class ManifestTooLarge(ValueError):
+    """A ``session.json`` larger than ``MAX_MANIFEST_BYTES``: not read."""
+
+
+def manifest_bytes(path: Path) -> bytes:
+    """The bytes of the manifest at ``path``; ``ManifestTooLarge`` past the limit (read
+    no further than one byte beyond it)."""
+    with path.open("rb") as file:
+        data = file.read(MAX_MANIFEST_BYTES + 1)
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise ManifestTooLarge(f"larger than {MAX_MANIFEST_BYTES >> 20} MiB, more than any capture writes: not read")
+    return data
+
+
 def read_manifest(folder: Path) -> SessionManifest:
-    return msgspec.json.decode((folder / SESSION_FILE).read_bytes(), type=SessionManifest)
+    return msgspec.json.decode(manifest_bytes(folder / SESSION_FILE), type=SessionManifest)
 
 
 def encode_manifest(manifest: SessionManifest) -> bytes:
