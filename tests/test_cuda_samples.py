@@ -210,3 +210,28 @@ def test_the_hand_written_triton_kernel_counts_for_its_range_in_compare() -> Non
     (region,) = [row for row in comparison.regions if row.key == "rmsnorm"]
     (op,) = [row for row in comparison.rows if row.key == "rmsnorm" and row.kind == "annotation"]
     assert region.values[2].device_total_ns == op.values[2].device_total_ns == int(fused.trace.events.dur[rows].sum())
+
+
+@pytest.mark.parametrize(
+    ("session", "replayed"),
+    [("cuda_graph_replay_session", True), ("cuda_graph_compiled_session", True), ("cuda_graph_eager_session", False)],
+)
+def test_a_replayed_graph_is_not_told_to_fuse_or_use_graphs(session: str, replayed: bool, capsys) -> None:
+    """The same model eager, replayed by hand from a ``torch.cuda.CUDAGraph``, and under
+    ``torch.compile(mode="reduce-overhead")``.  A replayed graph's kernels pay one launch
+    together: they are no launch storm, and "fuse them (torch.compile)" or "use CUDA
+    graphs" is no advice for work that is replayed already — the gaps are the host's
+    time between replays.  Eager keeps its small-kernel finding and advice."""
+    assert main(["diagnose", str(SAMPLES / session), "--format", "json", "--no-cache"]) == 0
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    kinds = [finding["kind"] for finding in findings]
+    text = " ".join(finding["message"] for finding in findings)
+    if replayed:
+        assert "small_kernels" not in kinds, kinds
+        idle = next(finding for finding in findings if finding["kind"] == "device_idle")
+        assert "replayed from CUDA graphs already" in idle["message"], idle
+        assert "torch.compile" not in text and "use CUDA graphs" not in text.replace("replayed from CUDA graphs", "")
+    else:
+        small = next(finding for finding in findings if finding["kind"] == "small_kernels")
+        assert "fuse them (torch.compile)" in small["message"]
+        assert "replayed" not in text

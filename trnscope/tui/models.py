@@ -25,7 +25,7 @@ from trnscope.core.analysis.optable import KernelTable, OpTable
 from trnscope.core.analysis.ordering import KERNEL_SORT_COLUMNS, default_op_sort, kernel_table_order, order_figures
 from trnscope.core.analysis.row_labels import distinct_names
 from trnscope.core.base.arrays import equals_any, stable_argsort
-from trnscope.core.base.text import user_pattern
+from trnscope.core.base.text import cell_width, safe_text, user_pattern
 from trnscope.core.base.units import fit_bytes, fit_count, fit_ratio, fit_si, fit_time_short
 from trnscope.core.model.roles import Role
 from trnscope.tui.vtable import Column, TableModel
@@ -452,6 +452,7 @@ _WIDE_CHAIN = 120  # the chain table's width (scroll bar included) from which it
 
 
 VARIANT_LETTERS = "ABC"
+NAME_KEEPS = 24  # the cells a comparison's names keep before a ratio column goes
 
 
 def compare_row_names(rows: list[CompareRow]) -> list[str]:
@@ -466,10 +467,14 @@ def compare_model(  # noqa: C901 - one cell per column of the compare table
     """``names``: ``compare_row_names(rows)``, where the caller has them already."""
     labels = comparison.labels
     value_width = 9
-    # the name keeps 24 cells while a difference column can go instead (at 80 columns,
-    # three variants: "aten::_efficient_attention_forward" reads "aten::_…forward" in 14
-    # and the twins "X (annotation)" and "X (device annotation)" could not be told)
-    columns = [Column("name", "Name", 24, "left", flex=True)]
+    if names is None:
+        names = compare_row_names(rows)
+    # the names keep up to 24 cells (as many as the longest needs) while a ratio column
+    # can go instead: at 80 columns, three variants, they had 10, where
+    # "aten::_efficient_attention_forward" read "aten::…ard" and the twins "X
+    # (annotation)" and "X (device annotation)" could not be told apart
+    longest = max((cell_width(safe_text(name)) for name in names), default=0)
+    columns = [Column("name", "Name", max(min(longest, NAME_KEEPS), len("Name")), "left", flex=True)]
     if width >= 110:
         columns.append(Column("kind", "kind", 10, "left"))
     # Short distinct headers (A, B, C); the title line is the legend (A:eager …), so two
@@ -482,8 +487,6 @@ def compare_model(  # noqa: C901 - one cell per column of the compare table
         # narrow, as ``trnscope compare`` leaves out its × columns first
         columns.append(Column(f"r{i}", f"{VARIANT_LETTERS[i]}÷A", RATIO_WIDTH, drop_first=True))
     metric = comparison.primary
-    if names is None:
-        names = compare_row_names(rows)
 
     def number(value: int, width: int) -> str:
         return fit_count(value, width) if metric == "calls" else fit_time_short(value, width)

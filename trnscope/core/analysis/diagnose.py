@@ -102,6 +102,9 @@ _COLLECTIVE_NEEDLES = (
 # functions around them (Triton kernels alone are no sign: libraries ship their own)
 _COMPILED = re.compile(r"(CompiledFxGraph|Torch-Compiled Region|CompiledFunction)")
 _COMPILED_NEEDLES = ("compiled",)
+# a CUDA / HIP graph replayed: one runtime call launches every kernel of the graph
+_GRAPH_LAUNCH = re.compile(r"^(cuda|hip|cu)GraphLaunch")
+_GRAPH_LAUNCH_NEEDLES = ("graphlaunch",)
 
 
 def device_lanes(analysis: Analysis) -> dict[str, np.ndarray]:
@@ -441,6 +444,7 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
         fuse = 'CUDA graphs (torch.compile mode="reduce-overhead")' if graphs else "fewer graph breaks"
     else:
         fuse = "torch.compile"
+    graph_launch = names_matching(trace.names, _GRAPH_LAUNCH, _GRAPH_LAUNCH_NEEDLES)
     for name, rows in ({} if benchmark else lanes).items():
         union = unions[name]
         span = int(union.end[-1] - union.start[0]) if len(union) else 0
@@ -457,7 +461,12 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
             out.append(_graph_capture(analysis, name, capturing, union, captures, span, wall))
         gap = gap - fetching - capturing
         durations = ev.dur[rows]
-        small = durations < SMALL_KERNEL_NS
+        # a kernel of a replayed graph pays no launch of its own: the graph's one launch
+        # covers all of them, so it is no part of a launch storm ("fuse them or batch"
+        # told a graph replay what it already does)
+        launch = links.device_launch[rows]
+        replayed = (launch >= 0) & graph_launch[ev.name[np.maximum(launch, 0)]]
+        small = (durations < SMALL_KERNEL_NS) & ~replayed
         storm = rows.size >= 50 and small.mean() >= 0.5 and gap.size > 0
         # each idle gap is told once: before a small kernel, and no longer than a launch
         # can cost, it is the storm's, else plain idle time — so the two findings'
@@ -497,6 +506,7 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
                 mostly_busy=union.length >= 0.7 * span,
                 compiled=compiled,
                 graphs=graphs,
+                replayed=2 * int(replayed.sum()) >= rows.size,
             )
             out.append(
                 _finding(
@@ -601,17 +611,25 @@ def _idle_advice(
     mostly_busy: bool,
     compiled: bool,
     graphs: bool,
+    replayed: bool = False,
 ) -> str:
     """What a device's idle gaps between launches call for.  Launch-bound only when most
     of the idle time is in gaps a launch could cost (up to ``LAUNCH_GAP_NS``): SGLang's
     prefill trace idles 493 of 494 ms in one gap, inside one op, and read "launch-bound:
-    capture it in CUDA graphs"."""
+    capture it in CUDA graphs".  ``replayed``: most of the device's work came from
+    graph replays, so graphs are no advice."""
     if launch_bound and 2 * long_ns >= evidence:
         return (
             f"{fmt_time_ns(long_ns)} in {plural(long_gaps, 'gap')} over {LAUNCH_GAP_NS // 1_000_000} ms, "
             "too long to be launch overhead: the host did other work meanwhile"
         )
     if launch_bound:
+        if replayed:
+            return (
+                f"the host spends {host_per_device:.1f} µs per µs of device work, though most of the work is "
+                "replayed from CUDA graphs already: the gaps are the host's time between replays — capture more "
+                "of the step in the graph, or move host work out of the loop"
+            )
         if compiled:
             remedy = (
                 'capture it in CUDA graphs (torch.compile mode="reduce-overhead")' if graphs else "fewer graph breaks"
