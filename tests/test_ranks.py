@@ -25,9 +25,11 @@ from trnscope.core.formats import discover
 from trnscope.core.formats.options import LoadOptions
 from trnscope.core.opening.executors import ExecutorChoice
 from trnscope.core.opening.ranks import analyse_ranks, rank_hints
+from conftest import SAMPLES
 from trnscope.testing.synth_ranks import (
     EPOCH_US,
     ISSUE_TO_KERNEL_US,
+    Collective,
     RankPlan,
     message_bytes,
     write_collected,
@@ -605,3 +607,41 @@ def test_a_delay_is_carried_in_the_order_collectives_could_start() -> None:
     matched = SimpleNamespace(step=np.array([2, 2]))
     never = SimpleNamespace(threshold=lambda rank: 0)
     assert _carried([column, pair], matched, 5 * ms, never) == {(3, 2): (1, 80 * ms)}  # type: ignore[arg-type]
+
+
+def test_waiting_for_a_straggler_is_not_low_overlap(tmp_path: Path) -> None:
+    """Rank 3 is held back 8 ms every step: the other three wait in their first
+    collective for it, 8 ms of each 20 ms step.  That wait is the straggler's finding;
+    counted as communication nothing overlapped, it also read "low_overlap" on the
+    median rank (exposed ≈ 8 ms a step).  What the collectives themselves took is under
+    10% of the step: no low_overlap.  The same job without the straggler keeps its
+    overlap figures, and its finding where the collectives are long."""
+    held = {(3, step): 8_000 for step in range(3)}
+    write_ranks(tmp_path / "late", RankPlan(held_back=held))
+    doc = _analyse(tmp_path / "late")
+    kinds = [f.kind for f in doc.findings]
+    assert "straggler" in kinds and "low_overlap" not in kinds, [(f.kind, f.message) for f in doc.findings]
+    assert all(s.wait_us >= 8_000 for r in doc.ranks if r.rank != 3 for s in r.steps)
+    slow = (Collective(latency_us=3_000), Collective("all_gather", 1 << 18, "BFloat16", 300))
+    write_ranks(tmp_path / "slow", RankPlan(held_back=held, collectives=slow))
+    low = next(f for f in _analyse(tmp_path / "slow").findings if f.kind == "low_overlap")
+    assert "exposed besides waiting for late ranks" in low.message
+
+
+def test_a_rank_cut_short_says_so_in_the_jobs_warnings(tmp_path: Path, capsys) -> None:
+    """A rank whose file ends mid-array (the job was killed while it wrote) loads what
+    it can; the job's warnings say which rank lost what, as its own summary would."""
+    import gzip
+    import shutil
+
+    job = tmp_path / "job"
+    shutil.copytree(SAMPLES / "cuda_ddp_gloo_session", job)
+    trace = job / "rank1" / "train_ddp.pt.trace.json.gz"
+    whole = gzip.decompress(trace.read_bytes())
+    trace.write_bytes(gzip.compress(whole[: len(whole) * 6 // 10]))
+    assert main(["ranks", str(job), "--format", "json", "--no-cache", "--workers", "1"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    said = [w for w in document["warnings"] if w.startswith("rank 1: trace is truncated")]
+    assert len(said) == 1, document["warnings"]
+    assert not any(w.startswith("rank 0:") for w in document["warnings"])
+    assert document["ranks"][1]["warnings"][0].startswith("trace is truncated")

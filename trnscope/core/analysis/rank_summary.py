@@ -187,7 +187,9 @@ def summarize_collectives(analysis: Analysis, label: str, summary: SummaryFigure
     info = _info(analysis)
     first, last = trace.span_ns
     backend = str(info.get("backend", "")) or ("neuron" if trace.device_kind == "neuron" else "")
-    warnings = list(facts.warnings)
+    # what the load lost or coerced first (a rank cut short by a crash says so, as its
+    # own summary would: its collectives and steps end where its file does)
+    warnings = [*trace.warnings, *facts.warnings]
     world_size = _whole_int(info.get("world_size"))
     if not facts.calls:
         warnings.append("no collective calls in this trace")

@@ -599,7 +599,7 @@ def _findings(
         findings += _stragglers(summaries, ranks, matched, figures, collectives, floor, groups_unnamed)
         findings += _imbalance(summaries, ranks, floor)
         findings += _slow_collectives(figures, collectives, floor)
-    findings += _low_overlap(summaries, ranks)
+    findings += _low_overlap(summaries, ranks, _waits(figures))
     rank_of_severity = {"high": 0, "medium": 1, "low": 2}
     findings.sort(key=lambda f: (rank_of_severity.get(f.severity, 3), -f.evidence_us))
     return findings
@@ -901,21 +901,34 @@ def _slow_collectives(figures: list[_Figures], collectives: list[CollectiveOut],
     return out[:MAX_FINDINGS_PER_KIND]
 
 
-def _low_overlap(summaries: list[RankSummary], ranks: list[int]) -> list[RankFindingOut]:
+def _waits(figures: list[_Figures]) -> Counter[int]:
+    """Per rank, its time in collectives waiting for the last rank to arrive."""
+    waits: Counter[int] = Counter()
+    for f in figures:
+        for rank, wait in zip(f.ranks.tolist(), f.wait.tolist(), strict=True):
+            waits[rank] += wait
+    return waits
+
+
+def _low_overlap(summaries: list[RankSummary], ranks: list[int], waits: Counter[int]) -> list[RankFindingOut]:
     """Communication that compute could hide but does not, judged on the median rank
-    (device traces only: a host thread that waits in a collective has nothing to overlap)."""
+    (device traces only: a host thread that waits in a collective has nothing to overlap).
+    Exposed is what no compute hid, less the rank's wait for a late rank: that is the
+    late rank's (``straggler``), and a rank held 30 ms a step by one that sleeps read
+    "low overlap" beside the straggler it was waiting for."""
     shares = []
     for rank, summary in zip(ranks, summaries, strict=True):
         comm = int(summary.steps.column("comm_ns").sum())
         wall = int(summary.steps.column("wall_ns").sum())
         if summary.compute_kind == "device" and comm and wall:
             overlap = int(summary.steps.column("overlap_ns").sum())
-            shares.append((100.0 * overlap / comm, comm - overlap, comm, wall, rank))
+            exposed = max(comm - overlap - waits.get(rank, 0), 0)
+            shares.append((100.0 * overlap / comm, exposed, comm, wall, rank))
     if not shares:
         return []
     shares.sort()
     pct, exposed, comm, wall, _ = shares[len(shares) // 2]
-    if pct >= LOW_OVERLAP_PCT or comm <= LOW_OVERLAP_COMM_SHARE * wall:
+    if pct >= LOW_OVERLAP_PCT or exposed <= LOW_OVERLAP_COMM_SHARE * wall:
         return []
     low = sum(1 for s in shares if s[0] < LOW_OVERLAP_PCT)
     worst = shares[0]
@@ -925,7 +938,8 @@ def _low_overlap(summaries: list[RankSummary], ranks: list[int]) -> list[RankFin
             severity=_severity(exposed, wall),
             message=(
                 f"{low} of {len(shares)} ranks overlap less than {LOW_OVERLAP_PCT:.0f}% of their communication "
-                f"with compute (median rank: {fmt_share(pct, 100.0)} of {fmt_time_ns(comm)}, {fmt_time_ns(exposed)} exposed; "
+                f"with compute (median rank: {fmt_share(pct, 100.0)} of {fmt_time_ns(comm)}, {fmt_time_ns(exposed)} exposed "
+                "besides waiting for late ranks; "
                 f"lowest: rank {worst[4]}, {fmt_share(worst[0], 100.0)})"
             ),
             rank=-1,
