@@ -15,6 +15,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from conftest import SAMPLES
 from trnscope.cli.main import main
 from trnscope.core.analysis.collectives import canonical_collective
 from trnscope.core.analysis.contracts import RanksOut
@@ -25,7 +26,6 @@ from trnscope.core.formats import discover
 from trnscope.core.formats.options import LoadOptions
 from trnscope.core.opening.executors import ExecutorChoice
 from trnscope.core.opening.ranks import analyse_ranks, rank_hints
-from conftest import SAMPLES
 from trnscope.testing.synth_ranks import (
     EPOCH_US,
     ISSUE_TO_KERNEL_US,
