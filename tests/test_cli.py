@@ -1143,3 +1143,20 @@ def test_the_gloo_recorders_grid_is_of_four_ranks(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="the grid is of 4 ranks"):
         record(tmp_path / "g", world=2, grid=True)
     assert not (tmp_path / "g").exists()
+
+
+@pytest.mark.parametrize("command", ["summary", "compare", "chain", "diagnose"])
+def test_text_and_table_are_one_format_for_every_command(capsys, command: str) -> None:
+    """``--format text`` (chain, diagnose, ranks) and ``--format table``
+    (summary, compare) print the same thing for a person: each command takes both, and
+    prints what its own word prints; an unknown format is still one line and exit 2."""
+    session = str(SAMPLES / "cpu_rmsnorm_session")
+    printed = []
+    for word in ("text", "table"):
+        assert main([command, session, "--format", word, "--no-cache"]) == 0, word
+        printed.append(capsys.readouterr().out)
+    assert printed[0] == printed[1] and printed[0].strip()
+    with pytest.raises(SystemExit) as stopped:
+        main([command, session, "--format", "xml"])
+    assert stopped.value.code == 2
+    assert "invalid choice: 'xml'" in capsys.readouterr().err

@@ -91,6 +91,20 @@ class _SortKeysFormatter(_Formatter):
         return text
 
 
+def _add_format(parser: argparse.ArgumentParser, choices: tuple[str, ...]) -> None:
+    """``--format``, its first choice the default.  The tables' commands say ``table``
+    and the others ``text`` for the same thing, printed for a person: each takes the
+    other word too (``summary --format text`` was an error after ``diagnose --format
+    text`` worked)."""
+    plain = choices[0]
+    same = {"text": plain, "table": plain} if plain in ("text", "table") else {}
+
+    def normalised(value: str) -> str:
+        return same.get(value, value)
+
+    parser.add_argument("--format", choices=choices, default=plain, type=normalised)
+
+
 def _add_op_tree(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--op-tree",
@@ -186,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--limit", type=int, default=None, metavar="N", help="rows to print (table default 30; csv/json default all)"
     )
-    p.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    _add_format(p, ("table", "csv", "json"))
     p.add_argument(
         "--table",
         choices=("both", "ops", "kernels"),
@@ -221,12 +235,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="K",
         help="K-th instance (0-based, in time order), or slowest, median, fastest; default: the slowest",
     )
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    _add_format(p, ("text", "json"))
     _add_load_options(p)
 
     p = sub.add_parser("diagnose", help="device busy / idle, host- or device-bound steps, ranked findings")
     p.add_argument("path", metavar="PATH")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    _add_format(p, ("text", "json"))
     p.add_argument(
         "--all-steps",
         action="store_true",
@@ -254,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("compare", help="compare two or three variants op by op")
     p.add_argument("paths", nargs="+", metavar="PATH", help="two or three traces, or one capture session")
-    p.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    _add_format(p, ("table", "csv", "json"))
     p.add_argument("--limit", type=int, default=None, metavar="N")
     p.add_argument(
         "--hide",
@@ -355,7 +369,7 @@ def _add_ranks_command(sub: argparse._SubParsersAction) -> None:  # type: ignore
         ),
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="a folder of per-rank traces, or the traces themselves")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    _add_format(p, ("text", "json"))
     p.add_argument("--step", type=int, default=None, metavar="K", help="only ProfilerStep#K")
     p.add_argument(
         "--workers", type=int, default=None, metavar="N", help="local processes reading ranks (default: CPU count)"
