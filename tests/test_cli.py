@@ -1134,7 +1134,28 @@ def test_chain_without_op_on_a_trace_of_no_op_says_so(capsys, tmp_path: Path) ->
     path = write_trace(tmp_path / "ranges.json", [annotation("ProfilerStep#1", 0, 100), annotation("load", 10, 50)])
     code, out, err = run(capsys, "chain", str(path))
     assert code == 2 and out == ""
-    assert err.strip() == "trnscope: error: no op in this trace to follow (`trnscope summary` lists what it has)"
+    assert err.strip() == (
+        "trnscope: error: no op or device event in this trace to follow (`trnscope summary` lists what it has)"
+    )
+
+
+def test_chain_follows_a_kernel_benchmarks_kernel(capsys) -> None:
+    """A kernel benchmark (the Neuron runtime's events: no framework op) said "no op in
+    this trace to follow", and ``--op rmsnorm_baseline`` "no op named", where the
+    explorer drills into the same kernel.  Without ``--op`` the chain follows the
+    kernel with the most device time; ``--op`` names any kernel; each is its runtime
+    request's stages and its execution."""
+    folder = str(SAMPLES / "nki_synthetic_rmsnorm_benchmarks")
+    code, out, err = run(capsys, "chain", folder, "--format", "json")
+    assert code == 0, err
+    assert err.startswith("chain of rmsnorm_baseline: the device event with the most device time")
+    document = json.loads(out)
+    layers = [hop["layer"] for hop in document["hops"]]
+    assert layers[0] == "runtime" and "device" in layers, layers
+    assert document["gaps"]["device_us"] > 0
+    code, out, err = run(capsys, "chain", folder, "--select", "rmsnorm_fused", "--op", "fused", "--instance", "median")
+    assert code == 0, err
+    assert out.startswith("rmsnorm_fused  (instance #") and "nrt_execute" in out
 
 
 def test_the_gloo_recorders_grid_is_of_four_ranks(tmp_path: Path) -> None:

@@ -23,9 +23,9 @@ def cmd_chain(args: argparse.Namespace) -> int:
     if op is None:
         top = top_op(analysis)
         if top is None:
-            raise TrnscopeError("no op in this trace to follow (`trnscope summary` lists what it has)")
-        op, figure = top
-        said = f"chain of {safe_text(op)}: the op with the most {figure} (--op NAME follows another)"
+            raise TrnscopeError("no op or device event in this trace to follow (`trnscope summary` lists what it has)")
+        op, why = top
+        said = f"chain of {safe_text(op)}: {why} (--op NAME follows another)"
         sys.stderr.write("\n".join(wrap_words(said, output_width(), "", cut_long_words=True)) + "\n")
     chain = chain_for(analysis, op, args.instance)
     if args.format == "json":

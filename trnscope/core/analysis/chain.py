@@ -471,39 +471,49 @@ def op_group_of_row(analysis: Analysis, row: int) -> int | None:
 
 
 def find_op(analysis: Analysis, name: str) -> int:
-    """Group index in the op table for ``name`` (exact, else a unique substring)."""
+    """Group index in the op table for ``name`` (exact, else a unique substring): a
+    host op's, else — where no host op answers — a device event's (a kernel benchmark
+    has no framework op: its kernels are what there is to follow)."""
     from trnscope.core.base.errors import TrnscopeError
 
     table = analysis.op_table()
     host = [g for g in range(len(table)) if not table.is_device[g]]
-    exact = [g for g in host if table.name[g] == name]
-    if exact:
-        return exact[0]
-    partial = [g for g in host if name.lower() in table.name[g].lower()]
-    if len(partial) == 1:
-        return partial[0]
-    if not partial:
-        raise TrnscopeError(
-            f"no op named {name!r} in this trace; {_nearest_names(name, [table.name[g] for g in host])}"
-        )
-    choices = ", ".join(sorted({table.name[g] for g in partial})[:8])
-    raise TrnscopeError(f"{name!r} matches several ops: {choices}; give the exact name")
+    device = [g for g in range(len(table)) if table.is_device[g]]
+    for groups in (host, device):
+        exact = [g for g in groups if table.name[g] == name]
+        if exact:
+            return exact[0]
+    for groups in (host, device):
+        partial = [g for g in groups if name.lower() in table.name[g].lower()]
+        if len(partial) == 1:
+            return partial[0]
+        if partial:
+            choices = ", ".join(sorted({table.name[g] for g in partial})[:8])
+            raise TrnscopeError(f"{name!r} matches several ops: {choices}; give the exact name")
+    raise TrnscopeError(
+        f"no op named {name!r} in this trace; {_nearest_names(name, [table.name[g] for g in host + device])}"
+    )
 
 
 def top_op(analysis: Analysis) -> tuple[str, str] | None:
     """The op at the top of the op table as it opens (``ordering.default_op_sort``:
     self device time where the trace has any, else self CPU time), among framework ops
-    (not annotations or Python frames), and the figure it leads by; None where the
-    trace has no op.  ``chain`` without ``--op`` follows it: a first ``trnscope chain
+    (not annotations or Python frames), and why it was chosen ("the op with the most
+    self device time"); a trace with no framework op (a kernel benchmark) gives its
+    device event with the most device time; None where there is neither.  ``chain`` without ``--op`` follows it: a first ``trnscope chain
     TRACE`` stopped at "the following arguments are required: --op"."""
     table = analysis.op_table()
     ops = np.flatnonzero((table.role == int(Role.OP)) & ~table.is_device & ~table.is_annotation)
-    if not ops.size:
-        return None
+    if not ops.size:  # a kernel benchmark: no framework op, its kernels' executions
+        kernels = np.flatnonzero(table.is_device & ~table.is_annotation & (table.self_device > 0))
+        if not kernels.size:
+            return None
+        best = int(kernels[np.argmax(table.self_device[kernels])])
+        return table.name[best], "the device event with the most device time (no framework op in this trace)"
     by_device = bool(table.self_device[ops].any())
     figure = table.self_device if by_device else table.self_cpu
     best = int(ops[np.argmax(figure[ops])])  # the first of equals, in table order
-    return table.name[best], "self device time" if by_device else "self CPU time"
+    return table.name[best], f"the op with the most {'self device time' if by_device else 'self CPU time'}"
 
 
 def _nearest_names(name: str, names: list[str]) -> str:
@@ -549,4 +559,6 @@ def chain_for(analysis: Analysis, name: str, instance: int | str | None = None) 
         raise TrnscopeError(
             f"instance {instance} out of range: {analysis.op_table().name[group]} has {rows.size} instances (0–{rows.size - 1})"
         )
+    if analysis.op_table().is_device[group]:  # a device event's: the op that launched it, or its own stages
+        return chain_for_row(analysis, int(rows[instance]), instance, int(rows.size))
     return build_chain(analysis, int(rows[instance]), instance=instance, instances=int(rows.size))
