@@ -1181,3 +1181,21 @@ def test_text_and_table_are_one_format_for_every_command(capsys, command: str) -
         main([command, session, "--format", "xml"])
     assert stopped.value.code == 2
     assert "invalid choice: 'xml'" in capsys.readouterr().err
+
+
+def test_variants_of_one_script_are_told_apart_by_their_folders(capsys) -> None:
+    """Three sessions of one script (eager, a CUDA graph replayed by hand, reduce-overhead)
+    compared: their variants are all "infer_cuda_graph", and were labelled "0:…", "1:…",
+    "2:…".  Each is now named by its nearest folder that differs; one file given twice
+    is still numbered."""
+    from trnscope.core.opening.sources import distinct_labels
+
+    sessions = [SAMPLES / f"cuda_graph_{mode}_session" for mode in ("eager", "replay", "compiled")]
+    code, out, err = run(capsys, "compare", *map(str, sessions), "--format", "json")
+    assert code == 0, err
+    labels = [f"cuda_graph_{mode}_session/infer_cuda_graph" for mode in ("eager", "replay", "compiled")]
+    assert json.loads(out)["variants"] == labels
+    assert distinct_labels(["t", "t"], ["/a/x/t.json", "/b/x/t.json"]) == ["a/x/t", "b/x/t"]
+    assert distinct_labels(["t", "u", "t"], ["/a/t.json", "/a/u.json", "/b/t.json"]) == ["a/t", "u", "b/t"]
+    assert distinct_labels(["t", "t"], ["/a/t.json", "/a/t.json"]) == ["0:t", "1:t"]
+    assert distinct_labels(["t", "t"]) == ["0:t", "1:t"]

@@ -577,7 +577,7 @@ class OpsScreen(FilterScreen):
         self.app.call_from_thread(self.notify, "loading variants…")
         try:
             analyses = [host(self.app).load_analysis(s) for s in sources]
-            comparison = compare(analyses, distinct_labels([s.label for s in sources]))
+            comparison = compare(analyses, distinct_labels([s.label for s in sources], [s.path for s in sources]))
         except Exception as error:
             self.app.call_from_thread(self.notify, f"cannot compare: {error}", severity="error")
             return

@@ -62,7 +62,7 @@ def plan_sources(paths: Sequence[str], mode: Mode, select: str | None = None) ->
         sources = _ranks(refs, select)
     else:
         sources = _one_path(refs, mode, select, paths[0], notes)
-    return SourcePlan(sources, distinct_labels([s.label for s in sources]), refs, notes)
+    return SourcePlan(sources, distinct_labels([s.label for s in sources], [s.path for s in sources]), refs, notes)
 
 
 def _variants(refs: list[ProfileRef], select: str | None, notes: list[str]) -> list[SourceRef]:
@@ -131,11 +131,23 @@ def is_variants_folder(ref: ProfileRef) -> bool:
     )
 
 
-def distinct_labels(labels: list[str]) -> list[str]:
-    """The labels, numbered when two are the same (two files called trace.json)."""
-    if len(set(labels)) < len(labels):
-        return [f"{i}:{label}" for i, label in enumerate(labels)]
-    return labels
+def distinct_labels(labels: list[str], paths: Sequence[str] = ()) -> list[str]:
+    """The labels, told apart where two are the same: by the nearest folders of their
+    ``paths`` that differ (three sessions of one script compared: "0:infer_cuda_graph",
+    "1:infer_cuda_graph", … said nothing of which was which; now
+    "cuda_graph_eager_session/infer_cuda_graph", …), else numbered (one file twice)."""
+    if len(set(labels)) == len(labels):
+        return labels
+    if len(paths) == len(labels):
+        folders = [Path(path).resolve().parent.parts for path in paths]
+        for depth in range(1, max(len(parts) for parts in folders) + 1):
+            named = [
+                "/".join(parts[-depth:]) + "/" + label if labels.count(label) > 1 else label
+                for parts, label in zip(folders, labels)
+            ]
+            if len(set(named)) == len(named):
+                return named
+    return [f"{i}:{label}" for i, label in enumerate(labels)]
 
 
 def open_source(
