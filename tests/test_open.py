@@ -233,3 +233,35 @@ def test_a_folder_of_rank_sessions_reads_their_traces_and_no_manifest_as_a_lost_
     ref = discover(tmp_path / "job")
     assert [s.label for s in ref.sources] == ["kept/session", "rank0/train", "rank1/train"]
     assert len(ref.notes) == 1 and "1 file named like a trace is not one" in ref.notes[0] and "stray" in ref.notes[0]
+
+
+def test_a_folder_of_profiles_says_which_to_open(tmp_path, capsys) -> None:
+    """The folder of the bundled samples — capture sessions, a folder of kernel
+    benchmarks — is no one profile: ``summary sample_traces`` showed a Neuron
+    benchmark's kernel and offered to sum "ranks", while the Kineto sessions went
+    unnamed.  It now names what it holds and how to open one, in one line, exit 2; a
+    job's rank sessions (capture's rank<N> folders, or traces that say they are one
+    job's ranks) still open as one job."""
+    import json
+    import shutil
+
+    from conftest import SAMPLES
+    from trnscope.cli.main import main
+
+    folder = tmp_path / "samples"
+    for name in ("cpu_rmsnorm_session", "cpu_attention_session", "nki_synthetic_rmsnorm_benchmarks"):
+        shutil.copytree(SAMPLES / name, folder / name)
+    assert main(["summary", str(folder), "--no-cache"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert (
+        "a folder of 3 profiles (cpu_attention_session, cpu_rmsnorm_session, nki_synthetic_rmsnorm_benchmarks)"
+        in err[0]
+    )
+    assert f"trnscope open {folder / 'cpu_attention_session'}" in err[0]
+    # two sessions of one job's ranks, named by the traces themselves (not rank<N> folders)
+    job = tmp_path / "job"
+    for rank in (0, 1):
+        shutil.copytree(SAMPLES / "cuda_ddp_gloo_session" / f"rank{rank}", job / f"worker-{rank}")
+    assert main(["ranks", str(job), "--format", "json", "--no-cache", "--workers", "1"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["ranks"]) == 2

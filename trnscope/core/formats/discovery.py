@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 import errno
+import re
 from pathlib import Path
 
 import msgspec
 
 from trnscope.core.base.errors import InputError
 from trnscope.core.base.text import natural_key, numbers_in
-from trnscope.core.formats.sniff import head_bytes, looks_like_kineto, looks_like_neuron_json, looks_like_runtime_events
+from trnscope.core.formats.sniff import (
+    head_bytes,
+    looks_like_kineto,
+    looks_like_neuron_json,
+    looks_like_runtime_events,
+    one_jobs_ranks,
+)
 from trnscope.core.formats.source import check_readable_file
 from trnscope.core.model.session import SESSION_FILE, ManifestTooLarge, SessionManifest, manifest_bytes, read_manifest
 
 _TRACE_SUFFIXES = (".json", ".json.gz", ".json.tmp")
 _MAX_DEPTH = 4
+_PROFILES_LOOKED_INTO = 64  # subfolders of a folder searched for kernel benchmarks
+_RANK_FOLDER = re.compile(r"rank\d+")  # where ``capture run`` under torchrun puts each rank's session
 
 
 class SourceRef(msgspec.Struct):
@@ -131,6 +140,7 @@ def _discover_folder(folder: Path) -> ProfileRef:
         raise InputError(f"permission denied: {folder}") from None
     if (folder / SESSION_FILE).is_file():
         return _discover_session(folder)
+    _refuse_a_folder_of_profiles(folder)
     events = _runtime_event_files(folder)
     if events:  # kernel benchmarks' runtime events: one variant per file, named after it
         return ProfileRef(
@@ -166,6 +176,48 @@ def _discover_folder(folder: Path) -> ProfileRef:
         )
     sources = [SourceRef(_label_for(p, folder), str(p), torch_version=_torch_version_beside(p)) for p in traces]
     return ProfileRef(str(folder), "folder", sources, notes=notes)
+
+
+def _refuse_a_folder_of_profiles(folder: Path) -> None:
+    """A folder that holds several profiles of their own — capture sessions, folders of
+    kernel benchmarks — and is not one job's ranks is no profile: say which to open.
+    (``trnscope summary sample_traces`` showed a Neuron benchmark's kernel and called
+    the rest ranks to sum, while twelve sessions of Kineto traces went unnamed.)"""
+    try:
+        children = sorted(
+            (entry for entry in folder.iterdir() if entry.is_dir() and not entry.name.startswith(".")),
+            key=lambda entry: natural_key(entry.name),
+        )
+    except OSError:
+        return
+    sessions, benchmarks = [], []
+    for child in children:
+        try:
+            manifest = child / SESSION_FILE
+            if manifest.is_file() and not looks_like_kineto(manifest):  # (a trace so named is a trace)
+                sessions.append(child)
+            # (a benchmark folder is told by its files' heads: looked for among a few
+            # folders only, not in each of a 256-rank job's)
+            elif len(children) <= _PROFILES_LOOKED_INTO and _runtime_event_files(child):
+                benchmarks.append(child)
+        except OSError:
+            continue
+    profiles = sessions + benchmarks
+    if len(profiles) < 2:
+        return
+    if not benchmarks:  # one job's ranks, each rank's capture a session of its own
+        if all(_RANK_FOLDER.fullmatch(session.name) for session in sessions):  # capture's DIR/rank<N>
+            return
+        traces = [trace for session in sessions for trace in _trace_files(session)[:1]]
+        if len(traces) == len(sessions) and one_jobs_ranks(traces):
+            return
+    names = ", ".join(child.name for child in profiles[:4]) + (
+        f", … {len(profiles) - 4} more" if len(profiles) > 4 else ""
+    )
+    raise InputError(
+        f"{folder}: a folder of {len(profiles)} profiles ({names}), not one profile: open one, "
+        f"e.g. trnscope open {folder / profiles[0].name}, or compare two or three: trnscope compare A B"
+    )
 
 
 def _torch_version_beside(trace: Path) -> str:
