@@ -235,3 +235,22 @@ def test_a_replayed_graph_is_not_told_to_fuse_or_use_graphs(session: str, replay
         small = next(finding for finding in findings if finding["kind"] == "small_kernels")
         assert "fuse them (torch.compile)" in small["message"]
         assert "replayed" not in text
+
+
+def test_a_device_idle_while_gloo_waits_says_the_host_waited_for_other_ranks(capsys) -> None:
+    """Rank 0 of the DDP sample: its GPU idles 160 ms in five gaps, told "Python or
+    untraced work" of its main thread, while its gloo threads wait 31 ms a step in
+    ``gloo:all_reduce`` for rank 1, which sleeps.  The finding says the host was inside
+    collectives for nearly all of those gaps, and where to look next; rank 1, the one
+    that slept, waited for nobody."""
+    findings = {}
+    for rank in (0, 1):
+        assert main(["diagnose", str(DDP / f"rank{rank}"), "--format", "json", "--no-cache"]) == 0
+        findings[rank] = json.loads(capsys.readouterr().out)["findings"]
+    idle = next(f for f in findings[0] if f["kind"] == "device_idle")
+    assert (
+        "the host was inside collectives (gloo:all_reduce the longest) for 159.873ms of these gaps (99%)"
+        in (idle["message"])
+    )
+    assert "trnscope ranks" in idle["message"]
+    assert not any("inside collectives" in f["message"] for f in findings[1])

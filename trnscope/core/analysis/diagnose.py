@@ -445,6 +445,7 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
     else:
         fuse = "torch.compile"
     graph_launch = names_matching(trace.names, _GRAPH_LAUNCH, _GRAPH_LAUNCH_NEEDLES)
+    waits = _HostCollectives.of(analysis)
     for name, rows in ({} if benchmark else lanes).items():
         union = unions[name]
         span = int(union.end[-1] - union.start[0]) if len(union) else 0
@@ -485,7 +486,8 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
                     f"{SMALL_KERNEL_NS // 1000} µs; the device is idle {fmt_time_ns(evidence)} in the gaps of up to "
                     f"{LAUNCH_GAP_NS // 1_000_000} ms before them — "
                     f"each launch costs more than its work: fuse them ({fuse}) or batch"
-                    f"{_where_the_host_was(analysis, rows, after, gap, before_small, union)}",
+                    f"{_where_the_host_was(analysis, rows, after, gap, before_small, union)}"
+                    f"{waits.in_gaps(union, gap, before_small)}",
                     top,
                     evidence,
                     wall,
@@ -515,7 +517,8 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
                     f"{name} is idle {fmt_share(idle, span)} of its {fmt_time_ns(span)} span; "
                     f"{fmt_time_ns(evidence)} of it in {int((rest & (gap > 0)).sum()):,} gaps between launches"
                     f"{_besides(storm, fetched >= noise_floor_ns(wall), captured > 0)}; {advice}"
-                    f"{_where_the_host_was(analysis, rows, after, gap, rest, union)}",
+                    f"{_where_the_host_was(analysis, rows, after, gap, rest, union)}"
+                    f"{waits.in_gaps(union, gap, rest)}",
                     top,
                     evidence,
                     wall,
@@ -663,6 +666,51 @@ def _besides(storm: bool, fetched: bool, captured: bool) -> str:
 
 
 _LAUNCH_UNKNOWN = -2
+
+
+# collectives that a host thread executes (gloo's, MPI's, UCC's work ranges), whose
+# time on the host is the transfer and the wait for the other ranks; NCCL's host calls
+# only launch the device's kernels (HTA's V100 DDP trace: c10d::allreduce_ ~93 µs each)
+_HOST_EXECUTED = re.compile(r"^(gloo|mpi|ucc):")
+_HOST_EXECUTED_NEEDLES = ("gloo:", "mpi:", "ucc:")
+
+
+class _HostCollectives:
+    """The host's time executing collectives (``gloo:all_reduce`` …), on any thread: a
+    device idle while its host waits in one is waiting for other ranks, which no fusing
+    or graph removes.  (A gloo DDP rank idled 160 ms in five gaps, said to be "Python or
+    untraced work", while its gloo threads waited 31 ms a step in ``gloo:all_reduce``
+    for a rank that slept.)"""
+
+    def __init__(self, union: Union, top: str) -> None:
+        self.union = union
+        self.top = top  # the collective holding the most of that time
+
+    @classmethod
+    def of(cls, analysis: Analysis) -> _HostCollectives:
+        ev = analysis.trace.events
+        collective = names_matching(analysis.trace.names, _HOST_EXECUTED, _HOST_EXECUTED_NEEDLES)
+        rows = np.flatnonzero(collective[ev.name] & equals_any(ev.role, HOST_RANGES) & (ev.dur > 0))
+        if not rows.size:
+            return cls(Union(np.empty(0, np.int64), np.empty(0, np.int64)), "")
+        longest = int(rows[np.argmax(ev.dur[rows])])
+        return cls(Union(ev.ts[rows], ev.ts[rows] + ev.dur[rows]), analysis.trace.names[int(ev.name[longest])])
+
+    def in_gaps(self, union: Union, gap: np.ndarray, chosen: np.ndarray) -> str:
+        """What of the ``chosen`` gaps between ``union``'s work the host spent in
+        collectives, when that is a tenth of them or more; else nothing."""
+        if not len(self.union) or not chosen.any():
+            return ""
+        starts = union.end[:-1][chosen]
+        waited = int(np.minimum(self.union.covered_in(starts, starts + gap[chosen]), gap[chosen]).sum())
+        total = int(gap[chosen].sum())
+        if total <= 0 or 10 * waited < total:
+            return ""
+        return (
+            f"; the host was inside collectives ({self.top} the longest) for {fmt_time_ns(waited)} of these gaps "
+            f"({fmt_share(waited, total)}): waiting for other ranks — trnscope ranks on the job's traces says "
+            "which held them back"
+        )
 
 
 def _where_the_host_was(
