@@ -624,7 +624,7 @@ def _idle_advice(
     if launch_bound and 2 * long_ns >= evidence:
         return (
             f"{fmt_time_ns(long_ns)} in {plural(long_gaps, 'gap')} over {LAUNCH_GAP_NS // 1_000_000} ms, "
-            "too long to be launch overhead: the host was busy elsewhere or waiting meanwhile"
+            "too long to be launch overhead: the host worked or waited elsewhere meanwhile"
         )
     if launch_bound:
         if replayed:
