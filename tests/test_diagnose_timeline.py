@@ -1259,3 +1259,34 @@ def test_device_idle_says_which_gaps_and_the_share_they_hold(tmp_path: Path) -> 
     assert idle.evidence_us == 10_000
     assert "; in the 2 longest gaps (70% of this time) the host was in no op or annotation" in idle.message
     assert "for 7.000ms (2 gaps: Python or untraced work)" in idle.message
+
+
+def test_a_cpu_traces_time_outside_ops_is_a_finding(tmp_path: Path) -> None:
+    """A CPU-only trace had no finding however much of its steps ran no op ("findings:
+    none above their thresholds").  Its steps' op-free time is now one, when a fifth of
+    their time or more: the Python between the ops, with the frame that held most of it
+    where one did; and where a gloo thread executed collectives meanwhile, the steps
+    waited for other ranks.  Its evidence is the steps' wall less their host busy time."""
+    python = [
+        annotation("ProfilerStep#1", 0, 1_000),
+        op("aten::mm", 10, 200),
+        event("train.py(12): log_metrics", "python_function", 300, 600),
+        op("aten::add", 950, 40),
+    ]
+    doc = diagnose(_trace(tmp_path, python))
+    (finding,) = [f for f in doc.findings if f.kind == "outside_ops"]
+    step = doc.steps[0]
+    assert finding.evidence_us == step.wall_us - step.host_busy_us == 760
+    assert "in no op for 760.000us of their 1.000ms (76%): Python between the ops" in finding.message
+    assert "600.000us of it inside train.py(12): log_metrics" in finding.message
+    waiting = [
+        annotation("ProfilerStep#1", 0, 1_000),
+        op("aten::mm", 10, 100),
+        event("gloo:all_reduce", "user_annotation", 150, 800, tid=7),
+    ]
+    (tmp_path / "w").mkdir()
+    (finding,) = [f for f in diagnose(_trace(tmp_path / "w", waiting)).findings if f.kind == "outside_ops"]
+    assert "while a host thread executed collectives for 800.000us of the steps (gloo:all_reduce" in finding.message
+    busy = [annotation("ProfilerStep#1", 0, 1_000), op("aten::mm", 10, 900)]
+    (tmp_path / "b").mkdir()
+    assert not [f for f in diagnose(_trace(tmp_path / "b", busy)).findings if f.kind == "outside_ops"]

@@ -161,14 +161,9 @@ def _finding(
     )
 
 
-def diagnose(analysis: Analysis) -> DiagnoseOut:
-    trace = analysis.trace
-    ev = trace.events
-    links = analysis.links
-    # the trace's wall time as the summary defines it (``Trace.span_ns``), computed once
-    first, last = analysis.span_ns
-    wall = max(last - first, 1)
-    lanes = device_lanes(analysis)
+def _devices(analysis: Analysis, lanes: dict[str, np.ndarray]) -> tuple[list[DeviceOut], dict[str, Union]]:
+    """Each device lane's span, busy and idle time, and the union of its work."""
+    ev = analysis.trace.events
     devices: list[DeviceOut] = []
     unions: dict[str, Union] = {}
     for name, rows in lanes.items():
@@ -181,6 +176,18 @@ def diagnose(analysis: Analysis) -> DiagnoseOut:
                 name, us(span), us(busy), us(span - busy), round(100.0 * (span - busy) / span, 2) if span else 0.0
             )
         )
+    return devices, unions
+
+
+def diagnose(analysis: Analysis) -> DiagnoseOut:
+    trace = analysis.trace
+    ev = trace.events
+    links = analysis.links
+    # the trace's wall time as the summary defines it (``Trace.span_ns``), computed once
+    first, last = analysis.span_ns
+    wall = max(last - first, 1)
+    lanes = device_lanes(analysis)
+    devices, unions = _devices(analysis, lanes)
     all_rows = np.concatenate(list(lanes.values())) if lanes else np.empty(0, np.int64)
     all_device = Union(ev.ts[all_rows], ev.ts[all_rows] + ev.dur[all_rows])
 
@@ -235,12 +242,89 @@ def diagnose(analysis: Analysis) -> DiagnoseOut:
         loader_rows,
         _captures(analysis, last),
     )
+    if not lanes and trace.format != "neuron-events":  # CPU only: no device gap says where the time went
+        findings += _outside_ops(analysis, windows, lengths, host_busy, with_fetches, wall)
     # below the noise floor a finding is not a finding (a 0.011 µs gap is no advice)
     floor = noise_floor_ns(wall)
     findings = [f for f in findings if f.severity == "info" or f.evidence_us * 1000 >= floor]
     # time lost first; "info" findings (not a loss) after them
     findings.sort(key=lambda f: (f.severity == "info", -f.evidence_us))
     return DiagnoseOut(trace.label or trace.source, devices, steps, findings)
+
+
+OUTSIDE_OPS_SHARE = 0.2  # of the steps' wall time in no op, from which a CPU-only trace is told so
+QUIET_FRAME_BUSY_SHARE = 0.1  # a Python frame "ran no op" when ops cover at most this share of it
+QUIET_FRAME_CLOSE = 0.9  # frames holding this share of the most op-free time any holds: the innermost is named
+
+
+def _outside_ops(
+    analysis: Analysis,
+    windows: list[tuple[str, int, int, int]],
+    lengths: np.ndarray,
+    host_busy: np.ndarray,
+    busy_rows: np.ndarray,
+    wall: int,
+) -> list[FindingOut]:
+    """A CPU-only trace's steps spend a fifth of their time or more in no op: Python
+    between the ops (or a wait, a sleep) — where a device trace tells its idle gaps,
+    a CPU one said "findings: none".  Names the Python call holding the most of that
+    time, where the trace has its frames (``with_stack``)."""
+    total, outside = int(lengths.sum()), int((lengths - host_busy).clip(min=0).sum())
+    if total <= 0 or outside < OUTSIDE_OPS_SHARE * total:
+        return []
+    whose = "the busiest thread" if windows[0][0] == WHOLE_TRACE else "the steps' thread"
+    of = "the trace's" if windows[0][0] == WHOLE_TRACE else "their"
+    said = f"{whose} is in no op for {fmt_time_ns(outside)} of {of} {fmt_time_ns(total)} ({fmt_share(outside, total)})"
+    collectives = _HostCollectives.of(analysis)
+    starts = np.array([start for _, start, _, _ in windows], dtype=np.int64)
+    ends = np.array([end for _, _, end, _ in windows], dtype=np.int64)
+    waited = min(int(collectives.union.covered_in(starts, ends).sum()), outside) if len(collectives.union) else 0
+    if 2 * waited >= outside:  # gloo's threads did the step's work: waiting, not Python
+        advice = (
+            f", while a host thread executed collectives for {fmt_time_ns(waited)} of the steps "
+            f"({collectives.top} the longest): waiting for other ranks — trnscope ranks on the job's traces says "
+            "which held them back"
+        )
+    else:
+        frame, held = _quiet_frame(analysis, windows, busy_rows)
+        where = f"; {fmt_time_ns(held)} of it inside {frame}" if frame and 4 * held >= outside else ""
+        advice = f": Python between the ops, or waiting{where} — fewer, larger ops (torch.compile) or less Python per step cut it"
+    return [_finding(analysis, "outside_ops", said + advice, -1, outside, wall)]
+
+
+def _quiet_frame(
+    analysis: Analysis, windows: list[tuple[str, int, int, int]], busy_rows: np.ndarray
+) -> tuple[str, int]:
+    """Among the Python frames on the steps' threads that ran (next to) no op, the
+    innermost of those holding (nearly) the most op-free time inside the steps, and
+    that time; ("", 0) without frames."""
+    ev = analysis.trace.events
+    threads = np.unique(np.array([thread for _, _, _, thread in windows], dtype=np.int64))
+    frames = np.flatnonzero((ev.role == int(Role.PYTHON)) & (ev.dur > 0))
+    frames = frames[np.isin(ev.thread[frames], threads)]
+    if not frames.size:
+        return "", 0
+    steps = Union(
+        np.array([start for _, start, _, _ in windows], dtype=np.int64),
+        np.array([end for _, _, end, _ in windows], dtype=np.int64),
+    )
+    best_name, best_idle = "", 0
+    for thread in threads.tolist():
+        mine = frames[ev.thread[frames] == thread]
+        ops = busy_rows[ev.thread[busy_rows] == thread]
+        busy = Union(ev.ts[ops], ev.ts[ops] + np.maximum(ev.dur[ops], 0))
+        start, end = ev.ts[mine], ev.ts[mine] + ev.dur[mine]
+        in_steps = steps.covered_in(start, end)
+        idle = in_steps - intersection(busy, steps).covered_in(start, end)
+        quiet = busy.covered_in(start, end) <= QUIET_FRAME_BUSY_SHARE * (end - start)
+        if not quiet.any():
+            continue
+        top = int(idle[quiet].max())
+        close = np.flatnonzero(quiet & (idle >= QUIET_FRAME_CLOSE * top))
+        pick = int(close[np.argmin((end - start)[close])])
+        if top > best_idle:
+            best_name, best_idle = analysis.trace.names[int(ev.name[mine[pick]])], int(idle[pick])
+    return best_name, best_idle
 
 
 class _Captures(msgspec.Struct, frozen=True):
