@@ -1290,3 +1290,26 @@ def test_a_cpu_traces_time_outside_ops_is_a_finding(tmp_path: Path) -> None:
     busy = [annotation("ProfilerStep#1", 0, 1_000), op("aten::mm", 10, 900)]
     (tmp_path / "b").mkdir()
     assert not [f for f in diagnose(_trace(tmp_path / "b", busy)).findings if f.kind == "outside_ops"]
+
+
+async def test_a_finding_of_no_op_opens_the_timeline_on_its_worst_step() -> None:
+    """Enter on an op-less finding said "this finding points at no op": a dead end.  On a
+    CPU trace's ``outside_ops`` it opens the timeline on the step with the most host time
+    outside ops, where the gaps between the ops are to be seen."""
+    from trnscope.tui.app import TrnscopeApp
+    from trnscope.tui.screen_timeline import TimelineScreen
+
+    app = TrnscopeApp([str(SAMPLES / "cpu_train_tiny_session")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane = await _diagnosis_pane(app, pilot)
+        assert pane.doc is not None and pane.doc.findings[0].kind == "outside_ops"
+        await press(pilot, "enter")
+        timeline = app.screen
+        assert isinstance(timeline, TimelineScreen)
+        await settle(pilot)
+        worst = max(pane.doc.steps, key=lambda s: s.wall_us - s.host_busy_us)
+        step = next(s for s in pane.analysis.steps() if s.name == worst.step)
+        # the step's length, kept on the trace's lanes (the first step begins before its first op)
+        assert timeline.t1 - timeline.t0 == step.end - step.start
+        assert abs(timeline.t0 - step.start) < (step.end - step.start) // 10
+        assert timeline.title_text == f"outside_ops: {worst.step}"

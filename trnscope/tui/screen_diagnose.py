@@ -157,6 +157,20 @@ class DiagnoseScreen(ExplorerScreen):
         self.view = _VIEWS[(_VIEWS.index(self.view) + 1) % len(_VIEWS)]
         self._show_table()
 
+    def _open_worst_step(self, kind: str) -> None:
+        """The timeline on the step with the most host time outside ops (an op-less
+        finding's evidence lies in the steps: "this finding points at no op" was a dead
+        end), or on the whole trace when it has no steps."""
+        steps = self.doc.steps if self.doc is not None else []
+        if not steps:
+            self.post_message(ShowTimeline(self.analysis, title=kind))
+            return
+        worst = max(range(len(steps)), key=lambda k: (steps[k].wall_us - steps[k].host_busy_us, -k))
+        name = steps[worst].step
+        found = next(((p, s) for p, s in enumerate(self.analysis.steps()) if s.name == name), None)
+        window, position = ((found[1].start, found[1].end), found[0]) if found else (None, -1)
+        self.post_message(ShowTimeline(self.analysis, title=f"{kind}: {name}", window=window, step=position))
+
     def _step_window(self, index: int) -> tuple[tuple[int, int] | None, int]:
         """The time range of the step the steps table shows at ``index``, and its index
         in ``analysis.steps()`` (None, -1 for "whole trace": the timeline fits it)."""
@@ -215,8 +229,8 @@ class DiagnoseScreen(ExplorerScreen):
         if self.doc is None or not 0 <= message.index < len(self.doc.findings):
             return
         finding = self.doc.findings[message.index]
-        if finding.row < 0:
-            self.notify("this finding points at no op")
+        if finding.row < 0:  # no op to drill into: the step that shows it most, on the timeline
+            self._open_worst_step(finding.kind)
             return
         group = op_group_of_row(self.analysis, finding.row)
         if group is None:
