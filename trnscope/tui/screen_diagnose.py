@@ -1,6 +1,6 @@
 """Diagnosis pane: devices busy / idle, steps host- or device-bound, and findings
 ranked by the time they account for; Enter on a finding drills into the op it
-points at."""
+points at, or for a finding of no op opens the timeline on its worst step."""
 
 from __future__ import annotations
 
