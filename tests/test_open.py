@@ -235,33 +235,55 @@ def test_a_folder_of_rank_sessions_reads_their_traces_and_no_manifest_as_a_lost_
     assert len(ref.notes) == 1 and "1 file named like a trace is not one" in ref.notes[0] and "stray" in ref.notes[0]
 
 
-def test_a_folder_of_profiles_says_which_to_open(tmp_path, capsys) -> None:
+def test_a_folder_of_profiles_lists_every_profiles_traces(tmp_path, capsys) -> None:
     """The folder of the bundled samples — capture sessions, a folder of kernel
-    benchmarks — is no one profile: ``summary sample_traces`` showed a Neuron
+    benchmarks — holds several profiles: ``summary sample_traces`` showed a Neuron
     benchmark's kernel and offered to sum "ranks", while the Kineto sessions went
-    unnamed.  It now names what it holds and how to open one, in one line, exit 2; a
-    job's rank sessions (capture's rank<N> folders, or traces that say they are one
-    job's ranks) still open as one job."""
+    unnamed (the Neuron search found only its own kind).  Every profile's traces are now
+    its sources, labelled under the profile's name, the note says how to open one, and
+    ``compare`` of a folder of two single-trace sessions compares them; a job's rank
+    sessions (traces that say they are one job's ranks) still open as one job."""
     import json
     import shutil
 
     from conftest import SAMPLES
     from trnscope.cli.main import main
+    from trnscope.core.formats import discover
 
     folder = tmp_path / "samples"
     for name in ("cpu_rmsnorm_session", "cpu_attention_session", "nki_synthetic_rmsnorm_benchmarks"):
         shutil.copytree(SAMPLES / name, folder / name)
-    assert main(["summary", str(folder), "--no-cache"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1, err
+    ref = discover(folder)
+    assert ref.kind == "profiles"
+    labels = [source.label for source in ref.sources]
+    assert labels[:3] == [
+        "cpu_attention_session/eager",
+        "cpu_attention_session/compiled",
+        "cpu_attention_session/fused",
+    ]
+    assert labels[-3:] == [f"nki_synthetic_rmsnorm_benchmarks/rmsnorm_{v}" for v in ("baseline", "fused", "tiled")]
+    assert len(labels) == 9
+    assert main(["summary", str(folder), "--no-cache", "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["label"] == "cpu_attention_session/eager"
+    said = next(w for w in document["warnings"] if "holds 9 traces" in w)
+    assert f"open one profile: trnscope open {folder / 'cpu_attention_session'}" in said
     assert (
-        "a folder of 3 profiles (cpu_attention_session, cpu_rmsnorm_session, nki_synthetic_rmsnorm_benchmarks)"
-        in err[0]
+        main(["summary", str(folder), "--select", "nki_synthetic_rmsnorm_benchmarks/rmsnorm_fused", "--no-cache"]) == 0
     )
-    assert f"trnscope open {folder / 'cpu_attention_session'}" in err[0]
+    assert capsys.readouterr().out.startswith("nki_synthetic_rmsnorm_benchmarks/rmsnorm_fused")
+    runs = tmp_path / "runs"
+    for mode in ("eager", "replay"):
+        shutil.copytree(SAMPLES / f"cuda_graph_{mode}_session", runs / f"cuda_graph_{mode}_session")
+    assert main(["compare", str(runs), "--format", "json", "--no-cache"]) == 0
+    assert json.loads(capsys.readouterr().out)["variants"] == [
+        "cuda_graph_eager_session/infer_cuda_graph",
+        "cuda_graph_replay_session/infer_cuda_graph",
+    ]
     # two sessions of one job's ranks, named by the traces themselves (not rank<N> folders)
     job = tmp_path / "job"
     for rank in (0, 1):
         shutil.copytree(SAMPLES / "cuda_ddp_gloo_session" / f"rank{rank}", job / f"worker-{rank}")
+    assert discover(job).kind == "folder"
     assert main(["ranks", str(job), "--format", "json", "--no-cache", "--workers", "1"]) == 0
     assert len(json.loads(capsys.readouterr().out)["ranks"]) == 2

@@ -500,8 +500,9 @@ def top_op(analysis: Analysis) -> tuple[str, str] | None:
     self device time where the trace has any, else self CPU time), among framework ops
     (not annotations or Python frames), and why it was chosen ("the op with the most
     self device time"); a trace with no framework op (a kernel benchmark) gives its
-    device event with the most device time; None where there is neither.  ``chain`` without ``--op`` follows it: a first ``trnscope chain
-    TRACE`` stopped at "the following arguments are required: --op"."""
+    device event with the most device time; None where there is neither.  ``chain``
+    without ``--op`` follows it: a first ``trnscope chain TRACE`` stopped at "the
+    following arguments are required: --op"."""
     table = analysis.op_table()
     ops = np.flatnonzero((table.role == int(Role.OP)) & ~table.is_device & ~table.is_annotation)
     if not ops.size:  # a kernel benchmark: no framework op, its kernels' executions

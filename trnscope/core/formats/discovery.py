@@ -39,7 +39,7 @@ class SourceRef(msgspec.Struct):
 
 class ProfileRef(msgspec.Struct):
     root: str
-    kind: str  # "trace" | "session" | "neuron" | "folder"
+    kind: str  # "trace" | "session" | "neuron" | "folder" | "profiles" (a folder of sessions, benchmarks)
     sources: list[SourceRef]
     manifest: SessionManifest | None = None
     notes: list[str] = []
@@ -140,7 +140,9 @@ def _discover_folder(folder: Path) -> ProfileRef:
         raise InputError(f"permission denied: {folder}") from None
     if (folder / SESSION_FILE).is_file():
         return _discover_session(folder)
-    _refuse_a_folder_of_profiles(folder)
+    profiles = _profile_children(folder)
+    if profiles:
+        return _discover_profiles(folder, profiles)
     events = _runtime_event_files(folder)
     if events:  # kernel benchmarks' runtime events: one variant per file, named after it
         return ProfileRef(
@@ -178,18 +180,19 @@ def _discover_folder(folder: Path) -> ProfileRef:
     return ProfileRef(str(folder), "folder", sources, notes=notes)
 
 
-def _refuse_a_folder_of_profiles(folder: Path) -> None:
-    """A folder that holds several profiles of their own — capture sessions, folders of
-    kernel benchmarks — and is not one job's ranks is no profile: say which to open.
-    (``trnscope summary sample_traces`` showed a Neuron benchmark's kernel and called
-    the rest ranks to sum, while twelve sessions of Kineto traces went unnamed.)"""
+def _profile_children(folder: Path) -> list[Path]:
+    """The subfolders of ``folder`` that are profiles of their own — capture sessions,
+    folders of kernel benchmarks — when there are two or more and they are not one
+    job's ranks; else none.  (``trnscope summary sample_traces`` showed a Neuron
+    benchmark's kernel and offered to sum "ranks", while twelve sessions of Kineto
+    traces went unnamed: the Neuron search below found only its own kind.)"""
     try:
         children = sorted(
             (entry for entry in folder.iterdir() if entry.is_dir() and not entry.name.startswith(".")),
             key=lambda entry: natural_key(entry.name),
         )
     except OSError:
-        return
+        return []
     sessions, benchmarks = [], []
     for child in children:
         try:
@@ -202,22 +205,33 @@ def _refuse_a_folder_of_profiles(folder: Path) -> None:
                 benchmarks.append(child)
         except OSError:
             continue
-    profiles = sessions + benchmarks
-    if len(profiles) < 2:
-        return
+    if len(sessions) + len(benchmarks) < 2:
+        return []
     if not benchmarks:  # one job's ranks, each rank's capture a session of its own
         if all(_RANK_FOLDER.fullmatch(session.name) for session in sessions):  # capture's DIR/rank<N>
-            return
+            return []
         traces = [trace for session in sessions for trace in _trace_files(session)[:1]]
         if len(traces) == len(sessions) and one_jobs_ranks(traces):
-            return
-    names = ", ".join(child.name for child in profiles[:4]) + (
-        f", … {len(profiles) - 4} more" if len(profiles) > 4 else ""
-    )
-    raise InputError(
-        f"{folder}: a folder of {len(profiles)} profiles ({names}), not one profile: open one, "
-        f"e.g. trnscope open {folder / profiles[0].name}, or compare two or three: trnscope compare A B"
-    )
+            return []
+    return sorted(sessions + benchmarks, key=lambda entry: natural_key(entry.name))
+
+
+def _discover_profiles(folder: Path, profiles: list[Path]) -> ProfileRef:
+    """A folder of profiles: every one's traces, each labelled under its profile's name
+    (``cpu_rmsnorm_session/eager``), so ``--select`` and ``compare`` reach any of them."""
+    sources: list[SourceRef] = []
+    notes: list[str] = []
+    for child in profiles:
+        try:
+            ref = _discover_folder(child)
+        except InputError as error:
+            notes.append(str(error))
+            continue
+        notes += ref.notes
+        sources += [msgspec.structs.replace(source, label=f"{child.name}/{source.label}") for source in ref.sources]
+    if not sources:
+        raise InputError(f"{folder}: none of its {len(profiles)} profiles could be read")
+    return ProfileRef(str(folder), "profiles", sources, notes=notes)
 
 
 def _torch_version_beside(trace: Path) -> str:

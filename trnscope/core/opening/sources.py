@@ -114,6 +114,9 @@ def _what_else(ref: ProfileRef, path: str) -> str:
     kernel compare, one job's ranks sum or rank, unrelated traces are picked."""
     if is_variants_folder(ref):
         return f"pick with --select, or compare them: trnscope compare {path}"
+    if ref.kind == "profiles":  # a folder of sessions and benchmarks: each is one to open
+        first = ref.sources[0].label.split("/", 1)[0]
+        return f"pick with --select, or open one profile: trnscope open {Path(path) / first}"
     if ref.kind == "neuron" or (
         all(s.kind == "kineto" for s in ref.sources) and one_jobs_ranks([Path(s.path) for s in ref.sources])
     ):
