@@ -1290,6 +1290,9 @@ def test_a_cpu_traces_time_outside_ops_is_a_finding(tmp_path: Path) -> None:
     busy = [annotation("ProfilerStep#1", 0, 1_000), op("aten::mm", 10, 900)]
     (tmp_path / "b").mkdir()
     assert not [f for f in diagnose(_trace(tmp_path / "b", busy)).findings if f.kind == "outside_ops"]
+    ranges = [annotation("ProfilerStep#1", 0, 1_000), annotation("load", 10, 50)]  # no op at all: none to be between
+    (tmp_path / "r").mkdir()
+    assert not [f for f in diagnose(_trace(tmp_path / "r", ranges)).findings if f.kind == "outside_ops"]
 
 
 async def test_a_finding_of_no_op_opens_the_timeline_on_its_worst_step() -> None:

@@ -270,7 +270,8 @@ def _outside_ops(
     a CPU one said "findings: none".  Names the Python call holding the most of that
     time, where the trace has its frames (``with_stack``)."""
     total, outside = int(lengths.sum()), int((lengths - host_busy).clip(min=0).sum())
-    if total <= 0 or outside < OUTSIDE_OPS_SHARE * total:
+    # (a trace of no op at all — ranges alone, a Python-only capture — has no ops to be between)
+    if total <= 0 or outside < OUTSIDE_OPS_SHARE * total or not busy_rows.size:
         return []
     whose = "the busiest thread" if windows[0][0] == WHOLE_TRACE else "the steps' thread"
     of = "the trace's" if windows[0][0] == WHOLE_TRACE else "their"
