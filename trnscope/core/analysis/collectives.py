@@ -33,6 +33,7 @@ import numpy as np
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.flops import decode_sizes
 from trnscope.core.analysis.host_work import data_loader_rows
+from trnscope.core.analysis.idle_frames import innermost_of_most, ran_no_op
 from trnscope.core.base.arrays import equals_any
 from trnscope.core.base.intervals import Union
 from trnscope.core.base.jsondepth import decode_bounded
@@ -492,8 +493,6 @@ def _step_thread_idle(analysis: Analysis, calls: list[CollectiveCall], call_rows
 
 
 IDLE_FRAME_MIN_NS = 1_000_000  # idle time worth naming the Python call of (the ranks' noise floor is 1 ms or more)
-IDLE_FRAME_BUSY_SHARE = 0.1  # a frame "ran no op" when ops cover at most this share of it
-IDLE_FRAME_CLOSE = 0.9  # frames holding this share of the most idle time any holds: the innermost is named
 
 
 def _name_idle_frames(analysis: Analysis, calls: list[CollectiveCall], thread: int, busy: Union) -> None:
@@ -509,7 +508,7 @@ def _name_idle_frames(analysis: Analysis, calls: list[CollectiveCall], thread: i
         return
     start = ev.ts[frames]
     end = start + ev.dur[frames]
-    quiet = busy.covered_in(start, end) <= IDLE_FRAME_BUSY_SHARE * (end - start)
+    quiet = ran_no_op(busy, start, end)
     order = np.flatnonzero(quiet)[np.argsort(start[quiet], kind="stable")]
     frames, start, end = frames[order], start[order], end[order]
     if not frames.size:
@@ -525,8 +524,7 @@ def _name_idle_frames(analysis: Analysis, calls: list[CollectiveCall], thread: i
         if idle.size and idle.max() > 0:
             # the innermost of the frames holding nearly all of it: the script's own
             # top frames hold the same idle time (and have few ops), ``sleep`` says why
-            close = np.flatnonzero(idle >= IDLE_FRAME_CLOSE * idle.max())
-            best = int(close[np.argmin((end[lo:hi] - start[lo:hi])[close])])
+            best = innermost_of_most(idle, end[lo:hi] - start[lo:hi])
             call.idle_frame = analysis.trace.names[int(ev.name[frames[lo + best]])]
             call.idle_frame_ns = int(idle[best])
 

@@ -30,6 +30,7 @@ import numpy as np
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.contracts import DeviceOut, DiagnoseOut, FindingOut, StepOut
 from trnscope.core.analysis.host_work import HOST_RANGES, data_loader_rows
+from trnscope.core.analysis.idle_frames import innermost_of_most, ran_no_op
 from trnscope.core.analysis.kernel_compare import warmup_notes
 from trnscope.core.analysis.name_match import names_matching
 from trnscope.core.base.arrays import equals_any, split_by
@@ -241,9 +242,10 @@ def diagnose(analysis: Analysis) -> DiagnoseOut:
         len(steps),
         loader_rows,
         _captures(analysis, last),
+        collectives := _HostCollectives.of(analysis),
     )
     if not lanes and trace.format != "neuron-events":  # CPU only: no device gap says where the time went
-        findings += _outside_ops(analysis, windows, lengths, host_busy, with_fetches, wall)
+        findings += _outside_ops(analysis, windows, lengths, host_busy, with_fetches, wall, collectives)
     # below the noise floor a finding is not a finding (a 0.011 µs gap is no advice)
     floor = noise_floor_ns(wall)
     findings = [f for f in findings if f.severity == "info" or f.evidence_us * 1000 >= floor]
@@ -253,8 +255,6 @@ def diagnose(analysis: Analysis) -> DiagnoseOut:
 
 
 OUTSIDE_OPS_SHARE = 0.2  # of the steps' wall time in no op, from which a CPU-only trace is told so
-QUIET_FRAME_BUSY_SHARE = 0.1  # a Python frame "ran no op" when ops cover at most this share of it
-QUIET_FRAME_CLOSE = 0.9  # frames holding this share of the most op-free time any holds: the innermost is named
 
 
 def _outside_ops(
@@ -264,6 +264,7 @@ def _outside_ops(
     host_busy: np.ndarray,
     busy_rows: np.ndarray,
     wall: int,
+    collectives: _HostCollectives,
 ) -> list[FindingOut]:
     """A CPU-only trace's steps spend a fifth of their time or more in no op: Python
     between the ops (or a wait, a sleep) — where a device trace tells its idle gaps,
@@ -276,7 +277,6 @@ def _outside_ops(
     whose = "the busiest thread" if windows[0][0] == WHOLE_TRACE else "the steps' thread"
     of = "the trace's" if windows[0][0] == WHOLE_TRACE else "their"
     said = f"{whose} is in no op for {fmt_time_ns(outside)} of {of} {fmt_time_ns(total)} ({fmt_share(outside, total)})"
-    collectives = _HostCollectives.of(analysis)
     starts = np.array([start for _, start, _, _ in windows], dtype=np.int64)
     ends = np.array([end for _, _, end, _ in windows], dtype=np.int64)
     waited = min(int(collectives.union.covered_in(starts, ends).sum()), outside) if len(collectives.union) else 0
@@ -317,13 +317,11 @@ def _quiet_frame(
         start, end = ev.ts[mine], ev.ts[mine] + ev.dur[mine]
         in_steps = steps.covered_in(start, end)
         idle = in_steps - intersection(busy, steps).covered_in(start, end)
-        quiet = busy.covered_in(start, end) <= QUIET_FRAME_BUSY_SHARE * (end - start)
-        if not quiet.any():
+        quiet = np.flatnonzero(ran_no_op(busy, start, end))
+        if not quiet.size:
             continue
-        top = int(idle[quiet].max())
-        close = np.flatnonzero(quiet & (idle >= QUIET_FRAME_CLOSE * top))
-        pick = int(close[np.argmin((end - start)[close])])
-        if top > best_idle:
+        pick = int(quiet[innermost_of_most(idle[quiet], (end - start)[quiet])])
+        if int(idle[quiet].max()) > best_idle:
             best_name, best_idle = analysis.trace.names[int(ev.name[mine[pick]])], int(idle[pick])
     return best_name, best_idle
 
@@ -487,6 +485,7 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
     step_count: int,
     loader_rows: np.ndarray,
     captures: _Captures | None,
+    waits: _HostCollectives,
 ) -> list[FindingOut]:
     """Findings whose advice follows the steps' own verdict: where the steps are mostly
     device-bound, idle gaps are not called launch-bound and the host running ahead is
@@ -530,7 +529,6 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
     else:
         fuse = "torch.compile"
     graph_launch = names_matching(trace.names, _GRAPH_LAUNCH, _GRAPH_LAUNCH_NEEDLES)
-    waits = _HostCollectives.of(analysis)
     for name, rows in ({} if benchmark else lanes).items():
         union = unions[name]
         span = int(union.end[-1] - union.start[0]) if len(union) else 0
