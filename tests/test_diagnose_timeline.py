@@ -1316,3 +1316,24 @@ async def test_a_finding_of_no_op_opens_the_timeline_on_its_worst_step() -> None
         assert timeline.t1 - timeline.t0 == step.end - step.start
         assert abs(timeline.t0 - step.start) < (step.end - step.start) // 10
         assert timeline.title_text == f"outside_ops: {worst.step}"
+
+
+def test_the_label_column_fits_the_labels_and_grows_with_the_terminal(capsys) -> None:
+    """The DDP rank's gloo threads read "thread 1074 (pt_…unloop)" even at 160
+    columns, and a CPU trace's one "thread 5933" took 20 cells at 80: the column is as
+    wide as the longest label (shortened as lane_labels shortens it) up to a quarter of
+    the width."""
+    from trnscope.core.analysis.timeline import label_column_width
+
+    labels = ["thread 1074 (pt_gloo_runloop) rt", "thread 1068 (python3)", "GPU 0 / stream 7"]
+    assert label_column_width(labels, 160) == len(labels[0])  # whole
+    assert label_column_width(labels, 80) == 20  # a quarter of the width, elided there
+    assert label_column_width(["thread 59330 (python3)"], 80) == len("thread 59330")  # its process name goes
+    assert label_column_width(["NC0"], 80) == 12 and label_column_width([], 80) == 12
+    assert label_column_width(["x" * 90], 400) == 48
+
+    rank0 = SAMPLES / "cuda_ddp_gloo_session" / "rank0"
+    assert main(["timeline", str(rank0), "--width", "160", "--no-cache"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("thread 1074 (pt_gloo_runloop) rt│") for line in lines), lines[:6]
+    assert all(len(line) <= 160 for line in lines)

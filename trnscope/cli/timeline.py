@@ -12,6 +12,7 @@ from trnscope.core.analysis.timeline import (
     Lane,
     build_lanes,
     extent,
+    label_column_width,
     parse_time,
     python_only_threads,
     render_text,
@@ -84,7 +85,7 @@ def cmd_timeline(args: argparse.Namespace) -> int:  # noqa: C901 - argument chec
             f"trace: showing {fmt_time_short(max(t0, first) - origin)} → {fmt_time_short(min(t1, last) - origin)}\n"
         )
         t0, t1 = max(t0, first), min(t1, last)
-    label_width = min(24, max(18, width // 5))
+    label_width = label_column_width([lane.label for lane in lanes], width)
     cells = width - label_width - 1
     header = (
         f"{safe_text(analysis.trace.label or analysis.trace.source)}  {fmt_time_short(t0 - origin)} → "

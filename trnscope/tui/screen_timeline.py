@@ -21,6 +21,7 @@ from trnscope.core.analysis.timeline import (
     coverage,
     extent,
     glyphs,
+    label_column_width,
     lane_labels,
     python_only_threads,
     under,
@@ -34,7 +35,6 @@ from trnscope.tui.screen_base import ExplorerScreen
 from trnscope.tui.status import fit_line, with_shorter_name
 from trnscope.tui.textpanel import TextPanel
 
-LABEL_WIDTH = 18  # "thread 3113936 rt" and "GPU 3 / stream 20" whole (the process name goes first)
 _STYLE = {
     "host": "yellow",
     "annotation": "magenta",
@@ -90,6 +90,7 @@ class TimelineScreen(ExplorerScreen):
         self.lanes: list[Lane] = []  # the lanes drawn (engine lanes left out when hidden)
         self.marks: list[Union | None] = []
         self.labels: list[str] = []  # each lane's label as drawn (alike ones elided where they differ)
+        self.label_width = 18  # the label column's cells at the screen's width (label_column_width)
         self.short_labels: list[str] = []  # each lane's label without what every lane repeats
         self._built: list[tuple[Lane, Union | None]] = []  # every lane with its marks
         self.show_engines = True
@@ -159,11 +160,20 @@ class TimelineScreen(ExplorerScreen):
         self.refresh_view()
 
     def on_resize(self) -> None:
+        self._fit_labels()
         self.refresh_view()
+
+    def _fit_labels(self) -> None:
+        """The label column as wide as the labels need, up to a quarter of the screen:
+        the CLI's rule (``label_column_width``), again after each resize."""
+        width = self.size.width or self.app.size.width
+        labels = [lane.label for lane in self.lanes]
+        self.label_width = label_column_width(labels, width)
+        self.labels = lane_labels(labels, self.label_width)
 
     # -- drawing ----------------------------------------------------------------
     def _cells(self) -> int:
-        return max((self.size.width or self.app.size.width) - LABEL_WIDTH - 1, 8)
+        return max((self.size.width or self.app.size.width) - self.label_width - 1, 8)
 
     def _rows_visible(self) -> int:
         return max((self.size.height or self.app.size.height) - 5, 1)
@@ -199,11 +209,11 @@ class TimelineScreen(ExplorerScreen):
         elif self.lane >= self.top + visible:
             self.top = self.lane - visible + 1
         body = Text(no_wrap=True, overflow="crop")
-        body.append(" " * (LABEL_WIDTH + 1) + axis(self.t0, self.t1, cells, self.origin) + "\n", style="dim")
+        body.append(" " * (self.label_width + 1) + axis(self.t0, self.t1, cells, self.origin) + "\n", style="dim")
         for index in range(self.top, min(self.top + visible, len(self.lanes))):
             lane = self.lanes[index]
             label = self.labels[index]
-            body.append(pad_cells(label, LABEL_WIDTH), style="bold reverse" if index == self.lane else "bold")
+            body.append(pad_cells(label, self.label_width), style="bold reverse" if index == self.lane else "bold")
             body.append("│", style="dim")
             shares = coverage(lane, self.t0, self.t1, cells)
             marked = self.marks[index]
@@ -347,7 +357,7 @@ class TimelineScreen(ExplorerScreen):
         chosen = [(lane, mark) for lane, mark in self._built if self.show_engines or lane.kind != "engine"]
         self.lanes = [lane for lane, _ in chosen]
         self.marks = [mark for _, mark in chosen]
-        self.labels = lane_labels([lane.label for lane in self.lanes], LABEL_WIDTH)
+        self._fit_labels()
         self.short_labels = compact_lane_labels([safe_text(lane.label) for lane in self.lanes])
 
     def action_engines(self) -> None:

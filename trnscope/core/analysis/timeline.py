@@ -321,6 +321,24 @@ def axis(t0: int, t1: int, cells: int, origin: int) -> str:
     return "".join(line)
 
 
+_LABEL_CELLS_MIN = 12  # a label column narrower than this reads worse than the cells it gives
+_LABEL_CELLS_MAX = 48
+
+
+def label_column_width(labels: list[str], width: int) -> int:
+    """Cells for the lane labels in a ``width``-cell timeline: as many as the longest
+    label needs, up to a quarter of the width (at least 18: "thread 19392 (…) rt"
+    keeps its parts at 80 columns), so a wide terminal shows whole thread names and a
+    narrow one keeps its cells for time; labels shortened as ``lane_labels`` shortens
+    them where the whole ones do not fit."""
+    safe = [safe_text(label) for label in labels]
+    most = max(18, min(width // 4, _LABEL_CELLS_MAX))
+    longest = max(map(cell_width, safe), default=0)
+    if longest > most:  # lane_labels drops what every lane repeats first
+        longest = max(map(cell_width, compact_lane_labels(safe)), default=0)
+    return min(most, max(_LABEL_CELLS_MIN, longest))
+
+
 def lane_labels(labels: list[str], width: int) -> list[str]:
     """Every lane's label (file text, sanitised here) in ``width`` cells, its middle
     dropped ("thread 19392 (python3) rt" keeps both the thread and the "rt" that says it
