@@ -1295,6 +1295,57 @@ def test_a_cpu_traces_time_outside_ops_is_a_finding(tmp_path: Path) -> None:
     assert not [f for f in diagnose(_trace(tmp_path / "r", ranges)).findings if f.kind == "outside_ops"]
 
 
+def test_a_device_traces_time_before_its_first_launch_is_a_finding(tmp_path: Path) -> None:
+    """TraceLens's TimeSformer step spends 213 of its 383 ms preprocessing video frames
+    in Python before its first launch; the diagnosis said only "host-bound overall: see
+    the other findings", and there were none.  The steps' op-free time before the
+    host's first launch or after the devices' last work is now a finding, naming the
+    frame; time after a launch whose work has not begun (the queue) and time inside a
+    stream capture are not the host holding the device up."""
+    step = [
+        annotation("ProfilerStep#1", 0, 1_000),
+        event("pipeline.py(129): preprocess", "python_function", 5, 600),
+        event("image_utils.py(40): resize", "python_function", 10, 300),
+        op("aten::mm", 700, 50, ext=1),
+        launch(710, 5, correlation=1, ext=1),
+        kernel("gemm", 720, 200, correlation=1, ext=1),
+    ]
+    doc = diagnose(_trace(tmp_path, step))
+    (finding,) = [f for f in doc.findings if f.kind == "outside_ops"]
+    # 0–710 before the launch less the op (700–710), and 920–1000 after the kernel
+    assert finding.evidence_us == 700 + 80 and finding.severity == "high"
+    assert "in no op for 780.000us of their 1.000ms (78%) before its first launch of device work" in finding.message
+    # the frame that held the most of it, not its inner call that held half as much
+    assert "600.000us of it inside pipeline.py(129): preprocess" in finding.message
+
+    queued = [  # launched at 20 µs, run at 700: the device was busy elsewhere, not waiting on Python
+        annotation("ProfilerStep#1", 0, 1_000),
+        op("aten::mm", 10, 50, ext=1),
+        launch(20, 5, correlation=1, ext=1),
+        kernel("gemm", 700, 290, correlation=1, ext=1),
+    ]
+    (tmp_path / "q").mkdir()
+    assert not [f for f in diagnose(_trace(tmp_path / "q", queued)).findings if f.kind == "outside_ops"]
+    capturing = [  # recording a graph: nothing runs by design
+        annotation("ProfilerStep#1", 0, 1_000),
+        runtime("cudaStreamBeginCapture", 5, 2, correlation=7),
+        runtime("cudaStreamEndCapture", 690, 2, correlation=8),
+        op("aten::mm", 700, 50, ext=1),
+        launch(710, 5, correlation=1, ext=1),
+        kernel("gemm", 720, 270, correlation=1, ext=1),
+    ]
+    (tmp_path / "c").mkdir()
+    assert not [f for f in diagnose(_trace(tmp_path / "c", capturing)).findings if f.kind == "outside_ops"]
+    elsewhere = [  # the step's thread runs no op at all (HTA's Triton example): no "between"
+        annotation("ProfilerStep#1", 0, 1_000, tid=9),
+        op("aten::mm", 700, 50, ext=1),
+        launch(710, 5, correlation=1, ext=1),
+        kernel("gemm", 720, 20, correlation=1, ext=1),
+    ]
+    (tmp_path / "e").mkdir()
+    assert not [f for f in diagnose(_trace(tmp_path / "e", elsewhere)).findings if f.kind == "outside_ops"]
+
+
 async def test_a_finding_of_no_op_opens_the_timeline_on_its_worst_step() -> None:
     """Enter on an op-less finding said "this finding points at no op": a dead end.  On a
     CPU trace's ``outside_ops`` it opens the timeline on the step with the most host time

@@ -34,7 +34,7 @@ from trnscope.core.analysis.idle_frames import innermost_of_most, ran_no_op
 from trnscope.core.analysis.kernel_compare import warmup_notes
 from trnscope.core.analysis.name_match import names_matching
 from trnscope.core.base.arrays import equals_any, split_by
-from trnscope.core.base.intervals import Union, intersection, unions_of_groups
+from trnscope.core.base.intervals import Union, difference, intersection, unions_of_groups
 from trnscope.core.base.text import plural
 from trnscope.core.base.units import fmt_share, fmt_time_ns, us, us_of_ns
 from trnscope.core.model.roles import Role, is_profiler_step
@@ -241,11 +241,15 @@ def diagnose(analysis: Analysis) -> DiagnoseOut:
         mostly_device_bound,
         len(steps),
         loader_rows,
-        _captures(analysis, last),
+        captures := _captures(analysis, last),
         collectives := _HostCollectives.of(analysis),
     )
     if not lanes and trace.format != "neuron-events":  # CPU only: no device gap says where the time went
         findings += _outside_ops(analysis, windows, lengths, host_busy, with_fetches, wall, collectives)
+    elif all_rows.size and trace.format != "neuron-events":  # the steps' time no device gap holds
+        findings += _before_device_work(
+            analysis, windows, lengths, host_busy, with_fetches, wall, collectives, all_rows, captures
+        )
     # below the noise floor a finding is not a finding (a 0.011 µs gap is no advice)
     floor = noise_floor_ns(wall)
     findings = [f for f in findings if f.severity == "info" or f.evidence_us * 1000 >= floor]
@@ -290,6 +294,77 @@ def _outside_ops(
         frame, held = _quiet_frame(analysis, windows, busy_rows)
         where = f"; {fmt_time_ns(held)} of it inside {frame}" if frame and 4 * held >= outside else ""
         advice = f": Python between the ops, or waiting{where} — fewer, larger ops (torch.compile) or less Python per step cut it"
+    return [_finding(analysis, "outside_ops", said + advice, -1, outside, wall)]
+
+
+def _before_device_work(
+    analysis: Analysis,
+    windows: list[tuple[str, int, int, int]],
+    lengths: np.ndarray,
+    host_busy: np.ndarray,
+    busy_rows: np.ndarray,
+    wall: int,
+    collectives: _HostCollectives,
+    device_rows: np.ndarray,
+    captures: _Captures | None,
+) -> list[FindingOut]:
+    """A device trace's steps spend a fifth of their time or more before the host
+    first launches device work, or after the devices' last work, with the steps'
+    thread in no op: the device waits for the host's Python (TraceLens's TimeSformer
+    step: 213 of 383 ms preprocessing video frames before its first launch, and no
+    finding but "host-bound: see the other findings").  The gaps between device work
+    are the idle findings' (which say where the host was), time after a launch whose
+    work has not started is the queue's (vLLM's graph replay starts 7 ms after its
+    launch), and time inside a stream capture records launches by design: none of
+    them counts here."""
+    total = int(lengths.sum())
+    if total <= 0 or not busy_rows.size or not int(host_busy.sum()):  # (a step thread without ops: no "between")
+        return []
+    ev = analysis.trace.events
+    launches = analysis.links.device_launch[device_rows]
+    launches = launches[launches >= 0]
+    first = int(min(ev.ts[device_rows].min(), ev.ts[launches].min() if launches.size else ev.ts[device_rows].min()))
+    last = int((ev.ts[device_rows] + ev.dur[device_rows]).max())
+    regions: dict[int, Union] = {}
+    for thread in sorted({w[3] for w in windows}):
+        mine = [(start, end) for _, start, end, t in windows if t == thread]
+        starts = np.array([start for start, _ in mine], dtype=np.int64)
+        ends = np.array([end for _, end in mine], dtype=np.int64)
+        region = difference(Union(starts, ends), Union(np.array([first]), np.array([last])))
+        regions[thread] = difference(region, captures.windows) if captures is not None else region
+    outside = 0
+    for thread, region in regions.items():
+        rows = busy_rows[ev.thread[busy_rows] == thread]
+        busy = Union(ev.ts[rows], ev.ts[rows] + np.maximum(ev.dur[rows], 0))
+        outside += region.length - intersection(busy, region).length
+    if outside < OUTSIDE_OPS_SHARE * total:
+        return []
+    whose = "the busiest thread" if windows[0][0] == WHOLE_TRACE else "the steps' thread"
+    of = "the trace's" if windows[0][0] == WHOLE_TRACE else "their"
+    said = (
+        f"{whose} is in no op for {fmt_time_ns(outside)} of {of} {fmt_time_ns(total)} ({fmt_share(outside, total)}) "
+        "before its first launch of device work or after the devices' last work"
+    )
+    pieces = [
+        ("", int(start), int(end), thread)
+        for thread, region in regions.items()
+        for start, end in zip(region.start.tolist(), region.end.tolist(), strict=True)
+    ]
+    starts = np.array([start for _, start, _, _ in pieces], dtype=np.int64)
+    ends = np.array([end for _, _, end, _ in pieces], dtype=np.int64)
+    waited = min(int(collectives.union.covered_in(starts, ends).sum()), outside) if len(collectives.union) else 0
+    if 2 * waited >= outside:
+        advice = (
+            f", while a host thread executed collectives for {fmt_time_ns(waited)} of it ({collectives.top} the "
+            "longest): waiting for other ranks — trnscope ranks on the job's traces says which held them back"
+        )
+    else:
+        frame, held = _quiet_frame(analysis, pieces, busy_rows)
+        where = f"; {fmt_time_ns(held)} of it inside {frame}" if frame and 4 * held >= outside else ""
+        advice = (
+            f": no device works meanwhile, waiting for the host's Python or untraced work{where} — move that work "
+            "out of the step (DataLoader workers) or onto the device"
+        )
     return [_finding(analysis, "outside_ops", said + advice, -1, outside, wall)]
 
 
