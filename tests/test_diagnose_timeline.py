@@ -1346,6 +1346,22 @@ def test_a_device_traces_time_before_its_first_launch_is_a_finding(tmp_path: Pat
     assert not [f for f in diagnose(_trace(tmp_path / "e", elsewhere)).findings if f.kind == "outside_ops"]
 
 
+def test_no_finding_to_see_is_not_pointed_at(tmp_path: Path) -> None:
+    """A host-bound step's long_queue said "see the other findings" where there were
+    none (TimeSformer, before outside_ops covered it): with no other finding it says
+    where to look instead."""
+    events = [
+        annotation("ProfilerStep#1", 0, 1_000),
+        op("aten::mm", 0, 900, ext=1),
+        launch(10, 5, correlation=1, ext=1),
+        kernel("gemm", 200, 50, correlation=1, ext=1),
+    ]
+    doc = diagnose(_trace(tmp_path, events))
+    assert [f.kind for f in doc.findings] == ["long_queue"] and doc.steps[0].bound == "host"
+    assert "see the other findings" not in doc.findings[0].message
+    assert "no cause passes its threshold: the timeline shows where the host's time went" in doc.findings[0].message
+
+
 async def test_a_finding_of_no_op_opens_the_timeline_on_its_worst_step() -> None:
     """Enter on an op-less finding said "this finding points at no op": a dead end.  On a
     CPU trace's ``outside_ops`` it opens the timeline on the step with the most host time

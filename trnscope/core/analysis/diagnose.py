@@ -253,11 +253,20 @@ def diagnose(analysis: Analysis) -> DiagnoseOut:
     # below the noise floor a finding is not a finding (a 0.011 µs gap is no advice)
     floor = noise_floor_ns(wall)
     findings = [f for f in findings if f.severity == "info" or f.evidence_us * 1000 >= floor]
+    if not any(f.severity != "info" for f in findings):  # no other finding to see: say where to look instead
+        findings = [
+            msgspec.structs.replace(f, message=f.message.replace(_SEE_THE_OTHERS, _NO_OTHERS)) for f in findings
+        ]
     # time lost first; "info" findings (not a loss) after them
     findings.sort(key=lambda f: (f.severity == "info", -f.evidence_us))
     return DiagnoseOut(trace.label or trace.source, devices, steps, findings)
 
 
+_SEE_THE_OTHERS = " at times (the steps are host-bound overall: see the other findings)"
+_NO_OTHERS = (
+    " at times (the steps are host-bound overall, though no cause passes its threshold: "
+    "the timeline shows where the host's time went)"
+)
 OUTSIDE_OPS_SHARE = 0.2  # of the steps' wall time in no op, from which a CPU-only trace is told so
 
 
@@ -731,7 +740,7 @@ def _findings(  # noqa: C901 - one block per finding kind, sharing the same unio
                     + (
                         " — the steps are device-bound; speed up the device work itself"
                         if device_bound
-                        else " at times (the steps are host-bound overall: see the other findings)"
+                        else _SEE_THE_OTHERS
                     ),
                     int(links.device_op[worst]),
                     q.length,
