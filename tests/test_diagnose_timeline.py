@@ -1261,6 +1261,35 @@ def test_device_idle_says_which_gaps_and_the_share_they_hold(tmp_path: Path) -> 
     assert "for 7.000ms (2 gaps: Python or untraced work)" in idle.message
 
 
+def test_an_idle_gap_in_no_op_names_the_python_call_that_held_it(tmp_path: Path) -> None:
+    """A gap with the launching thread in no op read "Python or untraced work" even
+    where the trace has the Python frames (with_stack): it now names the call holding
+    a quarter or more of that time, by the rule the straggler and outside_ops use."""
+    events = [
+        annotation("ProfilerStep#1", 0, 5_000),
+        op("aten::mm", 10, 20, ext=1),
+        launch(15, 5, correlation=1, ext=1),
+        kernel("gemm", 40, 50, correlation=1, ext=1),
+        event("train.py(40): log_metrics", "python_function", 150, 3_900),
+        op("aten::mm", 4_100, 20, ext=2),
+        launch(4_105, 5, correlation=2, ext=2),
+        kernel("gemm", 4_115, 50, correlation=2, ext=2),
+    ]
+    (idle,) = [f for f in diagnose(_trace(tmp_path, events)).findings if f.kind == "device_idle"]
+    assert "the host was in no op or annotation (but the step) of the launching thread for 4.025ms" in idle.message
+    assert "(1 gap: Python or untraced work; 3.900ms of it inside train.py(40): log_metrics)" in idle.message
+    # the loop's own frame holds every gap, and names no cause
+    loop = [event("train.py(30): main", "python_function", 0, 5_000), *events[:4], *events[5:]]
+    (tmp_path / "loop").mkdir()
+    (idle,) = [f for f in diagnose(_trace(tmp_path / "loop", loop)).findings if f.kind == "device_idle"]
+    assert idle.message.endswith("(1 gap: Python or untraced work)")
+    from trnscope.core.analysis.idle_frames import holds_a_whole_step
+
+    steps = (np.array([0, 100, 200]), np.array([100, 200, 300]))
+    frames = (np.array([0, 50, 90, 150, 250]), np.array([300, 240, 200, 160, 400]))
+    assert holds_a_whole_step(*steps, *frames).tolist() == [True, True, True, False, False]
+
+
 def test_a_cpu_traces_time_outside_ops_is_a_finding(tmp_path: Path) -> None:
     """A CPU-only trace had no finding however much of its steps ran no op ("findings:
     none above their thresholds").  Its steps' op-free time is now one, when a fifth of

@@ -106,6 +106,14 @@ class Analysis:
             ]
         return self._steps
 
+    def profiler_step_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """The ``ProfilerStep`` ranges' starts and ends (ns), by start."""
+        steps = [step for step in self.steps() if is_profiler_step(step.name)]
+        return (
+            np.array([step.start for step in steps], dtype=np.int64),
+            np.array([step.end for step in steps], dtype=np.int64),
+        )
+
     def window_mask(self, start: int, end: int) -> np.ndarray:
         """Rows that belong to [start, end): host events by their start, device events
         by the start of the op that launched them (or their own start if unlinked)."""

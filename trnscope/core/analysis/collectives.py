@@ -33,7 +33,7 @@ import numpy as np
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.flops import decode_sizes
 from trnscope.core.analysis.host_work import data_loader_rows
-from trnscope.core.analysis.idle_frames import innermost_of_most, ran_no_op
+from trnscope.core.analysis.idle_frames import holds_a_whole_step, innermost_of_most, ran_no_op
 from trnscope.core.base.arrays import equals_any
 from trnscope.core.base.intervals import Union
 from trnscope.core.base.jsondepth import decode_bounded
@@ -508,7 +508,7 @@ def _name_idle_frames(analysis: Analysis, calls: list[CollectiveCall], thread: i
         return
     start = ev.ts[frames]
     end = start + ev.dur[frames]
-    quiet = ran_no_op(busy, start, end)
+    quiet = ran_no_op(busy, start, end) & ~holds_a_whole_step(*analysis.profiler_step_bounds(), start, end)
     order = np.flatnonzero(quiet)[np.argsort(start[quiet], kind="stable")]
     frames, start, end = frames[order], start[order], end[order]
     if not frames.size:

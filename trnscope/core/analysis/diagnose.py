@@ -30,7 +30,7 @@ import numpy as np
 from trnscope.core.analysis.analysis import Analysis
 from trnscope.core.analysis.contracts import DeviceOut, DiagnoseOut, FindingOut, StepOut
 from trnscope.core.analysis.host_work import HOST_RANGES, data_loader_rows
-from trnscope.core.analysis.idle_frames import innermost_of_most, ran_no_op
+from trnscope.core.analysis.idle_frames import holds_a_whole_step, innermost_of_most, ran_no_op
 from trnscope.core.analysis.kernel_compare import warmup_notes
 from trnscope.core.analysis.name_match import names_matching
 from trnscope.core.base.arrays import equals_any, split_by
@@ -387,12 +387,18 @@ def _quiet_frame(
     threads = np.unique(np.array([thread for _, _, _, thread in windows], dtype=np.int64))
     frames = np.flatnonzero((ev.role == int(Role.PYTHON)) & (ev.dur > 0))
     frames = frames[np.isin(ev.thread[frames], threads)]
-    if not frames.size:
-        return "", 0
     steps = Union(
         np.array([start for _, start, _, _ in windows], dtype=np.int64),
         np.array([end for _, _, end, _ in windows], dtype=np.int64),
     )
+    # only frames that overlap the windows can hold their time (the gaps of an idle
+    # finding are a few of a trace's frames: OWLv2's two calls took 19 ms on them all)
+    frames = frames[steps.covered_in(ev.ts[frames], ev.ts[frames] + ev.dur[frames]) > 0]
+    frames = frames[
+        ~holds_a_whole_step(*analysis.profiler_step_bounds(), ev.ts[frames], ev.ts[frames] + ev.dur[frames])
+    ]
+    if not frames.size:
+        return "", 0
     best_name, best_idle = "", 0
     for thread in threads.tolist():
         mine = frames[ev.thread[frames] == thread]
@@ -931,9 +937,26 @@ def _where_the_host_was(
     which = "the longest gap" if count == 1 else f"the {count:,} longest gaps"
     which += f" ({fmt_share(int(lengths[longest].sum()), total)} of this time)"
     if names[top] < 0:
+        mine = key_of_gap == top
+        frame, in_frame = _quiet_frame(
+            analysis,
+            [
+                ("", start, start + length, thread)
+                for start, length, thread in zip(
+                    gap_start[mine].tolist(),
+                    lengths[longest][mine].tolist(),
+                    ev.thread[launches[mine]].tolist(),
+                    strict=True,
+                )
+            ],
+            np.flatnonzero(ev.role == int(Role.OP)),
+        )
+        where = (
+            f"; {fmt_time_ns(in_frame)} of it inside {frame}" if frame and 4 * in_frame >= time_per_name[top] else ""
+        )
         return (
             f"; in {which} the host was in no op or annotation (but the "
-            f"step) of the launching thread for {held} ({plural(gaps, 'gap')}: Python or untraced work)"
+            f"step) of the launching thread for {held} ({plural(gaps, 'gap')}: Python or untraced work{where})"
         )
     return (
         f"; in {which} the host was inside {analysis.trace.names[int(names[top])]} for {held} ({plural(gaps, 'gap')})"

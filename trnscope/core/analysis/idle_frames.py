@@ -4,7 +4,9 @@ diagnosis's ``outside_ops`` (the call a CPU trace's steps spent their op-free ti
 
 A frame "ran no op" when ops cover at most ``IDLE_FRAME_BUSY_SHARE`` of it; among those
 holding (nearly) the most op-free time, the innermost is named: the script's own top
-frames hold the same time and have few ops, ``sleep`` says why."""
+frames hold the same time and have few ops, ``sleep`` says why.  A frame holding a whole
+``ProfilerStep`` is the training loop's own (``main``): every gap lies inside it, and it
+names no cause."""
 
 from __future__ import annotations
 
@@ -26,3 +28,13 @@ def innermost_of_most(idle: np.ndarray, lengths: np.ndarray) -> int:
     within ``IDLE_FRAME_CLOSE`` of the most any holds (``idle`` not empty)."""
     close = np.flatnonzero(idle >= IDLE_FRAME_CLOSE * idle.max())
     return int(close[np.argmin(lengths[close])])
+
+
+def holds_a_whole_step(step_start: np.ndarray, step_end: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Per frame [start, end): whether it holds one of the steps [step_start, step_end)
+    whole (the steps sorted by start, one after another: the first to start inside the
+    frame is the first to end)."""
+    if not step_start.size or not start.size:
+        return np.zeros(start.size, dtype=bool)
+    first = np.minimum(np.searchsorted(step_start, start), step_start.size - 1)
+    return (step_start[first] >= start) & (step_end[first] <= end)
