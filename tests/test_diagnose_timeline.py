@@ -779,6 +779,11 @@ async def test_p_in_the_timeline_shows_and_hides_python_only_threads(tmp_path: P
         await press(pilot, "p")
         await settle(pilot)
         assert len(timeline.lanes) == 1
+        # a finding's long title kept "ou…" of itself beside the whole note: the note shortens first
+        timeline.title_text = "outside_ops: ProfilerStep#6 of a long run"
+        timeline.refresh_view()
+        await settle(pilot)
+        assert "+1 hidden (p)" in title() and "outside_ops" in title(), title()
 
 
 async def test_the_line_under_the_timeline_tells_lanes_apart_at_80_columns(tmp_path: Path) -> None:

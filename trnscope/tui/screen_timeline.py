@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -260,9 +261,13 @@ class TimelineScreen(ExplorerScreen):
                 False,
             )
         )
+        width = self._line_width("#tl-title")
         if self.hidden_python:
-            pieces.append((f" · {len(self.hidden_python):,} Python-only hidden (p)", "dim", False))
-        self.query_one("#tl-title", Static).update(fit_line(pieces, self._line_width("#tl-title")))
+            hidden = f" · {len(self.hidden_python):,} Python-only hidden (p)"
+            if sum(cell_len(text) for text, _, _ in pieces) + cell_len(hidden) > width:
+                hidden = f" · +{len(self.hidden_python):,} hidden (p)"  # the title's name keeps more than "ou…"
+            pieces.append((hidden, "dim", False))
+        self.query_one("#tl-title", Static).update(fit_line(pieces, width))
 
     def _info(self) -> None:
         lane = self.lanes[self.lane]
