@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import errno
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
 
 from trnscope.core.base.errors import InputError
+from trnscope.core.base.fs import Entry, FolderListings, list_folder
 from trnscope.core.base.text import natural_key, numbers_in
 from trnscope.core.formats.sniff import (
     head_bytes,
@@ -66,28 +68,30 @@ class ProfileRef(msgspec.Struct):
         raise InputError(f"{self.root}: no trace labelled {label!r}; choose one of: {choices}")
 
 
-def _trace_files(folder: Path, passed_over: list[Path] | None = None) -> list[Path]:
+def _trace_files(
+    folder: Path, passed_over: list[Path] | None = None, listings: Callable[[Path], list[Entry] | None] = list_folder
+) -> list[Path]:
     """The traces under ``folder`` (natural order), and in ``passed_over`` the files named
-    like traces that are not (empty, cut before their events, other JSON)."""
+    like traces that are not (empty, cut before their events, other JSON); ``listings``
+    reads a folder (a ``FolderListings`` shares its readings with another walk)."""
     found: list[Path] = []
 
     def walk(directory: Path, depth: int) -> None:
-        try:
-            entries = sorted(directory.iterdir(), key=lambda entry: natural_key(entry.name))
-        except OSError:
+        entries = listings(directory)
+        if entries is None:
             return
-        for entry in entries:
+        for entry in sorted(entries, key=lambda entry: natural_key(entry.name)):
             if entry.name.startswith("."):
                 continue
             try:  # an unreadable or vanishing entry is skipped, not fatal
-                if entry.is_dir() and not entry.is_symlink() and depth < _MAX_DEPTH:
-                    walk(entry, depth + 1)
-                elif entry.is_file() and entry.name.endswith(_TRACE_SUFFIXES):
-                    if looks_like_kineto(entry):
-                        found.append(entry)
+                if entry.is_real_dir and depth < _MAX_DEPTH:
+                    walk(entry.path, depth + 1)
+                elif entry.is_file and entry.name.endswith(_TRACE_SUFFIXES):
+                    if looks_like_kineto(entry.path):
+                        found.append(entry.path)
                     elif passed_over is not None and entry.name != SESSION_FILE:
                         # (a capture's manifest is no trace, and no loss: each rank's, in a job's folder)
-                        passed_over.append(entry)
+                        passed_over.append(entry.path)
             except OSError:
                 continue
 
@@ -152,7 +156,8 @@ def _discover_folder(folder: Path) -> ProfileRef:
         )
     from trnscope.core.formats.neuron.discover import find_neuron_sessions
 
-    neuron = find_neuron_sessions(folder)
+    listings = FolderListings()  # the two walks below read each folder once
+    neuron = find_neuron_sessions(folder, listings)
     if neuron:
         return ProfileRef(
             str(folder),
@@ -163,7 +168,7 @@ def _discover_folder(folder: Path) -> ProfileRef:
             ],
         )
     passed_over: list[Path] = []
-    traces = _trace_files(folder, passed_over)
+    traces = _trace_files(folder, passed_over, listings)
     if not traces:
         raise InputError(
             f"{folder}: no PyTorch profiler trace (.json / .json.gz with traceEvents) found in this folder"

@@ -23,11 +23,12 @@ one whose pid it records.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import msgspec
 
-from trnscope.core.base.fs import is_dir, is_file
+from trnscope.core.base.fs import Entry, is_dir, list_folder
 from trnscope.core.base.text import natural_key
 from trnscope.core.formats.sniff import head_bytes, looks_like_runtime_events
 
@@ -108,36 +109,41 @@ def json_role(path: Path) -> str:  # noqa: C901 - one check per file role, by na
     return ""
 
 
-def parquet_tables(folder: Path) -> set[str]:
-    try:
-        return {m.group("table") for p in folder.iterdir() if (m := _PARQUET_TABLE.match(p.name))}
-    except OSError:
-        return set()
+def parquet_tables(folder: Path, names: Iterable[str] | None = None) -> set[str]:
+    """The Parquet tables exported into ``folder`` (``names``: its entries' names,
+    where the caller has listed it already)."""
+    if names is None:
+        try:
+            names = [p.name for p in folder.iterdir()]
+        except OSError:
+            return set()
+    return {m.group("table") for name in names if (m := _PARQUET_TABLE.match(name))}
 
 
-def _own(folder: Path) -> NeuronFiles:  # noqa: C901 - one branch per file role of a Neuron session folder
-    """The files of ``folder`` itself, by role."""
+def _own(folder: Path, listing: list[Entry] | None = None) -> NeuronFiles:  # noqa: C901 - one branch per file role of a Neuron session folder
+    """The files of ``folder`` itself, by role (``listing``: its entries, where the
+    caller has listed it already)."""
     files = NeuronFiles(str(folder), pid=_pid_of(folder))
-    try:
-        entries = sorted(folder.iterdir())
-    except OSError:
+    entries = list_folder(folder) if listing is None else listing
+    if entries is None:
         return files
-    for entry in entries:
+    for entry in sorted(entries, key=lambda entry: entry.name):
         name = entry.name
         if name.startswith("."):
             continue
-        if is_dir(entry):
+        if entry.is_dir:
             continue
-        if not is_file(entry):  # FIFOs, sockets, devices: never opened
+        if not entry.is_file:  # FIFOs, sockets, devices: never opened
             continue
+        path = entry.path
         if name in _SYSTEM_BINARIES:
-            files.system_binaries.append(str(entry))
+            files.system_binaries.append(str(path))
         elif name.endswith(".ntff"):
-            files.device_traces.append(str(entry))
+            files.device_traces.append(str(path))
         elif name.endswith(".neff"):
-            files.neffs.append(str(entry))
+            files.neffs.append(str(path))
         elif name.endswith((".json", ".json.gz")):
-            role = json_role(entry)
+            role = json_role(path)
             target = {
                 "mapping": files.framework_mappings,
                 "framework": files.framework_traces,
@@ -145,8 +151,8 @@ def _own(folder: Path) -> NeuronFiles:  # noqa: C901 - one branch per file role 
                 "device": files.device_json,
             }.get(role)
             if target is not None:
-                target.append(str(entry))
-    tables = parquet_tables(folder)
+                target.append(str(path))
+    tables = parquet_tables(folder, (entry.name for entry in entries))
     if "SystemProfileEvents" in tables:
         files.parquet_system.append(str(folder))
     if "Instruction" in tables:
@@ -288,11 +294,14 @@ def is_anchor(folder: Path) -> bool:
     return own.has_raw or bool(own.system_json or own.parquet_system)
 
 
-def find_neuron_sessions(root: Path) -> list[NeuronSessionRef]:  # noqa: C901 - every documented capture layout is a case
+def find_neuron_sessions(  # noqa: C901 - every documented capture layout is a case
+    root: Path, listings: Callable[[Path], list[Entry] | None] = list_folder
+) -> list[NeuronSessionRef]:
     anchors: list[Path] = []
 
     def walk(folder: Path, depth: int) -> None:
-        own = _own(folder)
+        listing = listings(folder)
+        own = _own(folder, listing)
         if own.has_raw or own.system_json or own.parquet_system:
             if len(own.system_json) > 1 and not own.has_raw:
                 anchors.extend(Path(p) for p in own.system_json)  # several exports side by side
@@ -301,19 +310,16 @@ def find_neuron_sessions(root: Path) -> list[NeuronSessionRef]:  # noqa: C901 - 
             return
         if depth >= _MAX_DEPTH:
             return
-        try:
-            children = sorted(
-                (p for p in folder.iterdir() if is_dir(p) and not p.is_symlink() and not p.name.startswith(".")),
-                key=lambda p: natural_key(p.name),
-            )
-        except OSError:
-            return
+        children = sorted(
+            (e for e in listing or () if e.is_real_dir and not e.name.startswith(".")),
+            key=lambda e: natural_key(e.name),
+        )
         for child in children:
-            walk(child, depth + 1)
+            walk(child.path, depth + 1)
 
     walk(root, 0)
     if not anchors:
-        own = _own(root)
+        own = _own(root, listings(root))
         if own.framework_mappings or (own.device_json and not own.framework_traces):
             anchors.append(root)  # framework trace + mapping only, or device profiles alone
     synthetic_root = (root / SYNTHETIC_MARKER).exists()
