@@ -990,6 +990,7 @@ def _graph_capture(
         "graph_capture",
         f"{device} sat idle {fmt_time_ns(evidence)} ({fmt_share(evidence, span)} of its {fmt_time_ns(span)} span) "
         f"while the host recorded {plural(captures.launches, 'launch', 'launches')} into {graphs} "
+        f"over {fmt_time_ns(captures.windows.length)} "
         f"({captures.begin} … {captures.end or 'the end of the trace'}): captured work does not run, so this idle "
         "time is the capture's, not the workload's — profile the graph's replays for its device time",
         owner,
