@@ -79,6 +79,31 @@ def test_summary_table_and_hide(capsys, small_synthetic) -> None:
     assert "aten::addmm" in out
 
 
+def test_summary_says_what_its_limit_left_out_and_filters_names(capsys, small_synthetic) -> None:
+    """The table printed 30 rows of 115 and said nothing of the other 85; ``--match``
+    keeps the rows whose name matches, as ``/`` does in the explorer, ops and kernels
+    (a kernel by its launching op too), and the JSON says how many rows there were."""
+    path, _ = small_synthetic
+    code, out, _ = run(capsys, "summary", str(path), "--format", "json")
+    every = json.loads(out)
+    assert every["op_rows"] == len(every["ops"]) and every["kernel_rows"] == len(every["kernels"])
+    code, out, _ = run(capsys, "summary", str(path), "--limit", "3")
+    assert code == 0 and f"3 of {len(every['ops']):,} ops (--limit 0 prints all)" in out
+    code, out, _ = run(capsys, "summary", str(path), "--limit", "0")
+    assert " ops (--limit" not in out and " of " not in out.split("Wall time")[1].split("\n")[1]
+
+    code, out, _ = run(capsys, "summary", str(path), "--match", "ADDMM", "--format", "json")
+    doc = json.loads(out)
+    assert doc["match"] == "ADDMM" and doc["op_rows"] == len(doc["ops"]) >= 1
+    assert all("addmm" in op["name"].lower() for op in doc["ops"])
+    assert doc["kernels"] and all("addmm" in (k["name"] + k["op"]).lower() for k in doc["kernels"])
+    assert len(doc["kernels"]) < len(every["kernels"])
+    code, out, _ = run(capsys, "summary", str(path), "--match", "addmm")
+    assert f"{len(doc['ops'])} of {len(doc['ops'])} ops matching 'addmm'" in out
+    code, out, _ = run(capsys, "summary", str(path), "--match", "aten::add(")  # not a regex: the text itself
+    assert code == 0 and "no op matches 'aten::add('" in out and "no device event matches" in out
+
+
 def test_summary_step_selects_one_profiler_step(capsys, small_synthetic) -> None:
     path, truth = small_synthetic
     code, out, _ = run(capsys, "summary", str(path), "--format", "json", "--step", "1")

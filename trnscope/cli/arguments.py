@@ -200,6 +200,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--limit", type=int, default=None, metavar="N", help="rows to print (table default 30; csv/json default all)"
     )
+    p.add_argument(
+        "--match",
+        metavar="REGEX",
+        help="only rows whose name matches (case-insensitive; the input shape and stack too when grouped by "
+        "them; a kernel's launching op too), as / filters in the explorer",
+    )
     _add_format(p, ("table", "csv", "json"))
     p.add_argument(
         "--table",

@@ -83,7 +83,7 @@ def cmd_summary(args: argparse.Namespace) -> int:  # noqa: C901 - argument check
                 extras=frozenset(extras),
                 extra_warnings=opened.notes,
             )
-        return summary_document(figures, sort=args.sort, limit=limit, hide=hide)
+        return summary_document(figures, sort=args.sort, limit=limit, hide=hide, match=args.match or "")
 
     try:
         summary = summary_with(asked)

@@ -162,6 +162,17 @@ def extras_that_fit(summary: SummaryOut, width: int) -> set[str]:
     return {planned[c.header] for c in kept if c.header in planned}
 
 
+def _rows_note(shown: int, total: int, match: str, what: str) -> str:
+    """What a cut or filtered table left out: "30 of 115 ops (--limit 0 prints all)",
+    "4 of 4 ops matching 'addmm'" (nothing where the table is whole)."""
+    if total < 0 or (shown >= total and not match):
+        return ""
+    if total == 0:
+        return f"no {what[:-1] if what.endswith('s') else what} matches {safe_text(repr(match))}"
+    matching = f" matching {safe_text(repr(match))}" if match else ""
+    return f"{shown:,} of {total:,} {what}{matching}" + (" (--limit 0 prints all)" if shown < total else "")
+
+
 def render_table(summary: SummaryOut, width: int | None = None, which: str = "both") -> str:  # noqa: C901 - one section per table of the output, each laid out for the width
     """The op table (and kernel table) as text laid out for ``width`` columns: numbers
     are never cut; when they do not fit, the least important columns are left out and
@@ -198,6 +209,8 @@ def render_table(summary: SummaryOut, width: int | None = None, which: str = "bo
         if has_device:
             console.print(f"Self {device} time total: {fmt_time_ns(total_dev * 1000)}")
         console.print(f"Wall time: {fmt_time_ns(summary.totals.wall_us * 1000)}   events: {summary.events:,}")
+        if note := _rows_note(len(ops), summary.op_rows, summary.match, "ops"):
+            console.print(note)
     if which in ("both", "kernels") and summary.kernels:
         console.print()
         kernels = summary.kernels
@@ -225,6 +238,10 @@ def render_table(summary: SummaryOut, width: int | None = None, which: str = "bo
         kept_texts, kept, gone = layout(width, texts, numbers)
         hidden += [h for h in gone if h not in hidden]
         print_columns(console, "Device events (kernels, copies)", kept_texts, kept, len(kernels))
+        if note := _rows_note(len(kernels), summary.kernel_rows, summary.match, "device events"):
+            console.print(note)
+    elif which in ("both", "kernels") and summary.match and summary.kernel_rows == 0:
+        console.print(f"\nno device event matches {safe_text(repr(summary.match))}")
     if hidden:
         console.print(
             f"(hidden at {width} columns: {', '.join(hidden)}; set COLUMNS, or --format csv"

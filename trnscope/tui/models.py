@@ -22,7 +22,14 @@ from trnscope.core.analysis.columns import COLUMNS_BY_KEY, NAME_SORT, OP_COLUMNS
 from trnscope.core.analysis.compare import CompareRow, Comparison
 from trnscope.core.analysis.opfigures import FlopFigures, MemoryFigures, OpFigures, figures_of
 from trnscope.core.analysis.optable import KernelTable, OpTable
-from trnscope.core.analysis.ordering import KERNEL_SORT_COLUMNS, default_op_sort, kernel_table_order, order_figures
+from trnscope.core.analysis.ordering import (
+    KERNEL_SORT_COLUMNS,
+    default_op_sort,
+    kernel_table_order,
+    kernels_matching,
+    order_figures,
+    rows_matching,
+)
 from trnscope.core.analysis.row_labels import distinct_names
 from trnscope.core.base.arrays import equals_any, stable_argsort
 from trnscope.core.base.text import cell_width, safe_text, user_pattern
@@ -106,19 +113,13 @@ def op_order(table: OpTable, state: OpViewState, extras: OpExtras | None = None)
         mask &= ~equals_any(table.role, (Role.ANNOTATION, Role.DEVICE_ANNOTATION))
     pattern = compile_filter(state.filter_text)
     if pattern is not None:
-        texts = (
-            table.name
-            if table.group_by == "op"
-            else [f"{n} {s}{t}" for n, s, t in zip(table.name, table.shape, table.stack)]
-        )
-        # the name as the trace has it, or as shown (a twin's kind after it)
-        mask &= np.fromiter(
-            (
-                pattern.search(t) is not None or (shown != name and pattern.search(shown) is not None)
-                for t, name, shown in zip(texts, table.name, table.shown_name)
-            ),
-            dtype=bool,
-            count=len(table),
+        grouped = table.group_by != "op"
+        mask &= rows_matching(
+            pattern,
+            table.name,
+            table.shape if grouped else (),
+            table.stack if grouped else (),
+            table.shown_name,
         )
     figures = op_figures(table, extras)
     key = state.sort_key or default_op_sort(figures.has_device_time)
@@ -134,11 +135,7 @@ def kernel_order(table: KernelTable, state: OpViewState) -> np.ndarray:
     mask = np.ones(len(table), dtype=bool)
     pattern = compile_filter(state.filter_text)
     if pattern is not None:
-        mask &= np.fromiter(
-            (pattern.search(n) is not None or pattern.search(o) is not None for n, o in zip(table.name, table.top_op)),
-            dtype=bool,
-            count=len(table),
-        )
+        mask &= kernels_matching(pattern, table.name, table.top_op)
     order = kernel_table_order(table, state.sort_key, state.descending)
     return order[mask[order]]
 

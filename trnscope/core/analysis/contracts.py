@@ -159,6 +159,10 @@ class SummaryOut(msgspec.Struct):
     # how Python frames count in Self CPU (``model.op_tree``): "classic", "python",
     # "mixed" (merged traces of both), or "" for a trace without frames
     op_tree: str = ""
+    # rows before --limit cut them (after --hide and --match): -1 where not known
+    op_rows: int = -1
+    kernel_rows: int = -1
+    match: str = ""  # the name filter the rows passed (summary --match), "" for none
 
 
 # -- trnscope chain -----------------------------------------------------------------

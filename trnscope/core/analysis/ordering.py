@@ -1,7 +1,7 @@
 """How op and kernel rows are ordered: the one place sort rules live.
 
 Every presenter (``summary`` text/CSV/JSON, merged summaries, the TUI's tables) asks
-here.  Op-table sort keys are the catalogue's columns (``columns.SORT_KEYS``).
+here, for the order and for which rows a name filter keeps (``rows_matching``).  Op-table sort keys are the catalogue's columns (``columns.SORT_KEYS``).
 ``descending`` means what it says (names Z→A); each column's natural direction
 (numbers largest first, names A→Z) is the default.  Rows without a value (no FLOP
 count) come last either way; ties keep the table's own order in both directions
@@ -10,6 +10,7 @@ count) come last either way; ties keep the table's own order in both directions
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -80,3 +81,41 @@ def kernel_table_order(table: KernelTable, column: str | None = None, descending
         "min": table.minimum,
     }[column]
     return _sorted(np.asarray(values, dtype=np.float64), descending)
+
+
+def rows_matching(
+    pattern: re.Pattern[str],
+    names: Sequence[str],
+    shapes: Sequence[str] = (),
+    stacks: Sequence[str] = (),
+    shown: Sequence[str] = (),
+) -> np.ndarray:
+    """Which rows a name filter (``base.text.user_pattern``: the TUI's ``/``, ``summary
+    --match``) keeps: the name as the trace has it, with its input shape and stack
+    where the table is grouped by them, or the name as shown (a twin's kind after it:
+    "ProfilerStep* (device annotation)")."""
+    grouped = bool(shapes) or bool(stacks)
+    texts = (
+        [f"{n} {s}{t}" for n, s, t in zip(names, shapes or [""] * len(names), stacks or [""] * len(names), strict=True)]
+        if grouped
+        else names
+    )
+    shown = shown or names
+    return np.fromiter(
+        (
+            pattern.search(text) is not None or (twin != name and pattern.search(twin) is not None)
+            for text, name, twin in zip(texts, names, shown, strict=True)
+        ),
+        dtype=bool,
+        count=len(names),
+    )
+
+
+def kernels_matching(pattern: re.Pattern[str], names: Sequence[str], top_ops: Sequence[str]) -> np.ndarray:
+    """Which kernel-table rows a name filter keeps: the device event's name, or the
+    op that launched most of its time."""
+    return np.fromiter(
+        (pattern.search(name) is not None or pattern.search(op) is not None for name, op in zip(names, top_ops)),
+        dtype=bool,
+        count=len(names),
+    )

@@ -23,10 +23,10 @@ from trnscope.core.analysis.contracts import (
     Totals,
 )
 from trnscope.core.analysis.opfigures import OpFigures, figures_of, merge_figures
-from trnscope.core.analysis.ordering import order_figures
+from trnscope.core.analysis.ordering import kernels_matching, order_figures, rows_matching
 from trnscope.core.base.arrays import equals_any, is_member, sorted_unique
 from trnscope.core.base.jsondepth import decode_bounded
-from trnscope.core.base.text import plural
+from trnscope.core.base.text import plural, user_pattern
 from trnscope.core.base.units import fmt_time_ns, us
 from trnscope.core.model.roles import DEVICE_ROLES, Role
 from trnscope.core.model.vocab import NONE_ID, PH_X
@@ -338,23 +338,39 @@ def op_documents(figures: OpFigures, order: np.ndarray) -> list[OpOut]:
 
 
 def summary_document(
-    figures: SummaryFigures, *, sort: str | None = None, limit: int = 0, hide: tuple[str, ...] = ()
+    figures: SummaryFigures,
+    *,
+    sort: str | None = None,
+    limit: int = 0,
+    hide: tuple[str, ...] = (),
+    match: str = "",
 ) -> SummaryOut:
-    """The ``summary`` JSON contract from the figures: rows sorted, filtered and cut to
-    ``limit``; every time rounded to the nanosecond here, once."""
+    """The ``summary`` JSON contract from the figures: rows sorted, filtered (``hide``
+    kinds; ``match``, a name filter as the TUI's ``/``) and cut to ``limit``; every time
+    rounded to the nanosecond here, once.  ``op_rows`` and ``kernel_rows`` say how
+    many rows there were before the cut."""
+    pattern = user_pattern(match)
     ops = figures.ops
     order = order_figures(ops, sort)
-    order = order[visible_groups(ops, hide)[order]]
+    keep = visible_groups(ops, hide)
+    if pattern is not None:
+        grouped = ops.group_by != "op"
+        keep &= rows_matching(pattern, ops.name, ops.shape if grouped else (), ops.stack if grouped else ())
+    order = order[keep[order]]
+    op_rows = len(order)
     if limit > 0:
         order = order[:limit]
     k = figures.kernels
     korder = sorted(range(len(k.name)), key=lambda i: -k.total[i])  # as kernel_table_order's default
+    if pattern is not None:
+        kept = kernels_matching(pattern, k.name, [_top_op(k, i) for i in range(len(k.name))])
+        korder = [i for i in korder if kept[i]]
+    kernel_count = len(korder)
     if limit > 0:
         korder = korder[:limit]
     kernel_rows = []
     for i in korder:
-        launched = k.launch_times[i] if i < len(k.launch_times) else {}
-        top = max(launched.items(), key=lambda item: item[1])[0] if launched else ""
+        top = _top_op(k, i)
         kernel_rows.append(
             KernelOut(
                 k.name[i],
@@ -392,7 +408,16 @@ def summary_document(
         step=figures.step,
         extras=figures.extras,
         op_tree=figures.op_tree,
+        op_rows=op_rows,
+        kernel_rows=kernel_count,
+        match=match,
     )
+
+
+def _top_op(kernels: KernelFigures, row: int) -> str:
+    """The op that launched most of a kernel row's time ("" if none did)."""
+    launched = kernels.launch_times[row] if row < len(kernels.launch_times) else {}
+    return max(launched.items(), key=lambda item: item[1])[0] if launched else ""
 
 
 def build_summary(
