@@ -452,6 +452,12 @@ def test_compare_table_csv_and_limits(capsys, small_synthetic, tmp_path: Path) -
     path, _ = small_synthetic
     code, out, _ = run(capsys, "compare", str(path), str(path), "--limit", "5")
     assert code == 0 and "Ops, by largest change" in out
+    # rows cut by the limit are said to be, as a table's left-out columns are
+    code, doc, _ = run(capsys, "compare", str(path), str(path), "--format", "json")
+    ops = [row for row in json.loads(doc)["ops"] if row["kind"] != "python"]
+    assert re.search(rf"\(rows shown: .*ops 5 of {len(ops):,}, the largest changes first; --limit 0 prints all\)", out)
+    code, out, _ = run(capsys, "compare", str(path), str(path), "--limit", "0")
+    assert "rows shown" not in out
     code, out, _ = run(capsys, "compare", str(path), str(path), "--format", "csv")
     rows = list(csv.reader(io.StringIO(out)))
     assert rows[0][:3] == ["section", "key", "kind"] and len(rows) > 10

@@ -222,6 +222,17 @@ def render_table(comparison: Comparison, limit: int, width: int, hide: tuple[str
     only_kernels = comparison.kernel_runs and all(row.kind == "kernel" for row in comparison.rows)
     if not only_kernels:  # a kernel benchmark's "ops" are its kernels, compared above
         hidden += _rows_table(console, "Ops, by largest change", comparison, _cap(shown, limit), width, True)
+    cut = [
+        f"{what} {limit:,} of {len(rows):,}"
+        for what, rows, printed in (
+            ("regions", comparison.regions, True),
+            ("device work", comparison.kernels, True),
+            ("ops", shown, not only_kernels),
+        )
+        if printed and 0 < limit < len(rows)
+    ]
+    if cut:  # rows left out say so, as columns do
+        console.print(f"(rows shown: {', '.join(cut)}, the largest changes first; --limit 0 prints all)")
     if len(shown) < len(comparison.rows):
         kinds = sorted({row.kind for row in comparison.rows if row.kind in hide})
         console.print(
