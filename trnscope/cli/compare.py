@@ -196,17 +196,7 @@ def render_table(comparison: Comparison, limit: int, width: int, hide: tuple[str
     hidden: list[str] = []
     hidden += _kernel_runs_lines(comparison, width, console)
     if comparison.diagnosis and not comparison.kernel_runs:
-        rows = diagnosis_rows(comparison.diagnosis, fmt_time_ns, wide=True)
-        rows_named = [label for label, _ in rows]
-        texts = [("Diagnosis", rows_named, 24, 100)]  # (trnscope diagnose's figures)
-        numbers = [
-            NumberColumn(letter, 90 - k, [values[k] for _, values in rows])
-            for k, letter in enumerate(LETTERS[: len(comparison.diagnosis)])
-        ]
-        kept_texts, kept, gone = layout(width, texts, numbers)
-        hidden += gone
-        print_columns(console, "", kept_texts, kept, len(rows_named))
-        console.print()
+        hidden += _diagnosis_table(console, comparison, width)
     if comparison.regions:
         hidden += _rows_table(
             console,
@@ -222,23 +212,7 @@ def render_table(comparison: Comparison, limit: int, width: int, hide: tuple[str
     only_kernels = comparison.kernel_runs and all(row.kind == "kernel" for row in comparison.rows)
     if not only_kernels:  # a kernel benchmark's "ops" are its kernels, compared above
         hidden += _rows_table(console, "Ops, by largest change", comparison, _cap(shown, limit), width, True)
-    cut = [
-        f"{what} {limit:,} of {len(rows):,}"
-        for what, rows, printed in (
-            ("regions", comparison.regions, True),
-            ("device work", comparison.kernels, True),
-            ("ops", shown, not only_kernels),
-        )
-        if printed and 0 < limit < len(rows)
-    ]
-    if cut:  # rows left out say so, as columns do
-        console.print(f"(rows shown: {', '.join(cut)}, the largest changes first; --limit 0 prints all)")
-    if len(shown) < len(comparison.rows):
-        kinds = sorted({row.kind for row in comparison.rows if row.kind in hide})
-        console.print(
-            f"({len(comparison.rows) - len(shown):,} {'/'.join(kinds)} rows hidden"
-            f"{', as in the explorer' if hide == DEFAULT_HIDE else ''}: --hide none shows them)"
-        )
+    _left_out(console, comparison, shown, limit, hide, not only_kernels)
     if hidden:
         unique = list(dict.fromkeys(hidden))
         console.print(f"(hidden at {width} columns: {', '.join(unique)}; set COLUMNS, or --format csv / json)")
@@ -246,6 +220,51 @@ def render_table(comparison: Comparison, limit: int, width: int, hide: tuple[str
         for line in wrap_words("note: " + safe_text(note), width, ""):
             console.print(line)
     return console.export_text()
+
+
+def _diagnosis_table(console: Any, comparison: Comparison, width: int) -> list[str]:
+    """Each variant's diagnosis figures (``trnscope diagnose``'s), side by side; the
+    columns left out at this width."""
+    rows = diagnosis_rows(comparison.diagnosis, fmt_time_ns, wide=True)
+    rows_named = [label for label, _ in rows]
+    texts = [("Diagnosis", rows_named, 24, 100)]
+    numbers = [
+        NumberColumn(letter, 90 - k, [values[k] for _, values in rows])
+        for k, letter in enumerate(LETTERS[: len(comparison.diagnosis)])
+    ]
+    kept_texts, kept, gone = layout(width, texts, numbers)
+    print_columns(console, "", kept_texts, kept, len(rows_named))
+    console.print()
+    return gone
+
+
+def _left_out(
+    console: Any, comparison: Comparison, shown: list[CompareRow], limit: int, hide: tuple[str, ...], ops_printed: bool
+) -> None:
+    """What rows the tables left out: cut by ``--limit``, or of a hidden kind."""
+    if cut := _rows_cut(comparison, shown, limit, ops_printed):  # rows left out say so, as columns do
+        console.print(cut)
+    if len(shown) < len(comparison.rows):
+        kinds = sorted({row.kind for row in comparison.rows if row.kind in hide})
+        console.print(
+            f"({len(comparison.rows) - len(shown):,} {'/'.join(kinds)} rows hidden"
+            f"{', as in the explorer' if hide == DEFAULT_HIDE else ''}: --hide none shows them)"
+        )
+
+
+def _rows_cut(comparison: Comparison, ops: list[CompareRow], limit: int, ops_printed: bool) -> str:
+    """The note on the tables ``--limit`` cut: "(rows shown: regions 25 of 35, ops 25
+    of 433, …)", or "" where none was."""
+    cut = [
+        f"{what} {limit:,} of {len(rows):,}"
+        for what, rows, printed in (
+            ("regions", comparison.regions, True),
+            ("device work", comparison.kernels, True),
+            ("ops", ops, ops_printed),
+        )
+        if printed and 0 < limit < len(rows)
+    ]
+    return f"(rows shown: {', '.join(cut)}, the largest changes first; --limit 0 prints all)" if cut else ""
 
 
 def _device_work_table(console: Any, comparison: Comparison, rows: list[CompareRow], width: int) -> list[str]:
