@@ -988,13 +988,20 @@ def test_chain_text_fits_the_terminal_and_keeps_every_figure_whole(width: int, m
     from rich.cells import cell_len
 
     from trnscope.core.analysis.chain import chain_for
+    from trnscope.core.analysis.chain_model import CONTEXT_KINDS, context_summary
     from trnscope.core.analysis.chain_text import render_chain_text
     from trnscope.core.base.units import fmt_time_ns
     from trnscope.core.formats import discover, load_source
 
     monkeypatch.setenv("COLUMNS", str(width))
     for path, op, select in _chain_cases():
-        code, out, _ = run(capsys, "chain", str(path), "--op", op, *(["--select", select] if select else []))
+        picked = ["--select", select] if select else []
+        # by default the op's context is one line, as the explorer shows it first, wrapped whole
+        code, out, _ = run(capsys, "chain", str(path), "--op", op, *picked)
+        assert code == 0 and all(cell_len(line) <= width for line in out.splitlines())
+        folded_text = " ".join(out.split())
+        folded = [line for line in out.splitlines()[2:] if re.match(r" *-?[\d.]+(us|ms|s) +[\d.]+(us|ms|s)  ", line)]
+        code, out, _ = run(capsys, "chain", str(path), "--op", op, "--context", *picked)
         assert code == 0
         lines = out.splitlines()
         assert all(cell_len(line) <= width for line in lines), [line for line in lines if cell_len(line) > width]
@@ -1018,6 +1025,10 @@ def test_chain_text_fits_the_terminal_and_keeps_every_figure_whole(width: int, m
             # ("[threa…8)]" for "thread 3126441 (python3.8)")
             told = [line[line.rindex("  [") + 3 : -1] for line in hop_lines if line.endswith("]")]
             assert all("…" not in place for place in told), told
+        outside = [h for h in chain.hops if h.kind not in CONTEXT_KINDS]
+        assert len(folded) == len(outside) < len(chain.hops)
+        assert [line[:27] for line in folded] == [line[:27] for line in hop_lines[-len(outside) :]]
+        assert context_summary(chain).split(" ← ")[-1] in folded_text  # "16 Python frames": whole
         copy = render_chain_text(chain).splitlines()
         copied = [line for line in copy[2:] if re.match(r" *-?[\d.]+(us|ms|s) +[\d.]+(us|ms|s)  ", line)]
         assert len(copied) == len(chain.hops)

@@ -241,6 +241,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="K",
         help="K-th instance (0-based, in time order), or slowest, median, fastest; default: the slowest",
     )
+    p.add_argument(
+        "--context",
+        action="store_true",
+        help="list the op's parents and Python frames one by one (text: one line by default, as the explorer "
+        "shows them first; json always has them)",
+    )
     _add_format(p, ("text", "json"))
     _add_load_options(p)
 

@@ -31,7 +31,7 @@ def cmd_chain(args: argparse.Namespace) -> int:
     if args.format == "json":
         write_json(chain_document(chain))
     else:
-        sys.stdout.write(render_chain_text(chain, output_width()))
+        sys.stdout.write(render_chain_text(chain, output_width(), context=args.context))
     sys.stdout.flush()
     opened.finish()
     return 0

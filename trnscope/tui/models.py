@@ -17,7 +17,7 @@ import numpy as np
 from rich.text import Text
 
 from trnscope.core.analysis.analysis import Analysis
-from trnscope.core.analysis.chain_model import Chain
+from trnscope.core.analysis.chain_model import Chain, context_summary
 from trnscope.core.analysis.columns import COLUMNS_BY_KEY, NAME_SORT, OP_COLUMNS, SORT_KEYS, Unit, Values, has_what
 from trnscope.core.analysis.compare import CompareRow, Comparison
 from trnscope.core.analysis.opfigures import FlopFigures, MemoryFigures, OpFigures, figures_of
@@ -362,39 +362,6 @@ def instance_order(analysis: Analysis, rows: np.ndarray, by: str, time_rank: np.
     order = np.empty(time_rank.size, dtype=np.int64)
     order[time_rank] = np.arange(time_rank.size)
     return order
-
-
-CONTEXT_KINDS = ("parent", "python")
-
-
-def visible_hops(chain: Chain, show_context: bool) -> list[int]:
-    """Hop indices to draw, -1 standing for one line that sums up the op's parents and
-    Python frames (the first screen shows the op, its runtime calls and its device
-    work; the context is one keypress away)."""
-    leading = 0
-    while leading < len(chain.hops) and chain.hops[leading].kind in CONTEXT_KINDS:
-        leading += 1
-    if show_context or leading == 0:
-        return list(range(len(chain.hops)))
-    return [-1, *range(leading, len(chain.hops))]
-
-
-def context_summary(chain: Chain) -> str:
-    """ "in rmsnorm ← ProfilerStep#4 ← 12 Python frames": the op's parents, innermost
-    first, and how many Python frames surround it."""
-    parents: list[str] = []
-    python = 0
-    for hop in chain.hops:
-        if hop.kind not in CONTEXT_KINDS:
-            break
-        if hop.kind == "python":
-            python += 1
-        else:
-            parents.append(hop.name)
-    parts = parents[::-1]
-    if python:
-        parts.append(f"{python} Python frame{'s' if python != 1 else ''}")
-    return "in " + " ← ".join(parts) if parts else ""
 
 
 def chain_model(chain: Chain, shown: list[int] | None = None) -> TableModel:

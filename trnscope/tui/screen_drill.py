@@ -20,7 +20,7 @@ from trnscope.core.analysis.chain import (
     op_group_of_row,
     read_hop_args,
 )
-from trnscope.core.analysis.chain_model import Chain
+from trnscope.core.analysis.chain_model import Chain, context_summary, visible_hops
 from trnscope.core.analysis.chain_text import render_chain_text
 from trnscope.core.analysis.timeline import compact_lane_labels
 from trnscope.core.base.cachedir import writable_dir
@@ -30,12 +30,10 @@ from trnscope.tui.keyhints import KeyHints
 from trnscope.tui.messages import ShowDrill, ShowTimeline
 from trnscope.tui.models import (
     chain_model,
-    context_summary,
     instance_order,
     instances_model,
     shown_names,
     time_ranks,
-    visible_hops,
 )
 from trnscope.tui.panes import pane
 from trnscope.tui.screen_base import ExplorerScreen

@@ -87,6 +87,39 @@ class Chain(msgspec.Struct):
     notes: list[str] = []
 
 
+CONTEXT_KINDS = ("parent", "python")  # the hops above the op: where it was called from
+
+
+def visible_hops(chain: Chain, show_context: bool) -> list[int]:
+    """Hop indices to draw, -1 standing for one line that sums up the op's parents and
+    Python frames (the first screen shows the op, its runtime calls and its device
+    work; the context is one keypress away)."""
+    leading = 0
+    while leading < len(chain.hops) and chain.hops[leading].kind in CONTEXT_KINDS:
+        leading += 1
+    if show_context or leading == 0:
+        return list(range(len(chain.hops)))
+    return [-1, *range(leading, len(chain.hops))]
+
+
+def context_summary(chain: Chain) -> str:
+    """ "in rmsnorm ← ProfilerStep#4 ← 12 Python frames": the op's parents, innermost
+    first, and how many Python frames surround it."""
+    parents: list[str] = []
+    python = 0
+    for hop in chain.hops:
+        if hop.kind not in CONTEXT_KINDS:
+            break
+        if hop.kind == "python":
+            python += 1
+        else:
+            parents.append(hop.name)
+    parts = parents[::-1]
+    if python:
+        parts.append(f"{python} Python frame{'s' if python != 1 else ''}")
+    return "in " + " ← ".join(parts) if parts else ""
+
+
 def _us(ns: float) -> float:
     return round(float(ns) / 1000.0, 3)
 

@@ -10,7 +10,7 @@ the closing figures wrap onto more lines instead of running off the edge."""
 
 from __future__ import annotations
 
-from trnscope.core.analysis.chain_model import Chain
+from trnscope.core.analysis.chain_model import Chain, context_summary, visible_hops
 from trnscope.core.analysis.timeline import compact_lane_labels
 from trnscope.core.base.text import cell_width, elide_middle_text, safe_text, wrap_words
 from trnscope.core.base.units import fmt_time_ns
@@ -27,9 +27,12 @@ _PLACE_MIN = 8  # the bracketed thread or stream, elided no shorter than this
 _ARGS_ROOM = 40  # an event's arguments keep this much of a line: their indent gives way first
 
 
-def render_chain_text(chain: Chain, width: int | None = None) -> str:
+def render_chain_text(chain: Chain, width: int | None = None, context: bool = True) -> str:
     """The chain as text, file text sanitised, one hop per line; ``width``: the
-    terminal's columns (``None``: every line whole, for a copy or a file)."""
+    terminal's columns (``None``: every line whole, for a copy or a file); ``context``
+    False: the op's parents and Python frames as one line, as the explorer shows them
+    first (a TimeSformer op sat under 30 of them, a ``capture run`` under 8 of the
+    wrapper's own)."""
     lines = [_fit(f"{safe_text(chain.op)}  (instance #{chain.instance} · {chain.instances:,} in all)", width)]
     # under 100 columns the layer's column goes: the names say which layer they are, and
     # a kernel's name needs the room more
@@ -39,6 +42,21 @@ def render_chain_text(chain: Chain, width: int | None = None) -> str:
         f"{'start':>12} {'duration':>12}  {'layer':<9} hop" if layered else f"{'start':>12} {'duration':>12}  hop"
     )
     level = _levels(chain, None if width is None else (width - fixed - _NAME_ROOM) // 2)
+    hops = chain.hops
+    visible = visible_hops(chain, context)
+    if visible and visible[0] < 0:  # the context folded: its line (wrapped, never cut), then the op at the left
+        head = f"{'':>12} {'':>12}  " + (f"{'context':<9} " if layered else "")
+        summary = f"{safe_text(context_summary(chain))}  (--context lists them)"
+        under = " " * len(head)
+        if width is not None and width - len(under) < _ARGS_ROOM:  # as an event's arguments: the indent gives way
+            under = " " * min(len(head), max(width - _ARGS_ROOM, 2))
+        wrapped = [head + summary] if width is None else _wrapped(summary, width, under)
+        if len(under) == len(head):  # the layer's column says what the line is
+            wrapped[0] = head + wrapped[0][len(under) :]
+        lines += wrapped
+        base = level[visible[1]] if len(visible) > 1 else 0
+        hops = [chain.hops[i] for i in visible[1:]]
+        level = [max(level[i] - base, 0) for i in visible[1:]]
     places = sorted({safe_text(h.thread_or_stream) for h in chain.hops})
     # where a place does not fit whole, the form that still tells it apart ("thread
     # 3126441" for "thread 3126441 (python3.8)", which elided read "threa…8)"; the
@@ -46,7 +64,7 @@ def render_chain_text(chain: Chain, width: int | None = None) -> str:
     shorter = dict(zip(places, compact_lane_labels(places), strict=True))
     shorter |= {safe_text(h.thread_or_stream): safe_text(h.short_place) for h in chain.hops if h.short_place}
     last_place = None
-    for h, depth in zip(chain.hops, level):
+    for h, depth in zip(hops, level, strict=True):
         indent = "  " * depth
         layer = f"{h.layer:<9} " if layered else ""
         prefix = f"{fmt_time_ns(h.start_us * 1000):>12} {fmt_time_ns(h.dur_us * 1000):>12}  {layer}{indent}"
