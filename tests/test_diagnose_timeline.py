@@ -1352,6 +1352,22 @@ def test_a_device_traces_time_before_its_first_launch_is_a_finding(tmp_path: Pat
     # the frame that held the most of it, not its inner call that held half as much
     assert "600.000us of it inside pipeline.py(129): preprocess" in finding.message
 
+    # a frame that runs the step's ops later (inside the devices' span) did not hold the
+    # time before them: it is no Python call to name
+    running = [
+        annotation("ProfilerStep#1", 0, 1_000),
+        event("model.py(10): run", "python_function", 5, 985),
+        op("aten::mm", 400, 20, ext=1),
+        launch(405, 5, correlation=1, ext=1),
+        kernel("gemm", 410, 20, correlation=1, ext=1),
+        op("aten::add", 430, 510, ext=2),
+        launch(435, 5, correlation=2, ext=2),
+        kernel("add", 440, 510, correlation=2, ext=2),
+    ]
+    (tmp_path / "r").mkdir()
+    (finding,) = [f for f in diagnose(_trace(tmp_path / "r", running)).findings if f.kind == "outside_ops"]
+    assert "inside" not in finding.message, finding.message
+
     queued = [  # launched at 20 µs, run at 700: the device was busy elsewhere, not waiting on Python
         annotation("ProfilerStep#1", 0, 1_000),
         op("aten::mm", 10, 50, ext=1),

@@ -351,9 +351,10 @@ def _before_device_work(
         region = difference(Union(starts, ends), Union(np.array([first]), np.array([last])))
         regions[thread] = difference(region, captures.windows) if captures is not None else region
     outside = 0
-    busy_rows = busy_rows[(ev.ts[busy_rows] < first) | (ev.ts[busy_rows] + np.maximum(ev.dur[busy_rows], 0) > last)]
+    # (only ops reaching outside the span cover any of it; the frame below sees them all)
+    near = busy_rows[(ev.ts[busy_rows] < first) | (ev.ts[busy_rows] + np.maximum(ev.dur[busy_rows], 0) > last)]
     for thread, region in regions.items():
-        rows = busy_rows[ev.thread[busy_rows] == thread]
+        rows = near[ev.thread[near] == thread]
         busy = Union(ev.ts[rows], ev.ts[rows] + np.maximum(ev.dur[rows], 0))
         outside += region.length - intersection(busy, region).length
     if outside < OUTSIDE_OPS_SHARE * total:
