@@ -458,6 +458,16 @@ def test_compare_table_csv_and_limits(capsys, small_synthetic, tmp_path: Path) -
     assert re.search(rf"\(rows shown: .*ops 5 of {len(ops):,}, the largest changes first; --limit 0 prints all\)", out)
     code, out, _ = run(capsys, "compare", str(path), str(path), "--limit", "0")
     assert "rows shown" not in out
+    # --match keeps the rows whose name matches, as / does in the explorer's comparison
+    code, doc, _ = run(capsys, "compare", str(path), str(path), "--match", "ADDMM", "--format", "json")
+    matched = json.loads(doc)
+    assert (
+        matched["match"] == "ADDMM"
+        and matched["ops"]
+        and all("addmm" in row["key"].lower() for row in matched["ops"] + matched["regions"])
+    )
+    code, out, _ = run(capsys, "compare", str(path), str(path), "--match", "addmm")
+    assert code == 0 and "(only rows whose name matches 'addmm': --match)" in out
     code, out, _ = run(capsys, "compare", str(path), str(path), "--format", "csv")
     rows = list(csv.reader(io.StringIO(out)))
     assert rows[0][:3] == ["section", "key", "kind"] and len(rows) > 10

@@ -283,6 +283,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_format(p, ("table", "csv", "json"))
     p.add_argument("--limit", type=int, default=None, metavar="N")
     p.add_argument(
+        "--match",
+        metavar="REGEX",
+        help="only the regions, device work and ops whose name matches (case-insensitive), as / filters in the "
+        "explorer's comparison",
+    )
+    p.add_argument(
         "--hide",
         action="append",
         default=[],

@@ -11,7 +11,7 @@ from trnscope.cli.sources import open_sources
 from trnscope.cli.text_table import NAME_COMFORT, NAME_MIN, NumberColumn, layout, print_columns
 from trnscope.cli.textout import csv_writer, text_console
 from trnscope.cli.width import output_width
-from trnscope.core.analysis.compare import METRICS, CompareRow, Comparison, compare, with_metric
+from trnscope.core.analysis.compare import METRICS, CompareRow, Comparison, compare, matching, with_metric
 from trnscope.core.analysis.compare_model import diagnosis_rows
 from trnscope.core.analysis.contracts import compare_document, encode, figures_document
 from trnscope.core.analysis.distribution import RatioInterval
@@ -27,8 +27,8 @@ def _cap(rows: list[CompareRow], limit: int) -> list[CompareRow]:
     return rows[:limit] if limit > 0 else rows
 
 
-def render_json(comparison: Comparison, limit: int) -> str:
-    return encode(compare_document(comparison, limit)) + "\n"
+def render_json(comparison: Comparison, limit: int, match: str = "") -> str:
+    return encode(compare_document(comparison, limit, match)) + "\n"
 
 
 def render_csv(comparison: Comparison, limit: int, terminal: bool = False) -> str:
@@ -188,7 +188,7 @@ def _kernel_runs_lines(comparison: Comparison, width: int, console: Any) -> list
 DEFAULT_HIDE = ("python",)
 
 
-def render_table(comparison: Comparison, limit: int, width: int, hide: tuple[str, ...] = ()) -> str:
+def render_table(comparison: Comparison, limit: int, width: int, hide: tuple[str, ...] = (), match: str = "") -> str:
     console = text_console(width)
     for line in variant_legend(comparison):
         console.print(line)
@@ -212,7 +212,7 @@ def render_table(comparison: Comparison, limit: int, width: int, hide: tuple[str
     only_kernels = comparison.kernel_runs and all(row.kind == "kernel" for row in comparison.rows)
     if not only_kernels:  # a kernel benchmark's "ops" are its kernels, compared above
         hidden += _rows_table(console, "Ops, by largest change", comparison, _cap(shown, limit), width, True)
-    _left_out(console, comparison, shown, limit, hide, not only_kernels)
+    _left_out(console, comparison, shown, limit, hide, not only_kernels, match)
     if hidden:
         unique = list(dict.fromkeys(hidden))
         console.print(f"(hidden at {width} columns: {', '.join(unique)}; set COLUMNS, or --format csv / json)")
@@ -239,11 +239,20 @@ def _diagnosis_table(console: Any, comparison: Comparison, width: int) -> list[s
 
 
 def _left_out(
-    console: Any, comparison: Comparison, shown: list[CompareRow], limit: int, hide: tuple[str, ...], ops_printed: bool
+    console: Any,
+    comparison: Comparison,
+    shown: list[CompareRow],
+    limit: int,
+    hide: tuple[str, ...],
+    ops_printed: bool,
+    match: str = "",
 ) -> None:
-    """What rows the tables left out: cut by ``--limit``, or of a hidden kind."""
+    """What rows the tables left out: cut by ``--limit``, of a hidden kind, or not
+    matching ``--match``."""
     if cut := _rows_cut(comparison, shown, limit, ops_printed):  # rows left out say so, as columns do
         console.print(cut)
+    if match:
+        console.print(f"(only rows whose name matches {safe_text(repr(match))}: --match)")
     if len(shown) < len(comparison.rows):
         kinds = sorted({row.kind for row in comparison.rows if row.kind in hide})
         console.print(
@@ -345,17 +354,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
     comparison = compare(opened.analyses, opened.labels, _align_pairs(args))
     if getattr(args, "metric", None):
         comparison = with_metric(comparison, "calls" if args.metric == "calls" else f"{args.metric}_ns")
+    if args.match:
+        comparison = matching(comparison, args.match)
     limit = args.limit if args.limit is not None else (25 if args.format == "table" else 0)
     if limit < 0:
         raise TrnscopeError("--limit must be 0 (no limit) or more")
     asked = tuple(h.strip() for item in getattr(args, "hide", []) or [] for h in item.split(",") if h.strip())
     hide = DEFAULT_HIDE if not asked else tuple(h for h in asked if h != "none")
     if args.format == "json":
-        sys.stdout.write(render_json(comparison, limit))
+        sys.stdout.write(render_json(comparison, limit, args.match or ""))
     elif args.format == "csv":
         sys.stdout.write(render_csv(comparison, limit, terminal=sys.stdout.isatty()))
     else:
-        sys.stdout.write(render_table(comparison, limit, output_width(), hide))
+        sys.stdout.write(render_table(comparison, limit, output_width(), hide, args.match or ""))
     sys.stdout.flush()
     opened.finish()
     return 0

@@ -10,10 +10,10 @@ from textual.binding import Binding
 from textual.widgets import Input, Static
 
 from trnscope.core.analysis.analysis import Analysis
-from trnscope.core.analysis.compare import METRICS, CompareRow, Comparison, with_metric
+from trnscope.core.analysis.compare import METRICS, CompareRow, Comparison, key_matches, with_metric
 from trnscope.core.analysis.compare_model import diagnosis_rows
 from trnscope.core.analysis.distribution import sparkline
-from trnscope.core.base.text import safe_text, user_pattern
+from trnscope.core.base.text import safe_text
 from trnscope.core.base.units import fmt_time_short
 from trnscope.tui.filterbox import FilterScreen
 from trnscope.tui.keyhints import KeyHints
@@ -129,10 +129,7 @@ class CompareScreen(FilterScreen):
         ]
         if not self.show_python:
             rows = [r for r in rows if r.kind != "python"]
-        pattern = user_pattern(self.filter_text)
-        if pattern is not None:
-            rows = [r for r in rows if pattern.search(r.key)]
-        return rows
+        return key_matches(rows, self.filter_text)
 
     def _show(self) -> None:
         title = Text()  # wraps: three variants' labels and the metric at 80 columns

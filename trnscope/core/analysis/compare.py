@@ -18,6 +18,7 @@ from trnscope.core.analysis.compare_model import CompareRow, Comparison, Figures
 from trnscope.core.analysis.distribution import RatioInterval, bootstrap_ratio
 from trnscope.core.analysis.kernel_compare import compare_kernel_runs, is_kernel_benchmark
 from trnscope.core.base.arrays import equals_any, sorted_unique
+from trnscope.core.base.text import user_pattern
 from trnscope.core.link.linker import enclosing_op
 from trnscope.core.model.roles import Role, is_profiler_step
 
@@ -320,6 +321,24 @@ def sort_rows(lists: tuple[list[CompareRow], ...], metric: str) -> None:
     """Largest change of ``metric`` first; CPU time, then the name, break ties."""
     for rows in lists:
         rows.sort(key=lambda row: (-_change(row, metric), -_change(row, "cpu_total_ns"), row.key))
+
+
+def key_matches(rows: list[CompareRow], text: str) -> list[CompareRow]:
+    """The rows whose key a name filter (``base.text.user_pattern``) keeps: the
+    explorer's ``/`` in the comparison, and ``compare --match``."""
+    pattern = user_pattern(text)
+    return rows if pattern is None else [row for row in rows if pattern.search(row.key)]
+
+
+def matching(comparison: Comparison, text: str) -> Comparison:
+    """The comparison with only the regions, device work and ops whose name matches
+    ``text`` (a kernel benchmark's executions stay: each is one kernel already)."""
+    return msgspec.structs.replace(
+        comparison,
+        rows=key_matches(comparison.rows, text),
+        regions=key_matches(comparison.regions, text),
+        kernels=key_matches(comparison.kernels, text),
+    )
 
 
 def with_metric(comparison: Comparison, metric: str) -> Comparison:

@@ -341,6 +341,7 @@ class CompareOut(msgspec.Struct):
     diagnosis: dict[str, DiagnosisRowOut] = {}  # per variant label
     kernel_runs: list[KernelRunRowOut] = []  # kernel benchmarks: executions compared
     notes: list[str] = []
+    match: str = ""  # the name filter the rows passed (compare --match), "" for none
 
 
 def _kernel_run_rows(comparison: Comparison) -> list[KernelRunRowOut]:
@@ -413,8 +414,9 @@ def _row_document(comparison: Comparison, row: CompareRow) -> CompareRowOut:
     )
 
 
-def compare_document(comparison: Comparison, limit: int = 0) -> CompareOut:
-    """``limit`` (> 0) caps every section."""
+def compare_document(comparison: Comparison, limit: int = 0, match: str = "") -> CompareOut:
+    """``limit`` (> 0) caps every section; ``match``: the filter ``comparison`` was
+    narrowed by (``compare.matching``), said in the document."""
 
     def cap(rows: list[CompareRow]) -> list[CompareRowOut]:
         return [_row_document(comparison, r) for r in (rows[:limit] if limit > 0 else rows)]
@@ -440,6 +442,7 @@ def compare_document(comparison: Comparison, limit: int = 0) -> CompareOut:
         },
         kernel_runs=_kernel_run_rows(comparison),
         notes=comparison.notes,
+        match=match,
     )
 
 
