@@ -102,6 +102,9 @@ def test_summary_says_what_its_limit_left_out_and_filters_names(capsys, small_sy
     assert f"{len(doc['ops'])} of {len(doc['ops'])} ops matching 'addmm'" in out
     code, out, _ = run(capsys, "summary", str(path), "--match", "aten::add(")  # not a regex: the text itself
     assert code == 0 and "no op matches 'aten::add('" in out and "no device event matches" in out
+    cpu = SAMPLES / "cpu_train_tiny_session"  # no device table to speak of
+    code, out, _ = run(capsys, "summary", str(cpu), "--match", "zzz")
+    assert "no op matches 'zzz'" in out and "device event" not in out
 
 
 def test_summary_step_selects_one_profiler_step(capsys, small_synthetic) -> None:

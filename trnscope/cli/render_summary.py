@@ -162,6 +162,11 @@ def extras_that_fit(summary: SummaryOut, width: int) -> set[str]:
     return {planned[c.header] for c in kept if c.header in planned}
 
 
+def _has_device_events(summary: SummaryOut) -> bool:
+    """Whether the trace has a device table to speak of (a CPU trace has none)."""
+    return bool(summary.link is not None and summary.link.device_events) or summary.totals.self_device_us > 0
+
+
 def _rows_note(shown: int, total: int, match: str, what: str) -> str:
     """What a cut or filtered table left out: "30 of 115 ops (--limit 0 prints all)",
     "4 of 4 ops matching 'addmm'" (nothing where the table is whole)."""
@@ -240,7 +245,7 @@ def render_table(summary: SummaryOut, width: int | None = None, which: str = "bo
         print_columns(console, "Device events (kernels, copies)", kept_texts, kept, len(kernels))
         if note := _rows_note(len(kernels), summary.kernel_rows, summary.match, "device events"):
             console.print(note)
-    elif which in ("both", "kernels") and summary.match and summary.kernel_rows == 0:
+    elif which in ("both", "kernels") and summary.match and summary.kernel_rows == 0 and _has_device_events(summary):
         console.print(f"\nno device event matches {safe_text(repr(summary.match))}")
     if hidden:
         console.print(
