@@ -1368,32 +1368,30 @@ def test_a_device_traces_time_before_its_first_launch_is_a_finding(tmp_path: Pat
     (finding,) = [f for f in diagnose(_trace(tmp_path / "r", running)).findings if f.kind == "outside_ops"]
     assert "inside" not in finding.message, finding.message
 
-    queued = [  # launched at 20 µs, run at 700: the device was busy elsewhere, not waiting on Python
-        annotation("ProfilerStep#1", 0, 1_000),
-        op("aten::mm", 10, 50, ext=1),
-        launch(20, 5, correlation=1, ext=1),
-        kernel("gemm", 700, 290, correlation=1, ext=1),
-    ]
-    (tmp_path / "q").mkdir()
-    assert not [f for f in diagnose(_trace(tmp_path / "q", queued)).findings if f.kind == "outside_ops"]
-    capturing = [  # recording a graph: nothing runs by design
-        annotation("ProfilerStep#1", 0, 1_000),
-        runtime("cudaStreamBeginCapture", 5, 2, correlation=7),
-        runtime("cudaStreamEndCapture", 690, 2, correlation=8),
-        op("aten::mm", 700, 50, ext=1),
-        launch(710, 5, correlation=1, ext=1),
-        kernel("gemm", 720, 270, correlation=1, ext=1),
-    ]
-    (tmp_path / "c").mkdir()
-    assert not [f for f in diagnose(_trace(tmp_path / "c", capturing)).findings if f.kind == "outside_ops"]
-    elsewhere = [  # the step's thread runs no op at all (HTA's Triton example): no "between"
-        annotation("ProfilerStep#1", 0, 1_000, tid=9),
-        op("aten::mm", 700, 50, ext=1),
-        launch(710, 5, correlation=1, ext=1),
-        kernel("gemm", 720, 20, correlation=1, ext=1),
-    ]
-    (tmp_path / "e").mkdir()
-    assert not [f for f in diagnose(_trace(tmp_path / "e", elsewhere)).findings if f.kind == "outside_ops"]
+    def work(op_at: float, launch_at: float, kernel_at: float, kernel_for: float) -> list[dict]:
+        return [
+            op("aten::mm", op_at, 50, ext=1),
+            launch(launch_at, 5, correlation=1, ext=1),
+            kernel("gemm", kernel_at, kernel_for, correlation=1, ext=1),
+        ]
+
+    step = annotation("ProfilerStep#1", 0, 1_000)
+    not_the_host = {
+        # launched at 20 µs, run at 700: the device was busy elsewhere, not waiting on Python
+        "queued": [step, *work(10, 20, 700, 290)],
+        # recording a graph: nothing runs by design
+        "capturing": [
+            step,
+            runtime("cudaStreamBeginCapture", 5, 2, correlation=7),
+            runtime("cudaStreamEndCapture", 690, 2, correlation=8),
+            *work(700, 710, 720, 270),
+        ],
+        # the step's thread runs no op at all (HTA's Triton example): no "between"
+        "elsewhere": [annotation("ProfilerStep#1", 0, 1_000, tid=9), *work(700, 710, 720, 20)],
+    }
+    for name, events in not_the_host.items():
+        (tmp_path / name).mkdir()
+        assert not [f for f in diagnose(_trace(tmp_path / name, events)).findings if f.kind == "outside_ops"], name
 
 
 def test_no_finding_to_see_is_not_pointed_at(tmp_path: Path) -> None:

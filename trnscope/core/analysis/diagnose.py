@@ -288,11 +288,46 @@ def _outside_ops(
     # (a trace of no op at all — ranges alone, a Python-only capture — has no ops to be between)
     if total <= 0 or outside < OUTSIDE_OPS_SHARE * total or not busy_rows.size:
         return []
-    whose = "the busiest thread" if windows[0][0] == WHOLE_TRACE else "the steps' thread"
-    of = "the trace's" if windows[0][0] == WHOLE_TRACE else "their"
+    return [
+        _op_free_finding(
+            analysis,
+            windows,
+            busy_rows,
+            outside,
+            total,
+            wall,
+            collectives,
+            where="",
+            python=": Python between the ops, or waiting",
+            remedy="fewer, larger ops (torch.compile) or less Python per step cut it",
+        )
+    ]
+
+
+def _op_free_finding(
+    analysis: Analysis,
+    pieces: list[tuple[str, int, int, int]],
+    busy_rows: np.ndarray,
+    outside: int,
+    total: int,
+    wall: int,
+    collectives: _HostCollectives,
+    *,
+    where: str,
+    python: str,
+    remedy: str,
+) -> FindingOut:
+    """``outside_ops``: the steps' thread in no op for ``outside`` of ``total`` (in the
+    ``pieces`` of the steps, ``where`` them), told as waiting for other ranks where a
+    host thread executed collectives for half of it or more, else as ``python`` with
+    the Python call that held a quarter of it or more, and the ``remedy``."""
+    whole = pieces[0][0] == WHOLE_TRACE
+    whose = "the busiest thread" if whole else "the steps' thread"
+    of = "the trace's" if whole else "their"
     said = f"{whose} is in no op for {fmt_time_ns(outside)} of {of} {fmt_time_ns(total)} ({fmt_share(outside, total)})"
-    starts = np.array([start for _, start, _, _ in windows], dtype=np.int64)
-    ends = np.array([end for _, _, end, _ in windows], dtype=np.int64)
+    said += where
+    starts = np.array([start for _, start, _, _ in pieces], dtype=np.int64)
+    ends = np.array([end for _, _, end, _ in pieces], dtype=np.int64)
     waited = min(int(collectives.union.covered_in(starts, ends).sum()), outside) if len(collectives.union) else 0
     if 2 * waited >= outside:  # gloo's threads did the step's work: waiting, not Python
         advice = (
@@ -301,10 +336,10 @@ def _outside_ops(
             "which held them back"
         )
     else:
-        frame, held = _quiet_frame(analysis, windows, busy_rows)
-        where = f"; {fmt_time_ns(held)} of it inside {frame}" if frame and 4 * held >= outside else ""
-        advice = f": Python between the ops, or waiting{where} — fewer, larger ops (torch.compile) or less Python per step cut it"
-    return [_finding(analysis, "outside_ops", said + advice, -1, outside, wall)]
+        frame, held = _quiet_frame(analysis, pieces, busy_rows)
+        inside = f"; {fmt_time_ns(held)} of it inside {frame}" if frame and 4 * held >= outside else ""
+        advice = f"{python}{inside} — {remedy}"
+    return _finding(analysis, "outside_ops", said + advice, -1, outside, wall)
 
 
 def _before_device_work(
@@ -359,33 +394,25 @@ def _before_device_work(
         outside += region.length - intersection(busy, region).length
     if outside < OUTSIDE_OPS_SHARE * total:
         return []
-    whose = "the busiest thread" if windows[0][0] == WHOLE_TRACE else "the steps' thread"
-    of = "the trace's" if windows[0][0] == WHOLE_TRACE else "their"
-    said = (
-        f"{whose} is in no op for {fmt_time_ns(outside)} of {of} {fmt_time_ns(total)} ({fmt_share(outside, total)}) "
-        "before its first launch of device work or after the devices' last work"
-    )
     pieces = [
-        ("", int(start), int(end), thread)
+        (windows[0][0], int(start), int(end), thread)
         for thread, region in regions.items()
         for start, end in zip(region.start.tolist(), region.end.tolist(), strict=True)
     ]
-    starts = np.array([start for _, start, _, _ in pieces], dtype=np.int64)
-    ends = np.array([end for _, _, end, _ in pieces], dtype=np.int64)
-    waited = min(int(collectives.union.covered_in(starts, ends).sum()), outside) if len(collectives.union) else 0
-    if 2 * waited >= outside:
-        advice = (
-            f", while a host thread executed collectives for {fmt_time_ns(waited)} of it ({collectives.top} the "
-            "longest): waiting for other ranks — trnscope ranks on the job's traces says which held them back"
+    return [
+        _op_free_finding(
+            analysis,
+            pieces,
+            busy_rows,
+            outside,
+            total,
+            wall,
+            collectives,
+            where=" before its first launch of device work or after the devices' last work",
+            python=": no device works meanwhile, waiting for the host's Python or untraced work",
+            remedy="move that work out of the step (DataLoader workers) or onto the device",
         )
-    else:
-        frame, held = _quiet_frame(analysis, pieces, busy_rows)
-        where = f"; {fmt_time_ns(held)} of it inside {frame}" if frame and 4 * held >= outside else ""
-        advice = (
-            f": no device works meanwhile, waiting for the host's Python or untraced work{where} — move that work "
-            "out of the step (DataLoader workers) or onto the device"
-        )
-    return [_finding(analysis, "outside_ops", said + advice, -1, outside, wall)]
+    ]
 
 
 def _quiet_frame(
