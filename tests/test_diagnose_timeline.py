@@ -368,7 +368,8 @@ def test_h100_bert_is_launch_bound(capsys) -> None:
     assert doc["steps"][0]["bound"] == "host"
     assert {f["kind"] for f in doc["findings"]} >= {"small_kernels", "device_idle"}
     assert all(
-        set(f) == {"kind", "severity", "message", "op", "instance", "evidence_us", "row"} for f in doc["findings"]
+        set(f) == {"kind", "severity", "message", "op", "instance", "evidence_us", "row", "window_us"}
+        for f in doc["findings"]
     )
 
 
@@ -595,6 +596,8 @@ async def test_timeline_and_diagnosis_panes() -> None:
         from trnscope.core.analysis.timeline import extent
 
         lo, hi = extent(timeline.lanes)
+        first, last = timeline.analysis.span_ns  # the trace's events, drawn or not
+        lo, hi = min(lo, first), max(hi, last)
         for key in ("minus", "minus", "minus", "l", "l", "l", "l"):  # zoomed out and panned: still on the trace
             await press(pilot, key)
             assert lo <= timeline.t0 < timeline.t1 <= hi
@@ -1392,6 +1395,35 @@ def test_a_device_traces_time_before_its_first_launch_is_a_finding(tmp_path: Pat
     for name, events in not_the_host.items():
         (tmp_path / name).mkdir()
         assert not [f for f in diagnose(_trace(tmp_path / name, events)).findings if f.kind == "outside_ops"], name
+
+
+async def test_enter_on_the_time_before_the_first_launch_opens_the_timeline_on_it(tmp_path: Path) -> None:
+    """A device trace's ``outside_ops`` says where its time lies (``window_us``: the
+    longest stretch, from the trace's start); enter in the diagnosis opens the timeline
+    on that stretch, not on the whole step."""
+    from trnscope.tui.app import TrnscopeApp
+    from trnscope.tui.screen_timeline import TimelineScreen
+
+    events = [
+        annotation("ProfilerStep#1", 0, 1_000),
+        event("pipeline.py(129): preprocess", "python_function", 5, 600),
+        op("aten::mm", 700, 50, ext=1),
+        launch(710, 5, correlation=1, ext=1),
+        kernel("gemm", 720, 200, correlation=1, ext=1),
+    ]
+    trace = write_trace(tmp_path / "t.json", events, baseTimeNanoseconds=1_700_000_000_000_000_000)
+    (finding,) = [f for f in diagnose(Analysis(load_path(trace))).findings if f.kind == "outside_ops"]
+    assert finding.window_us == [0.0, 710.0]  # the step's start to the first launch
+    app = TrnscopeApp([str(trace)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane = await _diagnosis_pane(app, pilot)
+        assert pane.doc is not None and pane.doc.findings[0].kind == "outside_ops"
+        await press(pilot, "enter")
+        timeline = app.screen
+        assert isinstance(timeline, TimelineScreen)
+        await settle(pilot)
+        origin = pane.analysis.span_ns[0]
+        assert (timeline.t0 - origin, timeline.t1 - origin) == (0, 710_000)
 
 
 def test_no_finding_to_see_is_not_pointed_at(tmp_path: Path) -> None:

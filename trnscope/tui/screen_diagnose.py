@@ -229,6 +229,11 @@ class DiagnoseScreen(ExplorerScreen):
         if self.doc is None or not 0 <= message.index < len(self.doc.findings):
             return
         finding = self.doc.findings[message.index]
+        if finding.row < 0 and finding.window_us:  # no op, one stretch of time: the timeline on it
+            origin = self.analysis.span_ns[0]
+            start, end = (origin + round(t * 1000) for t in finding.window_us)
+            self.post_message(ShowTimeline(self.analysis, title=finding.kind, window=(start, end)))
+            return
         if finding.row < 0:  # no op to drill into: the step that shows it most, on the timeline
             self._open_worst_step(finding.kind)
             return

@@ -184,10 +184,14 @@ class TimelineScreen(ExplorerScreen):
 
     def _clamp(self) -> None:
         """The window stays on the trace: a step or a highlight near an end, zooming out
-        and panning never show time before the first event or after the last."""
+        and panning never show time before the first event or after the last — the
+        trace's, not only the lanes' (a step whose Python ran before any op or launch
+        begins before every lane's work, and that stretch is what a finding opens on)."""
         lo, hi = extent(self.lanes)
         if hi <= lo:
             return
+        first, last = self.analysis.span_ns
+        lo, hi = min(lo, first), max(hi, last)
         span = self.t1 - self.t0
         if span >= hi - lo:
             self.t0, self.t1 = lo, hi

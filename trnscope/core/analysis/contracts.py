@@ -230,6 +230,9 @@ class FindingOut(msgspec.Struct):
     instance: int  # the op instance it points at (0-based in time order), -1 when none
     evidence_us: float
     row: int = -1  # trace row of that instance (for the TUI; not part of the contract)
+    # where most of the evidence lies, [start, end] µs from the trace's start (as the
+    # timeline counts), when one span of time holds it; [] otherwise
+    window_us: list[float] = []
 
 
 class DiagnoseOut(msgspec.Struct):

@@ -399,18 +399,23 @@ def _before_device_work(
         for thread, region in regions.items()
         for start, end in zip(region.start.tolist(), region.end.tolist(), strict=True)
     ]
+    _, start, end, _ = max(pieces, key=lambda piece: piece[2] - piece[1])
+    origin = analysis.span_ns[0]
     return [
-        _op_free_finding(
-            analysis,
-            pieces,
-            busy_rows,
-            outside,
-            total,
-            wall,
-            collectives,
-            where=" before its first launch of device work or after the devices' last work",
-            python=": no device works meanwhile, waiting for the host's Python or untraced work",
-            remedy="move that work out of the step (DataLoader workers) or onto the device",
+        msgspec.structs.replace(
+            _op_free_finding(
+                analysis,
+                pieces,
+                busy_rows,
+                outside,
+                total,
+                wall,
+                collectives,
+                where=" before its first launch of device work or after the devices' last work",
+                python=": no device works meanwhile, waiting for the host's Python or untraced work",
+                remedy="move that work out of the step (DataLoader workers) or onto the device",
+            ),
+            window_us=[us(start - origin), us(end - origin)],  # the longest stretch: the explorer opens on it
         )
     ]
 
