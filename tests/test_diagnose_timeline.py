@@ -1129,6 +1129,20 @@ async def _diagnosis_pane(app: Any, pilot: Any) -> Any:
     return pane
 
 
+async def _timeline_of_the_first_finding(app: Any, pilot: Any, kind: str) -> tuple[Any, Any]:
+    """The diagnosis pane, whose first finding is of ``kind``, and the timeline enter
+    opened from it."""
+    from trnscope.tui.screen_timeline import TimelineScreen
+
+    pane = await _diagnosis_pane(app, pilot)
+    assert pane.doc is not None and pane.doc.findings[0].kind == kind
+    await press(pilot, "enter")
+    timeline = app.screen
+    assert isinstance(timeline, TimelineScreen)
+    await settle(pilot)
+    return pane, timeline
+
+
 async def test_the_diagnosis_panes_steps_say_how_long_the_host_fetched_batches(tmp_path: Path) -> None:
     """The steps view of the diagnosis pane has a Loading column where a step fetched
     from its DataLoader, and the step's line says what share of its wall time that was."""
@@ -1402,7 +1416,6 @@ async def test_enter_on_the_time_before_the_first_launch_opens_the_timeline_on_i
     longest stretch, from the trace's start); enter in the diagnosis opens the timeline
     on that stretch, not on the whole step."""
     from trnscope.tui.app import TrnscopeApp
-    from trnscope.tui.screen_timeline import TimelineScreen
 
     events = [
         annotation("ProfilerStep#1", 0, 1_000),
@@ -1416,12 +1429,7 @@ async def test_enter_on_the_time_before_the_first_launch_opens_the_timeline_on_i
     assert finding.window_us == [0.0, 710.0]  # the step's start to the first launch
     app = TrnscopeApp([str(trace)])
     async with app.run_test(size=(80, 24)) as pilot:
-        pane = await _diagnosis_pane(app, pilot)
-        assert pane.doc is not None and pane.doc.findings[0].kind == "outside_ops"
-        await press(pilot, "enter")
-        timeline = app.screen
-        assert isinstance(timeline, TimelineScreen)
-        await settle(pilot)
+        pane, timeline = await _timeline_of_the_first_finding(app, pilot, "outside_ops")
         origin = pane.analysis.span_ns[0]
         assert (timeline.t0 - origin, timeline.t1 - origin) == (0, 710_000)
 
@@ -1447,16 +1455,10 @@ async def test_a_finding_of_no_op_opens_the_timeline_on_its_worst_step() -> None
     CPU trace's ``outside_ops`` it opens the timeline on the step with the most host time
     outside ops, where the gaps between the ops are to be seen."""
     from trnscope.tui.app import TrnscopeApp
-    from trnscope.tui.screen_timeline import TimelineScreen
 
     app = TrnscopeApp([str(SAMPLES / "cpu_train_tiny_session")])
     async with app.run_test(size=(80, 24)) as pilot:
-        pane = await _diagnosis_pane(app, pilot)
-        assert pane.doc is not None and pane.doc.findings[0].kind == "outside_ops"
-        await press(pilot, "enter")
-        timeline = app.screen
-        assert isinstance(timeline, TimelineScreen)
-        await settle(pilot)
+        pane, timeline = await _timeline_of_the_first_finding(app, pilot, "outside_ops")
         worst = max(pane.doc.steps, key=lambda s: s.wall_us - s.host_busy_us)
         step = next(s for s in pane.analysis.steps() if s.name == worst.step)
         # the step's length, kept on the trace's lanes (the first step begins before its first op)
