@@ -215,6 +215,8 @@ def test_idle_time_inside_a_cuda_graph_capture_is_the_captures_not_launch_overhe
     assert capture.severity == "info" and capture.op == "graph_capture_region" and capture.instance == 0
     # two kernel launches and a copy; without an End, the launch at 1,160 µs is inside too
     assert f"{3 if closed else 4} launches into a graph" in capture.message
+    # how long the host spent capturing, whatever of it the device's span holds
+    assert f"into a graph over {'800.000us' if closed else '1.100ms'} (" in capture.message
     assert ("cudaStreamEndCapture" in capture.message) is closed
     idle = kinds["device_idle"]
     assert idle.evidence_us == device.idle_us - capture.evidence_us

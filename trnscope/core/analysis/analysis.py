@@ -108,7 +108,7 @@ class Analysis:
 
     def profiler_step_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """The ``ProfilerStep`` ranges' starts and ends (ns), by start."""
-        steps = [step for step in self.steps() if is_profiler_step(step.name)]
+        steps = self.steps()
         return (
             np.array([step.start for step in steps], dtype=np.int64),
             np.array([step.end for step in steps], dtype=np.int64),

@@ -1,7 +1,8 @@
 """How op and kernel rows are ordered: the one place sort rules live.
 
 Every presenter (``summary`` text/CSV/JSON, merged summaries, the TUI's tables) asks
-here, for the order and for which rows a name filter keeps (``rows_matching``).  Op-table sort keys are the catalogue's columns (``columns.SORT_KEYS``).
+here, for the order and for which rows a name filter keeps (``rows_matching``).
+Op-table sort keys are the catalogue's columns (``columns.SORT_KEYS``).
 ``descending`` means what it says (names Z→A); each column's natural direction
 (numbers largest first, names A→Z) is the default.  Rows without a value (no FLOP
 count) come last either way; ties keep the table's own order in both directions
